@@ -1,0 +1,10 @@
+/* probe.h - CUDA runtime, cuBLASLt and NCCL presence and versions (CUDA builds only). */
+#ifndef DT_CUDA_PROBE_H
+#define DT_CUDA_PROBE_H
+
+#include <stddef.h>
+
+int dt_cuda_device_count(char *why, size_t n);
+void dt_cuda_describe(char *buf, size_t n);
+
+#endif

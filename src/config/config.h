@@ -1,0 +1,143 @@
+/*
+ * config.h - the typed configuration of a run.
+ *
+ * Every field is described once in the schema table (schema.c): key path, type,
+ * default, range, help. The loader (load.c) fills the struct from built-in
+ * defaults, a YAML file and dotted overrides, recording where each value came
+ * from; resolve.c fills "auto" values and checks what must agree; emit.c prints
+ * the result as YAML that load.c reads back to the same values.
+ */
+#ifndef DT_CONFIG_H
+#define DT_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "config/deepspeed.h"
+#include "config/types.h"
+#include "core/status.h"
+
+enum dt_model_type { DT_MODEL_GPT, DT_MODEL_MLP };
+enum dt_device { DT_DEVICE_AUTO, DT_DEVICE_CPU, DT_DEVICE_CUDA };
+enum dt_precision { DT_PREC_32_TRUE, DT_PREC_16_MIXED, DT_PREC_BF16_MIXED, DT_PREC_BF16_TRUE };
+enum dt_strategy {
+    DT_STRAT_AUTO,
+    DT_STRAT_SINGLE,
+    DT_STRAT_DDP,
+    DT_STRAT_FSDP,
+    DT_STRAT_ZERO1,
+    DT_STRAT_ZERO2,
+    DT_STRAT_ZERO3,
+    DT_STRAT_DEEPSPEED
+};
+enum dt_optim_type { DT_OPTIM_ADAMW, DT_OPTIM_ADAM, DT_OPTIM_SGD };
+enum dt_sched_type {
+    DT_SCHED_CONSTANT,
+    DT_SCHED_LINEAR,
+    DT_SCHED_COSINE,
+    DT_SCHED_WARMUP_LR,
+    DT_SCHED_WARMUP_DECAY_LR,
+    DT_SCHED_WARMUP_COSINE_LR
+};
+enum dt_warmup_type { DT_WARMUP_LOG, DT_WARMUP_LINEAR };
+enum dt_synth_kind { DT_SYNTH_MARKOV };
+enum dt_dtype_name { DT_DTYPE_FP32, DT_DTYPE_BF16, DT_DTYPE_FP16 };
+
+struct dt_config {
+    struct {
+        char *name;
+        int64_t seed;
+        struct dt_duration max_duration;
+        struct dt_duration eval_interval;
+        char *dir;
+    } run;
+    struct {
+        int type; /* enum dt_model_type */
+        int64_t n_layer, n_head, n_embd, vocab_size, seq_len;
+        bool activation_checkpointing;
+        char *init_from;
+    } model;
+    struct {
+        char *train, *val;
+        int64_t micro_batch_size;
+        struct {
+            int kind; /* enum dt_synth_kind */
+            int64_t order, seed;
+        } synthetic;
+    } data;
+    struct {
+        int type; /* enum dt_optim_type */
+        double lr;
+        struct dt_floats betas;
+        double eps, weight_decay, momentum;
+        bool nesterov;
+    } optimizer;
+    struct {
+        int type; /* enum dt_sched_type */
+        struct dt_duration warmup;
+        struct dt_duration total;
+        double min_lr_ratio;
+        int warmup_type; /* enum dt_warmup_type */
+        double warmup_min_lr, warmup_max_lr, warmup_min_ratio, cos_min_ratio;
+    } scheduler;
+    struct {
+        int device;    /* enum dt_device */
+        int precision; /* enum dt_precision */
+        int64_t num_devices, num_nodes;
+        int strategy; /* enum dt_strategy */
+        struct {
+            double bucket_cap_mb;
+            char *config;
+        } strategy_config;
+        int64_t gradient_accumulation_steps;
+        double gradient_clipping;
+        double comm_timeout; /* seconds */
+        int grad_reduce_dtype; /* enum dt_dtype_name */
+        struct {
+            double loss_scale;
+            int64_t initial_scale_power, loss_scale_window, hysteresis;
+            bool consecutive_hysteresis;
+            double min_loss_scale;
+        } loss_scaler;
+    } compute;
+    struct {
+        char *dir;
+        struct dt_duration interval;
+        int64_t keep;
+        char *resume;
+    } checkpoint;
+    struct {
+        char *jsonl;
+        struct dt_duration interval;
+        bool wall_clock_breakdown;
+        struct {
+            char *url;
+            char *secret_env;
+        } webhook;
+    } events;
+
+    /* Filled by dt_config_resolve(). */
+    struct {
+        int nodes, devices_per_node, world;
+        int64_t global_batch; /* sequences per optimizer step */
+        int strategy;         /* the strategy that runs: never AUTO or DEEPSPEED */
+        char device_note[160];
+    } resolved;
+
+    struct dt_ds_config ds; /* the DeepSpeed JSON, when compute.strategy is deepspeed */
+    struct dt_origin *origin; /* one per dt_config_schema entry */
+    struct dt_namelist names; /* file names the origins point into */
+};
+
+/* Built-in defaults only: the config a run gets without a file. */
+dt_status_t dt_config_init(struct dt_config *cfg);
+/* Apply the site defaults file, then the YAML file (either NULL: none), then overrides "a.b=v". */
+dt_status_t dt_config_load(struct dt_config *cfg, const char *site, const char *path, int noverrides,
+                           char *const *overrides);
+void dt_config_free(struct dt_config *cfg);
+
+extern const struct dt_schema dt_config_schema;
+
+/* The origin of a key by path ("optimizer.lr"); NULL for an unknown path. */
+const struct dt_origin *dt_config_origin(const struct dt_config *cfg, const char *path);
+
+#endif

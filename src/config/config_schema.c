@@ -1,0 +1,177 @@
+/*
+ * config_schema.c - every key of the dtrun config: path, type, default, range,
+ * help. The only list of keys there is: the loader, `dtrun check`, the
+ * README's config reference (tests/config_reference.sh keeps it in sync) and
+ * the DeepSpeed mapping all read it.
+ *
+ * The defaults are the built-in config: `dtrun` with no file trains a 4-layer
+ * byte-level GPT on a synthetic order-2 Markov source whose entropy rate is
+ * known, so a run with no data and no cluster still means something.
+ */
+#include <float.h>
+#include <stddef.h>
+#include "config/config.h"
+
+#define OFF(field) offsetof(struct dt_config, field)
+#define INF DBL_MAX
+
+static const struct dt_enum_name model_types[] = {{"gpt", DT_MODEL_GPT, NULL}, {"mlp", DT_MODEL_MLP, NULL}, {0}};
+
+static const struct dt_enum_name devices[] = {
+    {"auto", DT_DEVICE_AUTO, NULL}, {"cpu", DT_DEVICE_CPU, NULL}, {"cuda", DT_DEVICE_CUDA, NULL},
+    {"gpu", DT_DEVICE_CUDA, NULL},  {0}};
+
+/* Lightning's names and aliases ("32"->"32-true", "16"->"16-mixed", "bf16"->"bf16-mixed"). */
+const struct dt_enum_name dt_precision_names[] = {
+    {"32-true", DT_PREC_32_TRUE, NULL},
+    {"32", DT_PREC_32_TRUE, NULL},
+    {"16-mixed", DT_PREC_16_MIXED, NULL},
+    {"16", DT_PREC_16_MIXED, NULL},
+    {"bf16-mixed", DT_PREC_BF16_MIXED, NULL},
+    {"bf16", DT_PREC_BF16_MIXED, NULL},
+    {"bf16-true", DT_PREC_BF16_TRUE, NULL},
+    {"64", -1, "dtrun has no float64 training; use 32-true"},
+    {"64-true", -1, "dtrun has no float64 training; use 32-true"},
+    {"16-true", -1, "pure fp16 training diverges without fp32 master weights; use 16-mixed or bf16-true"},
+    {"transformer-engine", -1, "Transformer Engine (fp8) is not part of dtrun; use bf16-mixed"},
+    {0}};
+
+static const struct dt_enum_name strategies[] = {
+    {"auto", DT_STRAT_AUTO, NULL},   {"single", DT_STRAT_SINGLE, NULL}, {"ddp", DT_STRAT_DDP, NULL},
+    {"fsdp", DT_STRAT_FSDP, NULL},   {"zero1", DT_STRAT_ZERO1, NULL},   {"zero2", DT_STRAT_ZERO2, NULL},
+    {"zero3", DT_STRAT_ZERO3, NULL}, {"deepspeed", DT_STRAT_DEEPSPEED, NULL}, {0}};
+
+const struct dt_enum_name dt_optim_names[] = {
+    {"adamw", DT_OPTIM_ADAMW, NULL}, {"adam", DT_OPTIM_ADAM, NULL}, {"sgd", DT_OPTIM_SGD, NULL}, {0}};
+
+/* DeepSpeed's class names are accepted too, so a scheduler copied from a JSON reads. */
+const struct dt_enum_name dt_sched_names[] = {
+    {"constant", DT_SCHED_CONSTANT, NULL},
+    {"linear", DT_SCHED_LINEAR, NULL},
+    {"cosine", DT_SCHED_COSINE, NULL},
+    {"warmup_lr", DT_SCHED_WARMUP_LR, NULL},
+    {"WarmupLR", DT_SCHED_WARMUP_LR, NULL},
+    {"warmup_decay_lr", DT_SCHED_WARMUP_DECAY_LR, NULL},
+    {"WarmupDecayLR", DT_SCHED_WARMUP_DECAY_LR, NULL},
+    {"warmup_cosine_lr", DT_SCHED_WARMUP_COSINE_LR, NULL},
+    {"WarmupCosineLR", DT_SCHED_WARMUP_COSINE_LR, NULL},
+    {"OneCycle", -1, "dtrun does not implement OneCycle; use cosine or warmup_cosine_lr"},
+    {"LRRangeTest", -1, "dtrun does not implement LRRangeTest"},
+    {0}};
+
+static const struct dt_enum_name warmup_types[] = {
+    {"log", DT_WARMUP_LOG, NULL}, {"linear", DT_WARMUP_LINEAR, NULL}, {0}};
+
+static const struct dt_enum_name synth_kinds[] = {{"markov", DT_SYNTH_MARKOV, NULL}, {0}};
+
+static const struct dt_enum_name dtypes[] = {
+    {"fp32", DT_DTYPE_FP32, NULL}, {"bf16", DT_DTYPE_BF16, NULL}, {"fp16", DT_DTYPE_FP16, NULL}, {0}};
+
+#define K(p, t, f, d, lo, hi, fl, h) {.path = p, .type = t, .offset = OFF(f), .def = d, .min = lo, .max = hi, .flags = fl, .help = h}
+#define E(p, f, d, names_, fl, h) {.path = p, .type = DT_T_ENUM, .offset = OFF(f), .def = d, .names = names_, .flags = fl, .help = h}
+#define D(p, f, d, u, h) {.path = p, .type = DT_T_DURATION, .offset = OFF(f), .def = d, .min = 0, .max = INF, .units = u, .help = h}
+
+static const struct dt_key keys[] = {
+    K("run.name", DT_T_STR, run.name, "gpt-tiny", 0, 0, 0, "name of the run (events, run directory)"),
+    K("run.seed", DT_T_INT, run.seed, "1234", 0, 4294967295.0, 0, "seed of weights, data order and sampling"),
+    D("run.max_duration", run.max_duration, "300ba", DT_UNITS_TRAIN, "length of training"),
+    D("run.eval_interval", run.eval_interval, "100ba", DT_UNITS_INTERVAL, "validate every this long; 0ba: never"),
+    K("run.dir", DT_T_STR, run.dir, "auto", 0, 0, DT_F_AUTO, "run directory; auto: runs/<run.name>"),
+
+    E("model.type", model.type, "gpt", model_types, 0, "architecture"),
+    K("model.n_layer", DT_T_INT, model.n_layer, "4", 1, 1024, 0, "transformer blocks"),
+    K("model.n_head", DT_T_INT, model.n_head, "4", 1, 1024, 0, "attention heads (divides n_embd)"),
+    K("model.n_embd", DT_T_INT, model.n_embd, "128", 1, 65536, 0, "embedding width"),
+    K("model.vocab_size", DT_T_INT, model.vocab_size, "256", 2, 16777216, 0, "vocabulary size (256: bytes)"),
+    K("model.seq_len", DT_T_INT, model.seq_len, "128", 1, 1048576, 0, "tokens per sequence"),
+    K("model.activation_checkpointing", DT_T_BOOL, model.activation_checkpointing, "false", 0, 0, 0,
+      "recompute block internals in backward to save memory"),
+    K("model.init_from", DT_T_STR, model.init_from, NULL, 0, 0, DT_F_NULLABLE,
+      "initial weights in llm.c layout; null: random init"),
+
+    K("data.train", DT_T_STR, data.train, NULL, 0, 0, DT_F_NULLABLE,
+      "glob of llm.c token shards; null: the synthetic source"),
+    K("data.val", DT_T_STR, data.val, NULL, 0, 0, DT_F_NULLABLE, "glob of validation shards"),
+    K("data.micro_batch_size", DT_T_INT, data.micro_batch_size, "8", 1, 1048576, 0,
+      "sequences per rank per forward/backward"),
+    E("data.synthetic.kind", data.synthetic.kind, "markov", synth_kinds, 0,
+      "synthetic source (used when data.train is null)"),
+    K("data.synthetic.order", DT_T_INT, data.synthetic.order, "2", 1, 8, 0, "Markov order (context tokens)"),
+    K("data.synthetic.seed", DT_T_INT, data.synthetic.seed, "3", 0, 4294967295.0, 0,
+      "seed of the chain's transition table"),
+
+    E("optimizer.type", optimizer.type, "adamw", dt_optim_names, 0, "optimizer"),
+    K("optimizer.lr", DT_T_FLOAT, optimizer.lr, "3.0e-3", 0, 10, DT_F_MIN_EXCL, "peak learning rate"),
+    {.path = "optimizer.betas", .type = DT_T_FLOATS, .offset = OFF(optimizer.betas), .def = "[0.9, 0.95]", .min = 0,
+     .max = 0.999999, .count = 2, .help = "Adam betas [beta1, beta2]"},
+    K("optimizer.eps", DT_T_FLOAT, optimizer.eps, "1.0e-8", 0, 1, DT_F_MIN_EXCL, "Adam epsilon"),
+    K("optimizer.weight_decay", DT_T_FLOAT, optimizer.weight_decay, "0.1", 0, 10, 0,
+      "decoupled weight decay (not on biases, norms, embeddings)"),
+    K("optimizer.momentum", DT_T_FLOAT, optimizer.momentum, "0.9", 0, 1, 0, "SGD momentum"),
+    K("optimizer.nesterov", DT_T_BOOL, optimizer.nesterov, "false", 0, 0, 0, "SGD Nesterov momentum"),
+
+    E("scheduler.type", scheduler.type, "cosine", dt_sched_names, 0, "learning-rate schedule"),
+    D("scheduler.warmup", scheduler.warmup, "30ba", DT_UNITS_TRAIN, "linear warmup length (DeepSpeed: warmup_num_steps)"),
+    {.path = "scheduler.total", .type = DT_T_DURATION, .offset = OFF(scheduler.total), .def = "auto", .min = 0,
+     .max = INF, .units = DT_UNITS_TRAIN, .flags = DT_F_AUTO,
+     .help = "schedule length (DeepSpeed: total_num_steps); auto: run.max_duration"},
+    K("scheduler.min_lr_ratio", DT_T_FLOAT, scheduler.min_lr_ratio, "0.1", 0, 1, 0,
+      "cosine/linear: final lr as a fraction of the peak"),
+    E("scheduler.warmup_type", scheduler.warmup_type, "log", warmup_types, 0, "DeepSpeed warmup curve"),
+    K("scheduler.warmup_min_lr", DT_T_FLOAT, scheduler.warmup_min_lr, "0", 0, 10, 0,
+      "WarmupLR/WarmupDecayLR: lr at step 0"),
+    K("scheduler.warmup_max_lr", DT_T_FLOAT, scheduler.warmup_max_lr, "auto", 0, 10, DT_F_AUTO,
+      "WarmupLR/WarmupDecayLR: lr after warmup; auto: optimizer.lr"),
+    K("scheduler.warmup_min_ratio", DT_T_FLOAT, scheduler.warmup_min_ratio, "0", 0, 1, 0,
+      "WarmupCosineLR: starting ratio of optimizer.lr"),
+    K("scheduler.cos_min_ratio", DT_T_FLOAT, scheduler.cos_min_ratio, "1.0e-4", 0, 1, 0,
+      "WarmupCosineLR: final ratio of optimizer.lr"),
+
+    E("compute.device", compute.device, "auto", devices, 0, "cpu, cuda, or auto (cuda when a GPU is visible)"),
+    E("compute.precision", compute.precision, "32-true", dt_precision_names, 0, "Lightning precision name"),
+    K("compute.num_devices", DT_T_INT, compute.num_devices, "auto", 1, 4096, DT_F_AUTO,
+      "ranks per node; auto: what the scheduler gives"),
+    K("compute.num_nodes", DT_T_INT, compute.num_nodes, "auto", 1, 65536, DT_F_AUTO,
+      "nodes; auto: what the scheduler gives"),
+    E("compute.strategy", compute.strategy, "auto", strategies, 0, "auto: single on 1 rank, ddp on more"),
+    K("compute.strategy_config.bucket_cap_mb", DT_T_FLOAT, compute.strategy_config.bucket_cap_mb, "25", 0, 65536,
+      DT_F_MIN_EXCL, "ddp/zero: gradient bucket size in MiB"),
+    K("compute.strategy_config.config", DT_T_STR, compute.strategy_config.config, NULL, 0, 0, DT_F_NULLABLE,
+      "deepspeed: path of the DeepSpeed JSON"),
+    K("compute.gradient_accumulation_steps", DT_T_INT, compute.gradient_accumulation_steps, "1", 1, 1048576, 0,
+      "micro-batches per optimizer step"),
+    K("compute.gradient_clipping", DT_T_FLOAT, compute.gradient_clipping, "1.0", 0, 1e9, 0,
+      "clip the global gradient norm to this; 0: off"),
+    K("compute.comm_timeout", DT_T_SECONDS, compute.comm_timeout, "600s", 0.001, 604800, 0,
+      "a collective slower than this ends the job"),
+    E("compute.grad_reduce_dtype", compute.grad_reduce_dtype, "fp32", dtypes, 0, "dtype of gradient reduction"),
+    K("compute.loss_scaler.loss_scale", DT_T_FLOAT, compute.loss_scaler.loss_scale, "0", 0, 1e30, 0,
+      "16-mixed: 0 = dynamic, else a static scale"),
+    K("compute.loss_scaler.initial_scale_power", DT_T_INT, compute.loss_scaler.initial_scale_power, "16", 0, 126, 0,
+      "dynamic: start at 2^this"),
+    K("compute.loss_scaler.loss_scale_window", DT_T_INT, compute.loss_scaler.loss_scale_window, "1000", 1, 1e9, 0,
+      "dynamic: clean steps before the scale doubles"),
+    K("compute.loss_scaler.hysteresis", DT_T_INT, compute.loss_scaler.hysteresis, "2", 1, 1e9, 0,
+      "dynamic: overflows tolerated before the scale halves"),
+    K("compute.loss_scaler.consecutive_hysteresis", DT_T_BOOL, compute.loss_scaler.consecutive_hysteresis, "false", 0,
+      0, 0, "dynamic: refill hysteresis on every clean step"),
+    K("compute.loss_scaler.min_loss_scale", DT_T_FLOAT, compute.loss_scaler.min_loss_scale, "1", 0, 1e30,
+      DT_F_MIN_EXCL, "dynamic: lowest scale; overflowing there stops the run"),
+
+    K("checkpoint.dir", DT_T_STR, checkpoint.dir, "ckpt", 0, 0, 0, "checkpoint directory (relative: under run.dir)"),
+    D("checkpoint.interval", checkpoint.interval, "0ba", DT_UNITS_INTERVAL, "save every this long; 0ba: only at the end"),
+    K("checkpoint.keep", DT_T_INT, checkpoint.keep, "3", 0, 1e6, 0, "checkpoints kept; 0: all"),
+    K("checkpoint.resume", DT_T_STR, checkpoint.resume, "auto", 0, 0, 0,
+      "auto (latest in checkpoint.dir, if any), never, or a checkpoint path"),
+
+    K("events.jsonl", DT_T_STR, events.jsonl, "events.jsonl", 0, 0, DT_F_NULLABLE,
+      "event log (relative: under run.dir); null: none"),
+    D("events.interval", events.interval, "10ba", DT_UNITS_TRAIN, "metrics every this long"),
+    K("events.wall_clock_breakdown", DT_T_BOOL, events.wall_clock_breakdown, "false", 0, 0, 0,
+      "time forward/backward/comm/optimizer separately"),
+    K("events.webhook.url", DT_T_STR, events.webhook.url, NULL, 0, 0, DT_F_NULLABLE, "POST events here; null: off"),
+    K("events.webhook.secret_env", DT_T_STR, events.webhook.secret_env, NULL, 0, 0, DT_F_NULLABLE,
+      "environment variable holding the HMAC secret"),
+};
+
+const struct dt_schema dt_config_schema = {"dtrun config", keys, sizeof keys / sizeof keys[0]};

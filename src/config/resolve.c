@@ -1,0 +1,191 @@
+/*
+ * resolve.c - see resolve.h. All contradictions found are reported together.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "config/diag.h"
+#include "config/resolve.h"
+#include "config/schema.h"
+#include "config/timestr.h"
+#include "core/error.h"
+#include "core/log.h"
+
+static struct dt_origin *origin(struct dt_config *cfg, const char *path)
+{
+    return (struct dt_origin *)dt_config_origin(cfg, path);
+}
+
+static bool user_set(const struct dt_origin *o)
+{
+    return (o->kind == DT_ORIGIN_FILE || o->kind == DT_ORIGIN_OVERRIDE || o->kind == DT_ORIGIN_DEEPSPEED) &&
+           !o->is_auto;
+}
+
+static void set_auto(struct dt_config *cfg, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_auto(struct dt_config *cfg, const char *path, const char *fmt, ...)
+{
+    struct dt_origin *o = origin(cfg, path);
+    *o = (struct dt_origin){.kind = DT_ORIGIN_AUTO};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->note, sizeof o->note, fmt, ap);
+    va_end(ap);
+}
+
+/* Where a value came from, for messages: "config.yaml:3:5" or "default". */
+static const char *where(struct dt_config *cfg, const char *path, char *buf, size_t n)
+{
+    const struct dt_origin *o = origin(cfg, path);
+    if (o->kind == DT_ORIGIN_DEFAULT) snprintf(buf, n, "default");
+    else if (o->kind == DT_ORIGIN_AUTO) snprintf(buf, n, "auto");
+    else dt_loc_str(o->loc, buf, n);
+    return buf;
+}
+
+static struct dt_loc loc_of(struct dt_config *cfg, const char *path)
+{
+    const struct dt_origin *o = origin(cfg, path);
+    if (o->kind == DT_ORIGIN_FILE || o->kind == DT_ORIGIN_OVERRIDE || o->kind == DT_ORIGIN_DEEPSPEED) return o->loc;
+    return (struct dt_loc){"dtrun", 0, 0};
+}
+
+static void resolve_world(struct dt_config *cfg, const struct dt_geometry *geo)
+{
+    struct dt_origin *dev = origin(cfg, "compute.device");
+    if (cfg->compute.device == DT_DEVICE_AUTO) {
+        cfg->compute.device = geo->gpus > 0 ? DT_DEVICE_CUDA : DT_DEVICE_CPU;
+        if (geo->gpus > 0) set_auto(cfg, "compute.device", "%d GPU%s visible", geo->gpus, geo->gpus > 1 ? "s" : "");
+        else set_auto(cfg, "compute.device", "%s", geo->gpu_note[0] ? geo->gpu_note : "no GPU visible");
+        (void)dev;
+    }
+    if (origin(cfg, "compute.num_nodes")->is_auto) {
+        cfg->compute.num_nodes = geo->nodes > 0 ? geo->nodes : 1;
+        set_auto(cfg, "compute.num_nodes", "%s", geo->nodes > 0 ? geo->source : "not in a Slurm allocation");
+    }
+    if (origin(cfg, "compute.num_devices")->is_auto) {
+        if (cfg->compute.device == DT_DEVICE_CUDA && geo->gpus > 0) {
+            cfg->compute.num_devices = geo->gpus;
+            set_auto(cfg, "compute.num_devices", "GPUs visible on this node");
+        } else if (geo->tasks_per_node > 0) {
+            cfg->compute.num_devices = geo->tasks_per_node;
+            set_auto(cfg, "compute.num_devices", "%s", geo->source);
+        } else {
+            cfg->compute.num_devices = 1;
+            set_auto(cfg, "compute.num_devices", "one process (not in a Slurm allocation)");
+        }
+    }
+    cfg->resolved.nodes = (int)cfg->compute.num_nodes;
+    cfg->resolved.devices_per_node = (int)cfg->compute.num_devices;
+    cfg->resolved.world = (int)(cfg->compute.num_nodes * cfg->compute.num_devices);
+}
+
+static void resolve_strategy(struct dt_config *cfg, struct dt_diags *d)
+{
+    int s = cfg->compute.strategy;
+    char w[256];
+    if (s != DT_STRAT_DEEPSPEED && cfg->compute.strategy_config.config) {
+        dt_diag(d, loc_of(cfg, "compute.strategy_config.config"),
+                "set compute.strategy: deepspeed to use the JSON, or remove strategy_config.config",
+                "compute.strategy_config.config names a DeepSpeed JSON but compute.strategy is not deepspeed (%s)",
+                where(cfg, "compute.strategy", w, sizeof w));
+        return;
+    }
+    if (s == DT_STRAT_AUTO) {
+        s = cfg->resolved.world > 1 ? DT_STRAT_DDP : DT_STRAT_SINGLE;
+        cfg->compute.strategy = s;
+        set_auto(cfg, "compute.strategy", "world size %d", cfg->resolved.world);
+    }
+    if (s == DT_STRAT_SINGLE && cfg->resolved.world > 1) {
+        dt_diag(d, loc_of(cfg, "compute.strategy"), "use ddp (or auto) for more than one rank",
+                "compute.strategy single runs one rank, but the world has %d (num_nodes %lld x num_devices %lld)",
+                cfg->resolved.world, (long long)cfg->compute.num_nodes, (long long)cfg->compute.num_devices);
+    }
+    if (s == DT_STRAT_DEEPSPEED && !cfg->compute.strategy_config.config)
+        dt_diag(d, loc_of(cfg, "compute.strategy"), "name the JSON: compute.strategy_config.config: ds_config.json",
+                "compute.strategy deepspeed needs compute.strategy_config.config");
+    cfg->resolved.strategy = s;
+}
+
+static void resolve_schedule(struct dt_config *cfg)
+{
+    if (origin(cfg, "scheduler.total")->is_auto) {
+        cfg->scheduler.total = cfg->run.max_duration;
+        set_auto(cfg, "scheduler.total", "run.max_duration");
+    }
+    if (origin(cfg, "scheduler.warmup_max_lr")->is_auto) {
+        cfg->scheduler.warmup_max_lr = cfg->optimizer.lr;
+        set_auto(cfg, "scheduler.warmup_max_lr", "optimizer.lr");
+    }
+    if (origin(cfg, "run.dir")->is_auto) {
+        size_t n = strlen(cfg->run.name) + 6;
+        char *dir = malloc(n);
+        if (dir) {
+            snprintf(dir, n, "runs/%s", cfg->run.name);
+            free(cfg->run.dir);
+            cfg->run.dir = dir;
+            set_auto(cfg, "run.dir", "runs/<run.name>");
+        }
+    }
+}
+
+static void check_model(struct dt_config *cfg, struct dt_diags *d)
+{
+    char w1[256], w2[256];
+    if (cfg->model.type == DT_MODEL_GPT && cfg->model.n_embd % cfg->model.n_head != 0)
+        dt_diag(d, loc_of(cfg, "model.n_embd"), "make n_embd a multiple of n_head",
+                "model.n_embd %lld (%s) is not divisible by model.n_head %lld (%s)", (long long)cfg->model.n_embd,
+                where(cfg, "model.n_embd", w1, sizeof w1), (long long)cfg->model.n_head,
+                where(cfg, "model.n_head", w2, sizeof w2));
+}
+
+static void check_data(struct dt_config *cfg, struct dt_diags *d)
+{
+    static const char *const synth[] = {"data.synthetic.kind", "data.synthetic.order", "data.synthetic.seed"};
+    char w1[256], w2[256];
+    if (cfg->data.train) {
+        for (size_t i = 0; i < 3; i++) {
+            if (!user_set(origin(cfg, synth[i]))) continue;
+            dt_diag(d, loc_of(cfg, synth[i]), "keep data.train for token shards or data.synthetic for the built-in "
+                    "source, not both",
+                    "%s (%s) contradicts data.train (%s)", synth[i], where(cfg, synth[i], w1, sizeof w1),
+                    where(cfg, "data.train", w2, sizeof w2));
+            break;
+        }
+        if (!cfg->data.val && user_set(origin(cfg, "run.eval_interval")) && cfg->run.eval_interval.value > 0)
+            dt_diag(d, loc_of(cfg, "run.eval_interval"), "set data.val, or run.eval_interval: 0ba",
+                    "run.eval_interval asks for validation but data.val is not set");
+    } else {
+        if (cfg->data.val)
+            dt_diag(d, loc_of(cfg, "data.val"), "set data.train too, or remove data.val to use the synthetic source",
+                    "data.val is set but data.train is not");
+        if (cfg->run.max_duration.unit == DT_TU_EP)
+            dt_diag(d, loc_of(cfg, "run.max_duration"), "give the length in ba, sp or tok",
+                    "run.max_duration is in epochs, but the synthetic source is endless");
+    }
+    if (cfg->events.webhook.secret_env && !cfg->events.webhook.url)
+        dt_diag(d, loc_of(cfg, "events.webhook.secret_env"), "set events.webhook.url or remove secret_env",
+                "events.webhook.secret_env is set but events.webhook.url is not");
+}
+
+dt_status_t dt_config_resolve(struct dt_config *cfg, const struct dt_geometry *geo)
+{
+    struct dt_diags d = {0};
+    resolve_world(cfg, geo);
+    check_model(cfg, &d);
+    check_data(cfg, &d);
+    resolve_strategy(cfg, &d);
+    DT_CHECK(dt_diag_finish(&d));
+    if (cfg->compute.strategy == DT_STRAT_DEEPSPEED) {
+        /* the JSON is read once the world is known: its batch identity needs it */
+        DT_CHECK(dt_ds_load_merge(cfg));
+        static const int by_stage[] = {DT_STRAT_DDP, DT_STRAT_ZERO1, DT_STRAT_ZERO2, DT_STRAT_ZERO3};
+        int s = by_stage[cfg->ds.zero.stage];
+        cfg->resolved.strategy = s == DT_STRAT_DDP && cfg->resolved.world == 1 ? DT_STRAT_SINGLE : s;
+    }
+    resolve_schedule(cfg);
+    cfg->resolved.global_batch =
+        cfg->data.micro_batch_size * cfg->compute.gradient_accumulation_steps * (int64_t)cfg->resolved.world;
+    snprintf(cfg->resolved.device_note, sizeof cfg->resolved.device_note, "%s", geo->gpu_note);
+    return DT_SUCCESS;
+}

@@ -1,0 +1,67 @@
+/* log.c - see log.h. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include "core/log.h"
+
+static enum dt_log_level level = DT_LOG_INFO;
+static unsigned subsys_mask = ~0u;
+static int log_rank = -1;
+
+static const struct {
+    const char *name;
+    unsigned bit;
+} subsys_names[] = {
+    {"CONFIG", DT_SUB_CONFIG}, {"LAUNCH", DT_SUB_LAUNCH}, {"COMM", DT_SUB_COMM},     {"TRAIN", DT_SUB_TRAIN},
+    {"EVENTS", DT_SUB_EVENTS}, {"CKPT", DT_SUB_CKPT},     {"KERNELS", DT_SUB_KERNELS},
+};
+static const char *const level_names[] = {"ERROR", "WARN", "INFO", "DEBUG", "TRACE"};
+static const char *const level_tags[] = {"error: ", "warning: ", "", "debug: ", "trace: "};
+
+void dt_log_init(void)
+{
+    const char *lv = getenv("DTRUN_DEBUG");
+    if (lv && *lv) {
+        for (int i = 0; i <= DT_LOG_TRACE; i++)
+            if (strcasecmp(lv, level_names[i]) == 0) level = (enum dt_log_level)i;
+    }
+    const char *ss = getenv("DTRUN_DEBUG_SUBSYS");
+    if (ss && *ss) {
+        subsys_mask = 0;
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s", ss);
+        char *save = NULL;
+        for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+            for (size_t i = 0; i < sizeof subsys_names / sizeof subsys_names[0]; i++)
+                if (strcasecmp(tok, subsys_names[i].name) == 0) subsys_mask |= subsys_names[i].bit;
+    }
+}
+
+void dt_log_set_rank(int rank, int world) { log_rank = world > 1 ? rank : -1; }
+
+int dt_log_enabled(enum dt_log_level lv, unsigned subsys)
+{
+    if (lv > level) return 0;
+    return lv <= DT_LOG_INFO || (subsys & subsys_mask) != 0;
+}
+
+void dt_log(enum dt_log_level lv, unsigned subsys, const char *fmt, ...)
+{
+    if (!dt_log_enabled(lv, subsys)) return;
+    char line[4096];
+    int n = log_rank >= 0 ? snprintf(line, sizeof line, "[rank %d] dtrun: %s", log_rank, level_tags[lv])
+                          : snprintf(line, sizeof line, "dtrun: %s", level_tags[lv]);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    va_end(ap);
+    /* one fputs per line keeps lines whole when threads log at once */
+    size_t len = strlen(line);
+    if (len + 1 < sizeof line) {
+        line[len] = '\n';
+        line[len + 1] = '\0';
+    }
+    fputs(line, stderr);
+}

@@ -1,0 +1,140 @@
+/*
+ * dtrun.c - the command line: subcommands and mode selection only, and the one
+ * place that turns a dt_status_t into an exit code.
+ *
+ *   dtrun [run] [CONFIG] [key=value ...]
+ *   dtrun check [CONFIG] [key=value ...]
+ *   dtrun help config | --help | --version
+ */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "config/config.h"
+#include "config/emit.h"
+#include "config/reference.h"
+#include "config/resolve.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "kernels/backend.h"
+#include "launch/alloc.h"
+#include "version.h"
+
+static const char usage[] =
+    "usage: dtrun [run] [CONFIG] [key=value ...]   train (no CONFIG: the built-in default)\n"
+    "       dtrun check [CONFIG] [key=value ...]   validate; print the resolved config as YAML\n"
+    "       dtrun help config                      the config reference (every key, default, range)\n"
+    "       dtrun --help | --version\n"
+    "\n"
+    "CONFIG is a YAML file (templates/ has examples); key=value overrides any key,\n"
+    "e.g. optimizer.lr=1e-3 compute.precision=bf16-mixed run.max_duration=2ep.\n"
+    "\n"
+    "exit codes:\n"
+    "  0  success\n"
+    "  1  training failed (non-finite loss, loss scale at its minimum)\n"
+    "  2  usage or configuration error\n"
+    "  3  data error (missing or corrupt shards)\n"
+    "  4  communication error (a rank died or a collective timed out)\n"
+    "  5  checkpoint error\n"
+    "  6  internal or system error\n"
+    "\n"
+    "environment:\n"
+    "  DTRUN_SITE_CONFIG   site defaults file (default: " DT_SYSCONFDIR "/dtrun.yaml if present)\n"
+    "  DTRUN_DEBUG         ERROR, WARN, INFO (default), DEBUG or TRACE\n"
+    "  DTRUN_DEBUG_SUBSYS  limit DEBUG/TRACE to CONFIG,LAUNCH,COMM,TRAIN,EVENTS,CKPT,KERNELS\n";
+
+static dt_status_t usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static dt_status_t usage_error(const char *fmt, ...)
+{
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return dt_error(DT_ERR_USAGE, "dtrun: error: %s\n  hint: dtrun --help lists the commands", what);
+}
+
+/* DTRUN_SITE_CONFIG names the admins' defaults (empty: none); else sysconfdir/dtrun.yaml if present. */
+static const char *site_config(void)
+{
+    const char *env = getenv("DTRUN_SITE_CONFIG");
+    if (env) return *env ? env : NULL;
+    struct stat st;
+    return stat(DT_SYSCONFDIR "/dtrun.yaml", &st) == 0 ? DT_SYSCONFDIR "/dtrun.yaml" : NULL;
+}
+
+/* argv after the subcommand: an optional CONFIG (the first word without '='), then overrides. */
+static dt_status_t load_resolved(struct dt_config *cfg, int argc, char **argv)
+{
+    const char *path = NULL;
+    int first = 0;
+    if (argc > 0 && !strchr(argv[0], '=')) {
+        path = argv[0];
+        first = 1;
+    }
+    for (int i = first; i < argc; i++)
+        if (!strchr(argv[i], '=')) return usage_error("'%s' is neither key=value nor the first argument", argv[i]);
+    DT_CHECK(dt_config_init(cfg));
+    DT_CHECK(dt_config_load(cfg, site_config(), path, argc - first, argv + first));
+    struct dt_geometry geo = {0};
+    dt_alloc_geometry(&geo);
+    geo.gpus = dt_backend_gpu_count(geo.gpu_note, sizeof geo.gpu_note);
+    return dt_config_resolve(cfg, &geo);
+}
+
+static dt_status_t cmd_check(int argc, char **argv)
+{
+    struct dt_config cfg;
+    dt_status_t rc = load_resolved(&cfg, argc, argv);
+    if (rc == DT_SUCCESS) dt_config_emit(&cfg, stdout);
+    dt_config_free(&cfg);
+    return rc;
+}
+
+static dt_status_t cmd_run(int argc, char **argv)
+{
+    struct dt_config cfg;
+    dt_status_t rc = load_resolved(&cfg, argc, argv);
+    dt_config_free(&cfg);
+    DT_CHECK(rc);
+    return dt_error(DT_ERR_INTERNAL, "dtrun: error: this build has no training core yet (it lands with issue #3)\n"
+                    "  hint: `dtrun check` validates the config and prints what would run");
+}
+
+static bool exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0;
+}
+
+int main(int argc, char **argv)
+{
+    dt_log_init();
+    dt_status_t rc;
+    const char *cmd = argc > 1 ? argv[1] : NULL;
+    if (cmd && (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help"))) {
+        if (argc > 2 && !strcmp(cmd, "help") && !strcmp(argv[2], "config")) {
+            dt_config_reference(stdout);
+            return 0;
+        }
+        fputs(usage, stdout);
+        return 0;
+    }
+    if (cmd && (!strcmp(cmd, "--version") || !strcmp(cmd, "-V"))) {
+        dt_version_print(stdout);
+        return 0;
+    }
+    if (cmd && !strcmp(cmd, "check")) rc = cmd_check(argc - 2, argv + 2);
+    else if (cmd && !strcmp(cmd, "run")) rc = cmd_run(argc - 2, argv + 2);
+    else if (cmd && cmd[0] == '-') rc = usage_error("unknown option '%s'", cmd);
+    else if (cmd && !strchr(cmd, '=') && !exists(cmd) && !strpbrk(cmd, "./"))
+        rc = usage_error("'%s' is neither a command nor a config file", cmd);
+    else rc = cmd_run(argc - 1, argv + 1);
+    if (rc != DT_SUCCESS) {
+        fprintf(stderr, "%s\n", dt_error_msg());
+        return dt_status_exit_code(rc);
+    }
+    return 0;
+}

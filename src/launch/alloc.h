@@ -1,0 +1,18 @@
+/*
+ * alloc.h - the geometry of the Slurm allocation this process runs in, from
+ * the job-level environment (read by `dtrun check` and the srun wrapper to
+ * fill compute.num_nodes / num_devices "auto"). Rank discovery inside a step
+ * is world.c's job.
+ */
+#ifndef DT_ALLOC_H
+#define DT_ALLOC_H
+
+#include "config/resolve.h"
+
+/* Fill nodes / tasks_per_node / source from SLURM_* (zeros outside an allocation). */
+void dt_alloc_geometry(struct dt_geometry *geo);
+/* Parse Slurm's compressed per-node counts ("2(x3),1") into out[0..max); returns the
+ * number of nodes described, or -1 when the text is malformed. */
+int dt_slurm_counts_parse(const char *s, int *out, int max);
+
+#endif

@@ -1,0 +1,45 @@
+# tap.sh - a small TAP producer for the shell tests (sourced).
+#   run NAME EXPECTED_RC CMD...   runs CMD, keeps $out, $err, $rc, $ms; checks the exit code
+#   same NAME ACTUAL EXPECTED     compares two texts, shows a diff on failure
+#   has NAME TEXT NEEDLE          TEXT contains NEEDLE
+#   finish                        prints the plan; exits 0 (failures are counted by the harness)
+set -u
+: "${DTRUN:?DTRUN must name the built dtrun}"
+: "${DT_SRCDIR:?DT_SRCDIR must name the source tree}"
+tap_n=0
+tap_fail=0
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+ok() { tap_n=$((tap_n + 1)); echo "ok $tap_n - $1"; }
+not_ok() {
+    tap_n=$((tap_n + 1))
+    tap_fail=$((tap_fail + 1))
+    echo "not ok $tap_n - $1"
+    shift
+    printf '%s\n' "$@" | sed 's/^/# /'
+}
+
+run() {
+    local name=$1 want=$2
+    shift 2
+    local t0 t1
+    t0=$(date +%s%N)
+    "$@" >"$TMP/out" 2>"$TMP/err"
+    rc=$?
+    t1=$(date +%s%N)
+    ms=$(((t1 - t0) / 1000000))
+    out=$(cat "$TMP/out")
+    err=$(cat "$TMP/err")
+    if [ "$rc" = "$want" ]; then ok "$name: exit $rc"; else not_ok "$name: exit $rc, expected $want" "stderr: $err"; fi
+}
+
+same() {
+    if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1" "$(diff <(printf '%s\n' "$3") <(printf '%s\n' "$2"))"; fi
+}
+
+has() {
+    case "$2" in *"$3"*) ok "$1" ;; *) not_ok "$1" "expected to find: $3" "in: $2" ;; esac
+}
+
+finish() { echo "1..$tap_n"; exit 0; }

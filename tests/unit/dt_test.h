@@ -1,0 +1,35 @@
+/*
+ * dt_test.h - helpers shared by the cmocka unit tests. Each test runs in a
+ * fresh temporary directory, so config files are written as "t.yaml" and
+ * messages name them that way.
+ */
+#ifndef DT_TEST_H
+#define DT_TEST_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include "config/config.h"
+#include "config/resolve.h"
+
+int dt_test_setup(void **state);
+int dt_test_teardown(void **state);
+void dt_test_write(const char *name, const char *text);
+/* Load `yaml` (NULL: no file) plus NULL-terminated overrides and resolve with
+ * `geo` (NULL: one process, no allocation, no GPU). cfg must be freed. */
+dt_status_t dt_test_config(struct dt_config *cfg, const struct dt_geometry *geo, const char *yaml, ...);
+/* Collect what is written to stderr between begin and end (malloc'd). */
+void dt_test_stderr_begin(void);
+char *dt_test_stderr_end(void);
+
+#define DT_TESTS(...)                                                                                   \
+    int main(void)                                                                                      \
+    {                                                                                                   \
+        const struct CMUnitTest tests[] = {__VA_ARGS__};                                                \
+        return cmocka_run_group_tests(tests, NULL, NULL);                                               \
+    }
+#define T(fn) cmocka_unit_test_setup_teardown(fn, dt_test_setup, dt_test_teardown)
+
+#endif
