@@ -24,6 +24,8 @@ AC_DEFUN([DT_CHECK_LIB], [
         ], [UP[]_LIBS="-l$4"])
       ],
       [
+        AS_IF([test ! -f "$with_$1/include/$3"],
+              [AC_MSG_ERROR([--with-$1=$with_$1: $with_$1/include/$3 does not exist; name the prefix that holds include/$3])])
         UP[]_CPPFLAGS="-I$with_$1/include"
         UP[]_LIBS="-L$with_$1/lib -Wl,-rpath,$with_$1/lib -l$4"
       ])

@@ -136,6 +136,8 @@ dt_status_t dt_config_load(struct dt_config *cfg, const char *site, const char *
 void dt_config_free(struct dt_config *cfg);
 
 extern const struct dt_schema dt_config_schema;
+/* The enum spellings of the schema, for messages and output. */
+extern const struct dt_enum_name dt_precision_names[], dt_strategy_names[], dt_optim_names[], dt_sched_names[];
 
 /* The origin of a key by path ("optimizer.lr"); NULL for an unknown path. */
 const struct dt_origin *dt_config_origin(const struct dt_config *cfg, const char *path);

@@ -36,7 +36,7 @@ const struct dt_enum_name dt_precision_names[] = {
     {"transformer-engine", -1, "Transformer Engine (fp8) is not part of dtrun; use bf16-mixed"},
     {0}};
 
-static const struct dt_enum_name strategies[] = {
+const struct dt_enum_name dt_strategy_names[] = {
     {"auto", DT_STRAT_AUTO, NULL},   {"single", DT_STRAT_SINGLE, NULL}, {"ddp", DT_STRAT_DDP, NULL},
     {"fsdp", DT_STRAT_FSDP, NULL},   {"zero1", DT_STRAT_ZERO1, NULL},   {"zero2", DT_STRAT_ZERO2, NULL},
     {"zero3", DT_STRAT_ZERO3, NULL}, {"deepspeed", DT_STRAT_DEEPSPEED, NULL}, {0}};
@@ -133,7 +133,7 @@ static const struct dt_key keys[] = {
       "ranks per node; auto: what the scheduler gives"),
     K("compute.num_nodes", DT_T_INT, compute.num_nodes, "auto", 1, 65536, DT_F_AUTO,
       "nodes; auto: what the scheduler gives"),
-    E("compute.strategy", compute.strategy, "auto", strategies, 0, "auto: single on 1 rank, ddp on more"),
+    E("compute.strategy", compute.strategy, "auto", dt_strategy_names, 0, "auto: single on 1 rank, ddp on more"),
     K("compute.strategy_config.bucket_cap_mb", DT_T_FLOAT, compute.strategy_config.bucket_cap_mb, "25", 0, 65536,
       DT_F_MIN_EXCL, "ddp/zero: gradient bucket size in MiB"),
     K("compute.strategy_config.config", DT_T_STR, compute.strategy_config.config, NULL, 0, 0, DT_F_NULLABLE,

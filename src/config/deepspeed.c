@@ -19,8 +19,6 @@
 #define OFF(field) offsetof(struct dt_ds_config, field)
 #define INF DBL_MAX
 
-extern const struct dt_enum_name dt_sched_names[];
-
 /* DeepSpeed's optimizer names; the ones dtrun lacks are refused, never swapped for another. */
 static const struct dt_enum_name ds_optimizers[] = {
     {"AdamW", DT_OPTIM_ADAMW, NULL},
@@ -57,7 +55,7 @@ static const struct dt_enum_name ds_dtypes[] = {
     {.path = p, .type = DT_T_ENUM, .offset = OFF(f), .def = d, .names = names_, .flags = A, .maps_to = to,     \
      .policy = pol, .help = "DeepSpeed " p}
 /* a documented key or section dtrun accepts and does not implement yet */
-#define IGN(p) {.path = p, .type = DT_T_ANY, .policy = DT_DS_IGNORED, .help = "DeepSpeed " p " (not implemented: warned)"}
+#define IGN(p) {.path = p, .type = DT_T_ANY, .policy = DT_DS_IGNORED, .help = "DeepSpeed " p " (accepted; dtrun warns that it ignores it)"}
 
 static const struct dt_key ds_keys[] = {
     DK("train_batch_size", DT_T_INT, train_batch_size, NULL, 1, 1e12, A, NULL, DT_DS_BATCH),
@@ -218,7 +216,7 @@ void dt_ds_free(struct dt_ds_config *ds)
 struct merge {
     struct dt_config *cfg;
     struct dt_ds_config *ds;
-    struct dt_diags mismatch;
+    struct dt_diags errors; /* every merge error; mismatches are gathered into one */
     int nmismatch;
     char *mismatch_text;
     size_t mismatch_len;
@@ -358,8 +356,6 @@ static void merge_bucket(struct merge *m)
     set_dt_origin(m, ti, dso);
 }
 
-static const char *const precision_label[] = {"32-true", "16-mixed", "bf16-mixed", "bf16-true"};
-
 static void merge_precision(struct merge *m)
 {
     size_t ti;
@@ -370,7 +366,7 @@ static void merge_precision(struct merge *m)
     bool f16 = f16x && m->ds->fp16.enabled, bf16 = bf16x && m->ds->bf16.enabled;
     char wa[256], wb[256];
     if (f16 && bf16) {
-        dt_diag(&m->mismatch, ds_origin(m->ds, "bf16.enabled")->loc, "enable one of fp16 and bf16",
+        dt_diag(&m->errors, ds_origin(m->ds, "bf16.enabled")->loc, "enable one of fp16 and bf16",
                 "fp16.enabled and bf16.enabled are both true");
         return;
     }
@@ -392,7 +388,8 @@ static void merge_precision(struct merge *m)
         DT_WARN("%s: %s = %s sets precision %s over compute.precision = %s (%s): with strategy deepspeed the "
                 "JSON's fp16/bf16 blocks win",
                 dt_loc_str(ds_origin(m->ds, why)->loc, wa, sizeof wa), why, (f16 || bf16) ? "true" : "false",
-                precision_label[want], precision_label[*p], dt_loc_str(to->loc, wb, sizeof wb));
+                dt_enum_str(dt_precision_names, want), dt_enum_str(dt_precision_names, *p),
+                dt_loc_str(to->loc, wb, sizeof wb));
     *p = want;
     set_dt_origin(m, ti, ds_origin(m->ds, why));
 }
@@ -411,7 +408,6 @@ static void merge_optimizer_type(struct merge *m)
     struct dt_origin *to = &m->cfg->origin[ti];
     char wa[256], wb[256];
     if (user_set(to) && want != m->cfg->optimizer.type) {
-        extern const struct dt_enum_name dt_optim_names[];
         DT_WARN("%s: optimizer.type = %s overrides optimizer.type = %s (%s): with strategy deepspeed the JSON's "
                 "optimizer wins",
                 dt_loc_str(ds_origin(m->ds, "optimizer.type")->loc, wa, sizeof wa), dt_enum_str(dt_optim_names, want),
@@ -491,7 +487,7 @@ static void merge_batch(struct merge *m)
     }
     if (micro.known && gas.known) {
         if (train != *micro.dtv * *gas.dtv * w)
-            dt_diag(&m->mismatch, o->loc, "set train_batch_size to \"auto\", or change one of the factors",
+            dt_diag(&m->errors, o->loc, "set train_batch_size to \"auto\", or change one of the factors",
                     "train_batch_size %lld is not train_micro_batch_size_per_gpu %lld x gradient_accumulation_steps "
                     "%lld x world size %lld = %lld",
                     (long long)train, (long long)*micro.dtv, (long long)*gas.dtv, (long long)w,
@@ -500,7 +496,7 @@ static void merge_batch(struct merge *m)
         struct factor *k = micro.known ? &micro : &gas, *u = micro.known ? &gas : &micro;
         int64_t div = *k->dtv * w;
         if (train % div != 0) {
-            dt_diag(&m->mismatch, o->loc, "make train_batch_size a multiple of the product, or give all three",
+            dt_diag(&m->errors, o->loc, "make train_batch_size a multiple of the product, or give all three",
                     "train_batch_size %lld is not divisible by %s %lld x world size %lld = %lld (DeepSpeed would "
                     "silently truncate %s)",
                     (long long)train, k->ds_path, (long long)*k->dtv, (long long)w, (long long)div, u->ds_path);
@@ -575,12 +571,12 @@ dt_status_t dt_ds_load_merge(struct dt_config *cfg)
     if (m.nmismatch) {
         char hint[] = "  hint: set these DeepSpeed values to \"auto\" so they follow the dtrun config, or make both "
                       "sides equal";
-        dt_diag(&m.mismatch, (struct dt_loc){name, 0, 0}, NULL,
+        dt_diag(&m.errors, (struct dt_loc){name, 0, 0}, NULL,
                 "the DeepSpeed config disagrees with the dtrun config in %d place%s:%s\n%s", m.nmismatch,
                 m.nmismatch > 1 ? "s" : "", m.mismatch_text, hint);
     }
     free(m.mismatch_text);
-    return dt_diag_finish(&m.mismatch);
+    return dt_diag_finish(&m.errors);
 }
 
 void dt_ds_describe(const struct dt_config *cfg, char *buf, size_t n)

@@ -41,8 +41,6 @@ static bool unused(const struct dt_config *cfg, const char *path)
     return cfg->data.train && !strncmp(path, "data.synthetic.", 15);
 }
 
-static const char *const strategy_names[] = {"auto", "single", "ddp", "fsdp", "zero1", "zero2", "zero3", "deepspeed"};
-
 void dt_config_emit(const struct dt_config *cfg, FILE *out)
 {
     fprintf(out, "# dtrun resolved config: every key, with where its value came from\n");
@@ -76,7 +74,7 @@ void dt_config_emit(const struct dt_config *cfg, FILE *out)
     fprintf(out, "# world: %d node%s x %d rank%s per node = %d rank%s; strategy %s\n", cfg->resolved.nodes,
             cfg->resolved.nodes > 1 ? "s" : "", cfg->resolved.devices_per_node,
             cfg->resolved.devices_per_node > 1 ? "s" : "", cfg->resolved.world, cfg->resolved.world > 1 ? "s" : "",
-            strategy_names[cfg->resolved.strategy]);
+            dt_enum_str(dt_strategy_names, cfg->resolved.strategy));
     fprintf(out,
             "# batch: micro_batch_size %lld x gradient_accumulation_steps %lld x world %d = %lld sequences "
             "(%lld tokens) per optimizer step\n",

@@ -52,12 +52,10 @@ static struct dt_loc loc_of(struct dt_config *cfg, const char *path)
 
 static void resolve_world(struct dt_config *cfg, const struct dt_geometry *geo)
 {
-    struct dt_origin *dev = origin(cfg, "compute.device");
     if (cfg->compute.device == DT_DEVICE_AUTO) {
         cfg->compute.device = geo->gpus > 0 ? DT_DEVICE_CUDA : DT_DEVICE_CPU;
         if (geo->gpus > 0) set_auto(cfg, "compute.device", "%d GPU%s visible", geo->gpus, geo->gpus > 1 ? "s" : "");
         else set_auto(cfg, "compute.device", "%s", geo->gpu_note[0] ? geo->gpu_note : "no GPU visible");
-        (void)dev;
     }
     if (origin(cfg, "compute.num_nodes")->is_auto) {
         cfg->compute.num_nodes = geo->nodes > 0 ? geo->nodes : 1;

@@ -10,7 +10,8 @@ static char dir[64], cwd[4096];
 
 int dt_test_setup(void **state)
 {
-    snprintf(dir, sizeof dir, "/tmp/dt_test.XXXXXX");
+    /* mkdtemp's template: the prefix and six placeholder characters */
+    snprintf(dir, sizeof dir, "/tmp/dt_test.%.6s", "XXXXXXXX");
     if (!mkdtemp(dir) || !getcwd(cwd, sizeof cwd) || chdir(dir) != 0) return -1;
     dt_error_clear();
     return 0;
