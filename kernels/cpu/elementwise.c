@@ -1,0 +1,32 @@
+/* elementwise.c - residual add, scaling, squared norm, inf/nan scan. */
+#include <math.h>
+#include "kernels/cpu/cpu.h"
+
+void dt_cpu_residual_forward(float *out, const float *a, const float *b, size_t N)
+{
+    #pragma omp parallel for simd
+    for (size_t i = 0; i < N; i++) out[i] = a[i] + b[i];
+}
+
+void dt_cpu_scale(float *x, float s, size_t n)
+{
+    #pragma omp parallel for simd
+    for (size_t i = 0; i < n; i++) x[i] *= s;
+}
+
+/* in double, so the global norm of 124M gradients does not lose digits */
+double dt_cpu_sumsq(const float *x, size_t n)
+{
+    double s = 0;
+    #pragma omp parallel for simd reduction(+ : s)
+    for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
+    return s;
+}
+
+size_t dt_cpu_nonfinite(const float *x, size_t n)
+{
+    size_t bad = 0;
+    #pragma omp parallel for reduction(+ : bad)
+    for (size_t i = 0; i < n; i++) bad += !isfinite(x[i]);
+    return bad;
+}

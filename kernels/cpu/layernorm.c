@@ -1,0 +1,60 @@
+/* layernorm.c - LayerNorm over C (eps 1e-5, as GPT-2 and PyTorch), forward and backward (llm.c's formulas). */
+#include <math.h>
+#include "kernels/cpu/cpu.h"
+
+void dt_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+                              const float *bias, int BT, int C)
+{
+    #pragma omp parallel for
+    for (int i = 0; i < BT; i++) {
+        const float *x = inp + (size_t)i * C;
+        float m = 0;
+        for (int c = 0; c < C; c++) m += x[c];
+        m /= C;
+        float var = 0;
+        for (int c = 0; c < C; c++) var += (x[c] - m) * (x[c] - m);
+        var /= C;
+        float s = 1.0f / sqrtf(var + 1e-5f);
+        float *o = out + (size_t)i * C;
+        for (int c = 0; c < C; c++) o[c] = (x[c] - m) * s * weight[c] + bias[c];
+        mean[i] = m;
+        rstd[i] = s;
+    }
+}
+
+void dt_cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                               const float *weight, const float *mean, const float *rstd, int BT, int C)
+{
+    #pragma omp parallel for
+    for (int i = 0; i < BT; i++) {
+        const float *dy = dout + (size_t)i * C, *x = inp + (size_t)i * C;
+        float *dx = dinp + (size_t)i * C;
+        float m = mean[i], s = rstd[i];
+        float dnorm_mean = 0, dnorm_norm_mean = 0;
+        for (int c = 0; c < C; c++) {
+            float norm = (x[c] - m) * s;
+            float dnorm = weight[c] * dy[c];
+            dnorm_mean += dnorm;
+            dnorm_norm_mean += dnorm * norm;
+        }
+        dnorm_mean /= C;
+        dnorm_norm_mean /= C;
+        for (int c = 0; c < C; c++) {
+            float norm = (x[c] - m) * s;
+            float dnorm = weight[c] * dy[c];
+            dx[c] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+        }
+    }
+    /* parameter gradients reduce over rows: split by channel so threads never share a sum */
+    #pragma omp parallel for
+    for (int c = 0; c < C; c++) {
+        float dw = 0, db = 0;
+        for (int i = 0; i < BT; i++) {
+            float dy = dout[(size_t)i * C + c];
+            dw += (inp[(size_t)i * C + c] - mean[i]) * rstd[i] * dy;
+            db += dy;
+        }
+        dweight[c] += dw;
+        dbias[c] += db;
+    }
+}

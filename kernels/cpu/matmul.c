@@ -1,0 +1,62 @@
+/*
+ * matmul.c - linear layers through oneDNN's sgemm (row-major). oneDNN reaches
+ * ~93% of this CPU's FMA ceiling where OpenBLAS, as these machines set it,
+ * gets half (../shared/PERF.md). Without oneDNN a blocked OpenMP loop stands in.
+ */
+#include <omp.h>
+#include <string.h>
+#include "dt_build_config.h"
+#include "kernels/cpu/cpu.h"
+#ifdef HAVE_DNNL
+#include <dnnl.h>
+#endif
+
+/* C(M,N) = alpha * op(A) op(B) + beta * C, row-major, as dnnl_sgemm. */
+void dt_cpu_gemm(char ta, char tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
+                 float beta, float *C, int ldc)
+{
+#ifdef HAVE_DNNL
+    dnnl_sgemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+#else
+    #pragma omp parallel for if (!omp_in_parallel() && (long)M * N * K > 32768)
+    for (int i = 0; i < M; i++) {
+        float *c = C + (size_t)i * ldc;
+        for (int j = 0; j < N; j++) c[j] = beta == 0 ? 0 : c[j] * beta;
+        for (int k = 0; k < K; k++) {
+            float a = alpha * (ta == 'N' ? A[(size_t)i * lda + k] : A[(size_t)k * lda + i]);
+            if (tb == 'N') {
+                const float *b = B + (size_t)k * ldb;
+                for (int j = 0; j < N; j++) c[j] += a * b[j];
+            } else {
+                for (int j = 0; j < N; j++) c[j] += a * B[(size_t)j * ldb + k];
+            }
+        }
+    }
+#endif
+}
+
+void dt_cpu_matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int BT, int C, int OC)
+{
+    float beta = 0;
+    if (bias) {
+        #pragma omp parallel for
+        for (int i = 0; i < BT; i++) memcpy(out + (size_t)i * OC, bias, (size_t)OC * sizeof *out);
+        beta = 1;
+    }
+    dt_cpu_gemm('N', 'T', BT, OC, C, 1.0f, inp, C, weight, C, beta, out, OC);
+}
+
+void dt_cpu_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                            const float *weight, int BT, int C, int OC)
+{
+    dt_cpu_gemm('N', 'N', BT, C, OC, 1.0f, dout, OC, weight, C, 1.0f, dinp, C);
+    dt_cpu_gemm('T', 'N', OC, C, BT, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
+    if (dbias) {
+        #pragma omp parallel for
+        for (int o = 0; o < OC; o++) {
+            double s = 0;
+            for (int i = 0; i < BT; i++) s += dout[(size_t)i * OC + o];
+            dbias[o] += (float)s;
+        }
+    }
+}

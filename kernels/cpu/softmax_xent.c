@@ -1,0 +1,22 @@
+/* softmax_xent.c - fused softmax + cross-entropy with the gradient written in place (see kernels.h). */
+#include <math.h>
+#include "kernels/cpu/cpu.h"
+
+void dt_cpu_softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V)
+{
+    #pragma omp parallel for
+    for (int i = 0; i < BT; i++) {
+        float *row = logits + (size_t)i * V;
+        float mx = -INFINITY;
+        for (int v = 0; v < V; v++) mx = row[v] > mx ? row[v] : mx;
+        double sum = 0;
+        for (int v = 0; v < V; v++) sum += expf(row[v] - mx);
+        float lse = mx + (float)log(sum);
+        int y = targets[i];
+        losses[i] = lse - row[y];
+        if (dloss != 0) {
+            for (int v = 0; v < V; v++) row[v] = expf(row[v] - lse) * dloss;
+            row[y] -= dloss;
+        }
+    }
+}

@@ -1,0 +1,67 @@
+/*
+ * kernels.h - the op table the models call. One instance per backend
+ * (dt_kernels_cpu now; CUDA later, with the CPU kernels as its reference).
+ *
+ * Shapes use llm.c's letters: B batch, T time (sequence), C channels,
+ * OC output channels, NH heads, V vocabulary. Tensors are row-major float32.
+ * Backward kernels ACCUMULATE into their d* outputs (+=), so callers zero
+ * gradient buffers once per step and branches (residuals, tied embeddings)
+ * add up for free. Every kernel runs on the shared OpenMP pool (oneDNN's CPU
+ * runtime is OpenMP too), so oneDNN and our loops never oversubscribe.
+ */
+#ifndef DT_KERNELS_H
+#define DT_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct dt_kernels {
+    const char *name;
+    /* out(BT,OC) = inp(BT,C) @ weight(OC,C)^T + bias(OC); bias may be NULL */
+    void (*matmul_forward)(float *out, const float *inp, const float *weight, const float *bias, int BT, int C, int OC);
+    /* dinp += dout @ weight; dweight += dout^T @ inp; dbias += sum_BT dout (dbias may be NULL) */
+    void (*matmul_backward)(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                            const float *weight, int BT, int C, int OC);
+    /* out = (inp - mean) * rstd * weight + bias, per row of C; mean, rstd (BT) kept for backward */
+    void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+                              const float *bias, int BT, int C);
+    void (*layernorm_backward)(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                               const float *weight, const float *mean, const float *rstd, int BT, int C);
+    /* causal multi-head attention. qkv (B,T,3C) holds q|k|v; att (B,NH,T,T) keeps the softmax for backward */
+    void (*attention_forward)(float *out, float *att, const float *qkv, int B, int T, int C, int NH);
+    /* dqkv += ...; scratch holds 2*T*T floats per OpenMP thread (dt_kernels_attention_scratch) */
+    void (*attention_backward)(float *dqkv, const float *dout, const float *qkv, const float *att, float *scratch,
+                               int B, int T, int C, int NH);
+    /* GELU, tanh approximation (GPT-2) */
+    void (*gelu_forward)(float *out, const float *inp, size_t N);
+    void (*gelu_backward)(float *dinp, const float *inp, const float *dout, size_t N);
+    void (*residual_forward)(float *out, const float *a, const float *b, size_t N);
+    /* out(B,T,C) = wte[inp] + wpe[t] */
+    void (*encoder_forward)(float *out, const int32_t *inp, const float *wte, const float *wpe, int B, int T, int C);
+    void (*encoder_backward)(float *dwte, float *dwpe, const float *dout, const int32_t *inp, int B, int T, int C);
+    /*
+     * Fused softmax + cross-entropy over rows of V. losses(BT) = -log softmax(logits)[target].
+     * With dloss != 0, logits are overwritten IN PLACE by dlogits = (softmax - onehot(target)) * dloss,
+     * so the (BT,V) buffer is used once (llm.c's fused classifier).
+     */
+    void (*softmax_xent)(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V);
+    /* AdamW on a slice; t is the 1-based step for bias correction; decoupled weight decay wd. */
+    void (*adamw)(float *param, const float *grad, float *m, float *v, size_t n, float lr, float beta1, float beta2,
+                  float eps, float wd, int t);
+    /* SGD with momentum (PyTorch's formulation: buf = mu*buf + g; nesterov: g + mu*buf) and decoupled wd. */
+    void (*sgd)(float *param, const float *grad, float *buf, size_t n, float lr, float momentum, int nesterov,
+                float wd, int first_step);
+    double (*sumsq)(const float *x, size_t n);
+    /* number of inf/nan entries */
+    size_t (*nonfinite)(const float *x, size_t n);
+    void (*scale)(float *x, float s, size_t n);
+};
+
+extern const struct dt_kernels dt_kernels_cpu;
+
+/* Floats of scratch attention_backward needs (per call, covering every thread). */
+size_t dt_kernels_attention_scratch(int T);
+/* Threads the shared pool runs with. */
+int dt_kernels_threads(void);
+
+#endif

@@ -1,0 +1,27 @@
+/*
+ * gpt.h - GPT-2: pre-LayerNorm blocks, learned positions, the output layer tied
+ * to the token embedding, a 4x GELU MLP. Parameters are laid out as llm.c's
+ * ParameterTensors (wte, wpe, ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w,
+ * ln2b, fcw, fcb, fcprojw, fcprojb, lnfw, lnfb), so weights move between the two.
+ */
+#ifndef DT_GPT_H
+#define DT_GPT_H
+
+#include "model/model.h"
+
+struct dt_gpt_config {
+    int n_layer, n_head, n_embd, vocab_size, max_seq_len;
+    bool activation_checkpointing; /* keep only block inputs; recompute the rest in backward */
+    bool decay_embeddings;         /* weight decay on wte/wpe (default off) */
+};
+
+/* Sized for micro-batches of B sequences of T tokens (T <= max_seq_len). */
+dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels *k, int B, int T,
+                          struct dt_model **out);
+/* GPT-2's init: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), norms 1 and 0, biases 0. */
+void dt_gpt_init(struct dt_model *m, uint64_t seed);
+size_t dt_gpt_num_params(const struct dt_gpt_config *c);
+/* Logits (B,T,V) of the last forward with grad_scale 0 (a training forward overwrites them with their gradient). */
+const float *dt_gpt_logits(const struct dt_model *m);
+
+#endif

@@ -1,0 +1,58 @@
+/*
+ * model.h - what the trainer and the strategies see of a model: one flat
+ * parameter buffer and one flat gradient buffer with named views (so ZeRO can
+ * partition them by offset), a forward that returns the mean loss, and a
+ * backward that accumulates into the gradients.
+ */
+#ifndef DT_MODEL_H
+#define DT_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "core/status.h"
+#include "kernels/kernels.h"
+
+struct dt_param_view {
+    const char *name;
+    size_t offset, numel;
+    bool decay; /* weight decay applies (matrices; not biases, norms, and by default embeddings) */
+    int ndim;
+    int shape[3];
+};
+
+/* One micro-batch: B sequences of T+1 tokens (inputs are [0,T), targets [1,T]). */
+struct dt_batch {
+    int B, T;
+    const int32_t *tokens; /* (B, T+1) */
+};
+
+struct dt_model;
+
+struct dt_model_i {
+    /* Mean loss over the batch. With grad_scale != 0, leaves what backward needs,
+     * scaling the loss gradient by grad_scale (1/accumulation steps). */
+    float (*forward)(struct dt_model *m, const struct dt_batch *b, float grad_scale);
+    /* grads += d(grad_scale * mean loss)/d params */
+    void (*backward)(struct dt_model *m);
+    void (*free)(struct dt_model *m);
+};
+
+struct dt_model {
+    struct dt_model_i iface;
+    const struct dt_kernels *k;
+    float *params, *grads;
+    size_t nparams;
+    const struct dt_param_view *views;
+    int nviews;
+    size_t activation_bytes; /* the activation arena, measured as allocated */
+    double flops_per_token;  /* forward + backward, 6N plus attention (PaLM appendix B) */
+    void *impl;
+};
+
+static inline void dt_model_free(struct dt_model *m)
+{
+    if (m) m->iface.free(m);
+}
+
+#endif

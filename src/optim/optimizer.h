@@ -1,0 +1,38 @@
+/*
+ * optimizer.h - AdamW and SGD over a model's flat buffers. Weight decay applies
+ * to the views marked `decay` (matrices), not to biases, norms and (by default)
+ * embeddings; the state lives in flat buffers parallel to the parameters so a
+ * ZeRO strategy can hand the optimizer a shard by offset.
+ */
+#ifndef DT_OPTIMIZER_H
+#define DT_OPTIMIZER_H
+
+#include "model/model.h"
+
+enum dt_optim_kind { DT_OPT_ADAMW, DT_OPT_ADAM, DT_OPT_SGD };
+
+struct dt_optim_config {
+    enum dt_optim_kind kind;
+    float beta1, beta2, eps, weight_decay, momentum;
+    bool nesterov;
+};
+
+struct dt_optimizer {
+    struct dt_optim_config c;
+    const struct dt_kernels *k;
+    float *m, *v; /* AdamW moments, or SGD's momentum buffer in m */
+    size_t n;
+    int64_t t; /* optimizer steps taken */
+};
+
+dt_status_t dt_optimizer_init(struct dt_optimizer *o, const struct dt_optim_config *c, const struct dt_kernels *k,
+                              size_t n);
+/* One update of every view of the model at learning rate lr. */
+void dt_optimizer_step(struct dt_optimizer *o, struct dt_model *m, float lr);
+void dt_optimizer_free(struct dt_optimizer *o);
+
+/* Global L2 norm of the gradients; when clip > 0 and the norm exceeds it,
+ * scale them to norm `clip` (torch.nn.utils.clip_grad_norm_). Returns the norm before clipping. */
+float dt_clip_grad_norm(struct dt_model *m, float clip);
+
+#endif

@@ -1,0 +1,143 @@
+/*
+ * test_gpt_reference.c - the C GPT against PyTorch (tests/reference/make_gpt_fixture.py):
+ * logits and loss, every gradient (max |c - torch| / max |torch| per tensor <= 1e-4),
+ * and the losses of 10 AdamW steps with clipping (relative <= 1e-5).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "dt_test.h"
+#include "model/gpt.h"
+#include "optim/optimizer.h"
+
+struct fixture {
+    int L, NH, C, V, T, B, steps;
+    float lr, beta1, beta2, eps, wd, clip;
+    int32_t *tokens;
+    float *params, *logits, loss, *grads, *losses;
+    size_t n;
+};
+
+static void *read_n(FILE *f, size_t size, size_t n)
+{
+    void *p = malloc(size * n);
+    assert_non_null(p);
+    assert_int_equal(fread(p, size, n, f), n);
+    return p;
+}
+
+static struct fixture load(void)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/tests/reference/gpt_fixture.bin", getenv("DT_SRCDIR") ? getenv("DT_SRCDIR") : ".");
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    struct fixture x = {0};
+    char magic[4];
+    int32_t hdr[8];
+    float hp[6];
+    assert_int_equal(fread(magic, 1, 4, f), 4);
+    assert_memory_equal(magic, "DTFX", 4);
+    assert_int_equal(fread(hdr, 4, 8, f), 8);
+    assert_int_equal(hdr[0], 1);
+    x.L = hdr[1], x.NH = hdr[2], x.C = hdr[3], x.V = hdr[4], x.T = hdr[5], x.B = hdr[6], x.steps = hdr[7];
+    assert_int_equal(fread(hp, 4, 6, f), 6);
+    x.lr = hp[0], x.beta1 = hp[1], x.beta2 = hp[2], x.eps = hp[3], x.wd = hp[4], x.clip = hp[5];
+    struct dt_gpt_config c = {x.L, x.NH, x.C, x.V, x.T, false, false};
+    x.n = dt_gpt_num_params(&c);
+    x.tokens = read_n(f, 4, (size_t)x.B * (x.T + 1));
+    x.params = read_n(f, 4, x.n);
+    x.logits = read_n(f, 4, (size_t)x.B * x.T * x.V);
+    assert_int_equal(fread(&x.loss, 4, 1, f), 1);
+    x.grads = read_n(f, 4, x.n);
+    x.losses = read_n(f, 4, (size_t)x.steps);
+    fclose(f);
+    return x;
+}
+
+static void release(struct fixture *x)
+{
+    free(x->tokens);
+    free(x->params);
+    free(x->logits);
+    free(x->grads);
+    free(x->losses);
+}
+
+static double max_rel(const float *a, const float *b, size_t n)
+{
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        num = fmax(num, fabs((double)a[i] - b[i]));
+        den = fmax(den, fabs((double)b[i]));
+    }
+    return den > 0 ? num / den : num;
+}
+
+static void check(bool checkpointing)
+{
+    struct fixture x = load();
+    struct dt_gpt_config c = {x.L, x.NH, x.C, x.V, x.T, checkpointing, false};
+    struct dt_model *m;
+    assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, x.B, x.T, &m), DT_SUCCESS);
+    assert_int_equal(m->nparams, x.n);
+    memcpy(m->params, x.params, x.n * sizeof(float));
+    struct dt_batch batch = {x.B, x.T, x.tokens};
+
+    float loss = m->iface.forward(m, &batch, 0.0f);
+    assert_true(fabs(loss - x.loss) / x.loss <= 1e-5);
+    assert_true(max_rel(dt_gpt_logits(m), x.logits, (size_t)x.B * x.T * x.V) <= 1e-5);
+
+    memset(m->grads, 0, x.n * sizeof(float));
+    m->iface.forward(m, &batch, 1.0f);
+    m->iface.backward(m);
+    double worst = 0;
+    for (int i = 0; i < m->nviews; i++) {
+        const struct dt_param_view *v = &m->views[i];
+        double err = max_rel(m->grads + v->offset, x.grads + v->offset, v->numel);
+        if (err > 1e-4) fail_msg("gradient of %s: max relative error %.3g > 1e-4", v->name, err);
+        worst = fmax(worst, err);
+    }
+
+    memcpy(m->params, x.params, x.n * sizeof(float));
+    struct dt_optimizer opt;
+    struct dt_optim_config oc = {DT_OPT_ADAMW, x.beta1, x.beta2, x.eps, x.wd, 0, false};
+    assert_int_equal(dt_optimizer_init(&opt, &oc, &dt_kernels_cpu, x.n), DT_SUCCESS);
+    double worst_loss = 0;
+    for (int s = 0; s < x.steps; s++) {
+        memset(m->grads, 0, x.n * sizeof(float));
+        float l = m->iface.forward(m, &batch, 1.0f);
+        m->iface.backward(m);
+        dt_clip_grad_norm(m, x.clip);
+        dt_optimizer_step(&opt, m, x.lr);
+        double err = fabs(l - x.losses[s]) / x.losses[s];
+        if (err > 1e-5) fail_msg("step %d: loss %.7f, PyTorch %.7f", s, l, x.losses[s]);
+        worst_loss = fmax(worst_loss, err);
+    }
+    print_message("# vs PyTorch: worst gradient error %.2e, worst step-loss error %.2e over %d AdamW steps\n", worst,
+                  worst_loss, x.steps);
+    dt_optimizer_free(&opt);
+    dt_model_free(m);
+    release(&x);
+}
+
+static void matches_pytorch(void **state) { check(false); }
+/* recomputing block internals in backward gives the same gradients */
+static void matches_pytorch_with_checkpointing(void **state) { check(true); }
+
+static void checkpointing_saves_memory(void **state)
+{
+    struct dt_gpt_config c = {4, 4, 128, 256, 128, false, false}, ck = c;
+    ck.activation_checkpointing = true;
+    struct dt_model *a, *b;
+    assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, 8, 128, &a), DT_SUCCESS);
+    assert_int_equal(dt_gpt_create(&ck, &dt_kernels_cpu, 8, 128, &b), DT_SUCCESS);
+    print_message("# activations: %.1f MiB without checkpointing, %.1f MiB with\n", a->activation_bytes / 1048576.0,
+                  b->activation_bytes / 1048576.0);
+    assert_true(b->activation_bytes * 2 < a->activation_bytes);
+    dt_model_free(a);
+    dt_model_free(b);
+}
+
+DT_TESTS(T(matches_pytorch), T(matches_pytorch_with_checkpointing), T(checkpointing_saves_memory))
