@@ -6,6 +6,7 @@
  *   dtrun check [CONFIG] [key=value ...]
  *   dtrun help config | --help | --version
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -19,12 +20,15 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "kernels/backend.h"
+#include "data/prepare.h"
 #include "launch/alloc.h"
+#include "train/trainer.h"
 #include "version.h"
 
 static const char usage[] =
     "usage: dtrun [run] [CONFIG] [key=value ...]   train (no CONFIG: the built-in default)\n"
     "       dtrun check [CONFIG] [key=value ...]   validate; print the resolved config as YAML\n"
+    "       dtrun prepare TEXT... --out DIR        byte-level token shards (llm.c format) from text\n"
     "       dtrun help config                      the config reference (every key, default, range)\n"
     "       dtrun --help | --version\n"
     "\n"
@@ -97,10 +101,40 @@ static dt_status_t cmd_run(int argc, char **argv)
 {
     struct dt_config cfg;
     dt_status_t rc = load_resolved(&cfg, argc, argv);
+    struct dt_train_result res;
+    if (rc == DT_SUCCESS) rc = dt_train(&cfg, &res);
+    if (rc == DT_SUCCESS) {
+        char floor[64] = "", val[64] = "";
+        if (!isnan(res.val_loss)) snprintf(val, sizeof val, ", validation %.4f", res.val_loss);
+        if (!isnan(res.loss_floor)) snprintf(floor, sizeof floor, " (best possible %.4f)", res.loss_floor);
+        DT_INFO(DT_SUB_TRAIN, "done: %lld steps, loss %.4f%s%s, %.0f tokens/s; events in %s/%s", (long long)res.steps,
+                res.loss, val, floor, res.tokens_per_s, cfg.run.dir, cfg.events.jsonl ? cfg.events.jsonl : "(off)");
+    }
     dt_config_free(&cfg);
-    DT_CHECK(rc);
-    return dt_error(DT_ERR_INTERNAL, "dtrun: error: this build has no training core yet (it lands with issue #3)\n"
-                    "  hint: `dtrun check` validates the config and prints what would run");
+    return rc;
+}
+
+static dt_status_t cmd_prepare(int argc, char **argv)
+{
+    const char *out = NULL;
+    double val = 0.1;
+    char *files[256];
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--out") && i + 1 < argc) {
+            out = argv[++i];
+        } else if (!strcmp(argv[i], "--val-fraction") && i + 1 < argc) {
+            char *end;
+            val = strtod(argv[++i], &end);
+            if (*end || val < 0 || val >= 1) return usage_error("--val-fraction takes a number in [0, 1)");
+        } else if (argv[i][0] == '-') {
+            return usage_error("prepare: unknown option '%s'", argv[i]);
+        } else if (n < 256) {
+            files[n++] = argv[i];
+        }
+    }
+    if (!out || n == 0) return usage_error("usage: dtrun prepare TEXT... --out DIR [--val-fraction 0.1]");
+    return dt_prepare(n, files, out, val);
 }
 
 static bool exists(const char *p)
@@ -128,6 +162,7 @@ int main(int argc, char **argv)
     }
     if (cmd && !strcmp(cmd, "check")) rc = cmd_check(argc - 2, argv + 2);
     else if (cmd && !strcmp(cmd, "run")) rc = cmd_run(argc - 2, argv + 2);
+    else if (cmd && !strcmp(cmd, "prepare")) rc = cmd_prepare(argc - 2, argv + 2);
     else if (cmd && cmd[0] == '-') rc = usage_error("unknown option '%s'", cmd);
     else if (cmd && !strchr(cmd, '=') && !exists(cmd) && !strpbrk(cmd, "./"))
         rc = usage_error("'%s' is neither a command nor a config file", cmd);

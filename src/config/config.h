@@ -34,6 +34,9 @@ enum dt_sched_type {
     DT_SCHED_CONSTANT,
     DT_SCHED_LINEAR,
     DT_SCHED_COSINE,
+    DT_SCHED_STEP,
+    DT_SCHED_MULTISTEP,
+    DT_SCHED_COMPOSITE,
     DT_SCHED_WARMUP_LR,
     DT_SCHED_WARMUP_DECAY_LR,
     DT_SCHED_WARMUP_COSINE_LR
@@ -59,9 +62,10 @@ struct dt_config {
     struct {
         char *train, *val;
         int64_t micro_batch_size;
+        int64_t eval_batches;
         struct {
             int kind; /* enum dt_synth_kind */
-            int64_t order, seed;
+            int64_t order, seed, alphabet, support;
         } synthetic;
     } data;
     struct {
@@ -78,6 +82,10 @@ struct dt_config {
         double min_lr_ratio;
         int warmup_type; /* enum dt_warmup_type */
         double warmup_min_lr, warmup_max_lr, warmup_min_ratio, cos_min_ratio;
+        struct dt_duration step_size;
+        double gamma;
+        struct dt_floats milestones; /* optimizer steps */
+        struct dt_phases phases;
     } scheduler;
     struct {
         int device;    /* enum dt_device */

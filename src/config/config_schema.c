@@ -5,7 +5,7 @@
  * the DeepSpeed mapping all read it.
  *
  * The defaults are the built-in config: `dtrun` with no file trains a 4-layer
- * byte-level GPT on a synthetic order-2 Markov source whose entropy rate is
+ * byte-level GPT on a synthetic order-1 Markov source whose entropy rate is
  * known, so a run with no data and no cluster still means something.
  */
 #include <float.h>
@@ -49,6 +49,9 @@ const struct dt_enum_name dt_sched_names[] = {
     {"constant", DT_SCHED_CONSTANT, NULL},
     {"linear", DT_SCHED_LINEAR, NULL},
     {"cosine", DT_SCHED_COSINE, NULL},
+    {"step", DT_SCHED_STEP, NULL},
+    {"multistep", DT_SCHED_MULTISTEP, NULL},
+    {"composite", DT_SCHED_COMPOSITE, NULL},
     {"warmup_lr", DT_SCHED_WARMUP_LR, NULL},
     {"WarmupLR", DT_SCHED_WARMUP_LR, NULL},
     {"warmup_decay_lr", DT_SCHED_WARMUP_DECAY_LR, NULL},
@@ -94,11 +97,18 @@ static const struct dt_key keys[] = {
     K("data.val", DT_T_STR, data.val, NULL, 0, 0, DT_F_NULLABLE, "glob of validation shards"),
     K("data.micro_batch_size", DT_T_INT, data.micro_batch_size, "8", 1, 1048576, 0,
       "sequences per rank per forward/backward"),
+    K("data.eval_batches", DT_T_INT, data.eval_batches, "8", 1, 1048576, 0,
+      "micro-batches per rank in each validation"),
     E("data.synthetic.kind", data.synthetic.kind, "markov", synth_kinds, 0,
       "synthetic source (used when data.train is null)"),
-    K("data.synthetic.order", DT_T_INT, data.synthetic.order, "2", 1, 8, 0, "Markov order (context tokens)"),
+    K("data.synthetic.order", DT_T_INT, data.synthetic.order, "1", 1, 8, 0,
+      "Markov order (context tokens); higher orders take many more steps to learn"),
     K("data.synthetic.seed", DT_T_INT, data.synthetic.seed, "3", 0, 4294967295.0, 0,
       "seed of the chain's transition table"),
+    K("data.synthetic.alphabet", DT_T_INT, data.synthetic.alphabet, "32", 2, 65536, 0,
+      "tokens the chain uses (<= model.vocab_size)"),
+    K("data.synthetic.support", DT_T_INT, data.synthetic.support, "4", 1, 64, 0,
+      "successors per context, with Zipf probabilities 1/(i+1)"),
 
     E("optimizer.type", optimizer.type, "adamw", dt_optim_names, 0, "optimizer"),
     K("optimizer.lr", DT_T_FLOAT, optimizer.lr, "3.0e-3", 0, 10, DT_F_MIN_EXCL, "peak learning rate"),
@@ -126,6 +136,13 @@ static const struct dt_key keys[] = {
       "WarmupCosineLR: starting ratio of optimizer.lr"),
     K("scheduler.cos_min_ratio", DT_T_FLOAT, scheduler.cos_min_ratio, "1.0e-4", 0, 1, 0,
       "WarmupCosineLR: final ratio of optimizer.lr"),
+    D("scheduler.step_size", scheduler.step_size, "100ba", DT_UNITS_TRAIN, "step: multiply the lr by gamma this often"),
+    K("scheduler.gamma", DT_T_FLOAT, scheduler.gamma, "0.1", 0, 1, DT_F_MIN_EXCL, "step, multistep: lr factor"),
+    {.path = "scheduler.milestones", .type = DT_T_FLOATS, .offset = OFF(scheduler.milestones), .def = "[100, 200]",
+     .min = 0, .max = 1e15, .help = "multistep: optimizer steps where the lr is multiplied by gamma"},
+    {.path = "scheduler.phases", .type = DT_T_PHASES, .offset = OFF(scheduler.phases),
+     .def = "[{type: linear, start: 0.0, end: 1.0, length: 0.1}, {type: cosine, start: 1.0, end: 0.1, length: 0.9}]",
+     .help = "composite: fvcore phases over the run, values as multiples of optimizer.lr"},
 
     E("compute.device", compute.device, "auto", devices, 0, "cpu, cuda, or auto (cuda when a GPU is visible)"),
     E("compute.precision", compute.precision, "32-true", dt_precision_names, 0, "Lightning precision name"),

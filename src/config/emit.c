@@ -63,7 +63,7 @@ void dt_config_emit(const struct dt_config *cfg, FILE *out)
             p += len + 1;
             depth++;
         }
-        char val[512], from[400], line[1024];
+        char val[2048], from[400], line[2600];
         dt_value_format(k, DT_FIELD(cfg, k), val, sizeof val);
         origin_str(&cfg->origin[i], from, sizeof from);
         snprintf(line, sizeof line, "%*s%s: %s", 2 * depth, "", p, val);

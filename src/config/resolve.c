@@ -139,10 +139,11 @@ static void check_model(struct dt_config *cfg, struct dt_diags *d)
 
 static void check_data(struct dt_config *cfg, struct dt_diags *d)
 {
-    static const char *const synth[] = {"data.synthetic.kind", "data.synthetic.order", "data.synthetic.seed"};
+    static const char *const synth[] = {"data.synthetic.kind", "data.synthetic.order", "data.synthetic.seed",
+                                        "data.synthetic.alphabet", "data.synthetic.support"};
     char w1[256], w2[256];
     if (cfg->data.train) {
-        for (size_t i = 0; i < 3; i++) {
+        for (size_t i = 0; i < sizeof synth / sizeof synth[0]; i++) {
             if (!user_set(origin(cfg, synth[i]))) continue;
             dt_diag(d, loc_of(cfg, synth[i]), "keep data.train for token shards or data.synthetic for the built-in "
                     "source, not both",
@@ -157,6 +158,14 @@ static void check_data(struct dt_config *cfg, struct dt_diags *d)
         if (cfg->data.val)
             dt_diag(d, loc_of(cfg, "data.val"), "set data.train too, or remove data.val to use the synthetic source",
                     "data.val is set but data.train is not");
+        if (cfg->data.synthetic.alphabet > cfg->model.vocab_size)
+            dt_diag(d, loc_of(cfg, "data.synthetic.alphabet"), "make the alphabet at most the vocabulary",
+                    "data.synthetic.alphabet %lld is larger than model.vocab_size %lld",
+                    (long long)cfg->data.synthetic.alphabet, (long long)cfg->model.vocab_size);
+        if (cfg->data.synthetic.support > cfg->data.synthetic.alphabet)
+            dt_diag(d, loc_of(cfg, "data.synthetic.support"), "a context cannot have more successors than tokens",
+                    "data.synthetic.support %lld is larger than data.synthetic.alphabet %lld",
+                    (long long)cfg->data.synthetic.support, (long long)cfg->data.synthetic.alphabet);
         if (cfg->run.max_duration.unit == DT_TU_EP)
             dt_diag(d, loc_of(cfg, "run.max_duration"), "give the length in ba, sp or tok",
                     "run.max_duration is in epochs, but the synthetic source is endless");

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <strings.h>
 #include "config/schema.h"
 #include "config/suggest.h"
@@ -85,6 +86,7 @@ const char *dt_key_accepts(const struct dt_key *k, char *buf, size_t n)
         else snprintf(buf, n, "a list of numbers");
         break;
     case DT_T_ANY: snprintf(buf, n, "any value"); break;
+    case DT_T_PHASES: snprintf(buf, n, "a list of {type: constant|linear|cosine, start, end, length, scaling}"); break;
     }
     return buf;
 }
@@ -92,6 +94,7 @@ const char *dt_key_accepts(const struct dt_key *k, char *buf, size_t n)
 /* ------------------------------------------------------------ parsing */
 
 union value {
+    struct dt_phases ph;
     bool b;
     int64_t i;
     double f;
@@ -217,17 +220,89 @@ static int parse_scalar(const struct dt_key *k, const struct dt_ynode *v, union 
     case DT_T_SECONDS:
         if (dt_seconds_parse(s, &out->f, why, n)) return -1;
         return range_check(k, out->f, why, n);
-    case DT_T_FLOATS: break;
+    case DT_T_FLOATS:
+    case DT_T_PHASES: break;
     case DT_T_ANY: return 0;
     }
     snprintf(why, n, "expected a list, got '%s'", s);
     return -1;
 }
 
+static const struct dt_enum_name phase_types[] = {
+    {"constant", DT_PHASE_CONSTANT, NULL}, {"linear", DT_PHASE_LINEAR, NULL}, {"cosine", DT_PHASE_COSINE, NULL}, {0}};
+static const struct dt_enum_name phase_scalings[] = {
+    {"rescaled", DT_SCALING_RESCALED, NULL}, {"fixed", DT_SCALING_FIXED, NULL}, {0}};
+/* the fields of one phase, parsed by the same code as top-level keys */
+static const struct dt_key phase_keys[] = {
+    {.path = "type", .type = DT_T_ENUM, .offset = offsetof(struct dt_phase, type), .names = phase_types},
+    {.path = "start", .type = DT_T_FLOAT, .offset = offsetof(struct dt_phase, start), .min = 0, .max = 1e6},
+    {.path = "end", .type = DT_T_FLOAT, .offset = offsetof(struct dt_phase, end), .min = 0, .max = 1e6},
+    {.path = "length", .type = DT_T_FLOAT, .offset = offsetof(struct dt_phase, length), .min = 0, .max = 1,
+     .flags = DT_F_MIN_EXCL},
+    {.path = "scaling", .type = DT_T_ENUM, .offset = offsetof(struct dt_phase, scaling), .names = phase_scalings},
+};
+
+static int parse_scalar(const struct dt_key *k, const struct dt_ynode *v, union value *out, char *why, size_t n);
+
+/* fvcore's validation: lengths sum to 1 within 1e-3, the last one absorbs the rest. */
+static int parse_phases(const struct dt_ynode *v, struct dt_phases *out, char *why, size_t n)
+{
+    if (v->kind != DT_Y_SEQ || v->n == 0 || v->n > DT_PHASES_MAX) {
+        snprintf(why, n, "expected a list of 1 to %d phases", DT_PHASES_MAX);
+        return -1;
+    }
+    out->n = (int)v->n;
+    double sum = 0;
+    for (size_t i = 0; i < v->n; i++) {
+        const struct dt_ynode *m = v->items[i];
+        struct dt_phase *ph = &out->p[i];
+        *ph = (struct dt_phase){.type = DT_PHASE_CONSTANT, .scaling = DT_SCALING_RESCALED, .start = 1, .end = 1};
+        bool has_length = false;
+        if (m->kind != DT_Y_MAP) {
+            snprintf(why, n, "phase %zu: expected a mapping such as {type: cosine, start: 1, end: 0.1, length: 0.9}",
+                     i + 1);
+            return -1;
+        }
+        for (size_t j = 0; j < m->n; j++) {
+            const struct dt_key *pk = NULL;
+            for (size_t q = 0; q < sizeof phase_keys / sizeof phase_keys[0]; q++)
+                if (!strcmp(phase_keys[q].path, m->pairs[j].key->str)) pk = &phase_keys[q];
+            if (!pk) {
+                snprintf(why, n, "phase %zu: unknown key '%s' (type, start, end, length, scaling)", i + 1,
+                         m->pairs[j].key->str);
+                return -1;
+            }
+            union value val = {0};
+            char w[256];
+            if (m->pairs[j].value->kind != DT_Y_SCALAR || parse_scalar(pk, m->pairs[j].value, &val, w, sizeof w)) {
+                snprintf(why, n, "phase %zu: %s: %s", i + 1, pk->path,
+                         m->pairs[j].value->kind != DT_Y_SCALAR ? "expected a scalar" : w);
+                return -1;
+            }
+            if (pk->type == DT_T_ENUM) *(int *)((char *)ph + pk->offset) = val.e;
+            else *(double *)((char *)ph + pk->offset) = val.f;
+            has_length |= !strcmp(pk->path, "length");
+        }
+        if (!has_length) {
+            snprintf(why, n, "phase %zu: needs a length (its fraction of the schedule)", i + 1);
+            return -1;
+        }
+        if (ph->type == DT_PHASE_CONSTANT) ph->end = ph->start;
+        sum += ph->length;
+    }
+    if (fabs(sum - 1.0) >= 1e-3) {
+        snprintf(why, n, "the phase lengths add up to %g; they must add up to 1", sum);
+        return -1;
+    }
+    out->p[out->n - 1].length += 1.0 - sum;
+    return 0;
+}
+
 static int parse_node(const struct dt_key *k, const struct dt_ynode *v, union value *out, char *why, size_t n)
 {
     char acc[256];
     if (k->type == DT_T_ANY) return 0;
+    if (k->type == DT_T_PHASES) return parse_phases(v, &out->ph, why, n);
     if (k->type == DT_T_FLOATS) {
         if (v->kind != DT_Y_SEQ) {
             snprintf(why, n, "expected %s, got %s", dt_key_accepts(k, acc, sizeof acc), dt_ynode_kind_str(v->kind));
@@ -274,6 +349,7 @@ static void store(const struct dt_key *k, void *base, const union value *v)
     case DT_T_ENUM: *(int *)f = v->e; break;
     case DT_T_DURATION: *(struct dt_duration *)f = v->d; break;
     case DT_T_FLOATS: *(struct dt_floats *)f = v->fl; break;
+    case DT_T_PHASES: *(struct dt_phases *)f = v->ph; break;
     case DT_T_ANY: break;
     }
 }
@@ -510,6 +586,20 @@ const char *dt_value_format(const struct dt_key *k, const void *f, char *buf, si
         if (o < n) snprintf(buf + o, n - o, "]");
         break;
     }
+    case DT_T_PHASES: {
+        const struct dt_phases *ph = f;
+        size_t o = (size_t)snprintf(buf, n, "[");
+        for (int i = 0; i < ph->n && o < n; i++) {
+            char a[40], b[40], c[40];
+            o += (size_t)snprintf(buf + o, n - o, "%s{type: %s, start: %s, end: %s, length: %s, scaling: %s}",
+                                  i ? ", " : "", dt_enum_str(phase_types, ph->p[i].type),
+                                  dt_double_str(ph->p[i].start, a, sizeof a), dt_double_str(ph->p[i].end, b, sizeof b),
+                                  dt_double_str(ph->p[i].length, c, sizeof c),
+                                  dt_enum_str(phase_scalings, ph->p[i].scaling));
+        }
+        if (o < n) snprintf(buf + o, n - o, "]");
+        break;
+    }
     case DT_T_ANY: snprintf(buf, n, "..."); break;
     }
     return buf;
@@ -538,6 +628,15 @@ bool dt_value_equal(enum dt_type t, const void *fa, const void *fb)
             if (x->v[i] != y->v[i]) return false;
         return true;
     }
+    case DT_T_PHASES: {
+        const struct dt_phases *x = fa, *y = fb;
+        if (x->n != y->n) return false;
+        for (int i = 0; i < x->n; i++)
+            if (x->p[i].type != y->p[i].type || x->p[i].scaling != y->p[i].scaling || x->p[i].start != y->p[i].start ||
+                x->p[i].end != y->p[i].end || x->p[i].length != y->p[i].length)
+                return false;
+        return true;
+    }
     case DT_T_ANY: return true;
     }
     return false;
@@ -561,6 +660,7 @@ dt_status_t dt_value_copy(enum dt_type t, void *fd, const void *fs)
     case DT_T_ENUM: *(int *)fd = *(const int *)fs; break;
     case DT_T_DURATION: *(struct dt_duration *)fd = *(const struct dt_duration *)fs; break;
     case DT_T_FLOATS: *(struct dt_floats *)fd = *(const struct dt_floats *)fs; break;
+    case DT_T_PHASES: *(struct dt_phases *)fd = *(const struct dt_phases *)fs; break;
     case DT_T_ANY: break;
     }
     return DT_SUCCESS;

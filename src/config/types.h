@@ -34,6 +34,19 @@ struct dt_origin {
     char note[160];     /* AUTO: how the value was derived */
 };
 
+/* fvcore's CompositeParamScheduler phases (REFERENCE.md B4), values as multiples of optimizer.lr. */
+#define DT_PHASES_MAX 8
+enum dt_phase_type { DT_PHASE_CONSTANT, DT_PHASE_LINEAR, DT_PHASE_COSINE };
+enum dt_phase_scaling { DT_SCALING_RESCALED, DT_SCALING_FIXED };
+struct dt_phase {
+    int type, scaling;
+    double start, end, length;
+};
+struct dt_phases {
+    int n;
+    struct dt_phase p[DT_PHASES_MAX];
+};
+
 /* Owned copies of the file names and labels that origins point into. */
 struct dt_namelist {
     char **names;
@@ -52,6 +65,7 @@ enum dt_type {
     DT_T_SECONDS,  /* double: 600s, 10m, 1h, 250ms or a plain number of seconds */
     DT_T_FLOATS,   /* struct dt_floats */
     DT_T_ANY,      /* any value, stored nowhere (DeepSpeed sections dtrun ignores) */
+    DT_T_PHASES,   /* struct dt_phases: a list of {type, start, end, length, scaling} */
 };
 
 /* An accepted spelling. The first entry of a value is its canonical name; a

@@ -72,8 +72,10 @@ DTRUN_SITE_CONFIG=site.yaml run "site defaults" 0 "$DTRUN" check user.yaml
 has "site defaults: admin's value applies" "$out" "  comm_timeout: 900s                             # site.yaml:2:17"
 has "site defaults: the user's config wins" "$out" "  interval: 5ba                                  # user.yaml:2:13"
 
-run "run with no training core" 6 "$DTRUN" run
-same "run: says what is missing" "$err" "dtrun: error: this build has no training core yet (it lands with issue #3)
-  hint: \`dtrun check\` validates the config and prints what would run"
+run "run refuses what this build cannot train" 2 "$DTRUN" run compute.precision=bf16-mixed
+same "run: says what is missing" "$err" "dtrun: error: compute.precision bf16-mixed: this build trains in 32-true only (mixed precision lands with issue #5)
+  hint: set compute.precision: 32-true"
+run "run refuses a world it cannot start" 2 "$DTRUN" run compute.num_devices=2
+has "run: distributed arrives with issue 4" "$err" "dtrun: error: the world has 2 ranks, but this build runs one process (distributed runs land with issue #4)"
 
 finish

@@ -1,0 +1,231 @@
+/* trainer.c - see trainer.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "core/error.h"
+#include "config/schema.h"
+#include "core/log.h"
+#include "data/loader.h"
+#include "events/json.h"
+#include "events/jsonl.h"
+#include "model/gpt.h"
+#include "optim/optimizer.h"
+#include "optim/sched.h"
+#include "train/trainer.h"
+
+struct trainer {
+    const struct dt_config *cfg;
+    struct dt_model *model;
+    struct dt_optimizer opt;
+    struct dt_sched sched;
+    struct dt_dataset train, val;
+    int rank, world, B, T, gas;
+    int64_t steps, eval_every, log_every;
+    int32_t *tokens;
+    struct dt_jsonl events;
+    struct dt_json json;
+    bool tty;
+};
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* What this build can run; the rest of the config is valid, just not here yet. */
+static dt_status_t supported(const struct dt_config *cfg)
+{
+    const char *hint = "  hint: `dtrun check` accepts this config; run it where the feature exists";
+    if (cfg->compute.device == DT_DEVICE_CUDA)
+        return dt_error(DT_ERR_CONFIG, "dtrun: error: compute.device is cuda, but this build trains on the CPU only "
+                        "(%s)\n  hint: set compute.device: cpu", cfg->resolved.device_note);
+    if (cfg->compute.precision != DT_PREC_32_TRUE)
+        return dt_error(DT_ERR_CONFIG, "dtrun: error: compute.precision %s: this build trains in 32-true only (mixed "
+                        "precision lands with issue #5)\n  hint: set compute.precision: 32-true",
+                        dt_enum_str(dt_precision_names, cfg->compute.precision));
+    if (cfg->resolved.world > 1)
+        return dt_error(DT_ERR_CONFIG, "dtrun: error: the world has %d ranks, but this build runs one process "
+                        "(distributed runs land with issue #4)\n%s", cfg->resolved.world, hint);
+    if (cfg->model.type != DT_MODEL_GPT)
+        return dt_error(DT_ERR_CONFIG, "dtrun: error: model.type %s is not trainable in this build\n%s",
+                        cfg->model.type == DT_MODEL_MLP ? "mlp" : "?", hint);
+    return DT_SUCCESS;
+}
+
+static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg)
+{
+    tr->cfg = cfg;
+    tr->rank = 0;
+    tr->world = cfg->resolved.world;
+    tr->B = (int)cfg->data.micro_batch_size;
+    tr->T = (int)cfg->model.seq_len;
+    tr->gas = (int)cfg->compute.gradient_accumulation_steps;
+    tr->tty = isatty(STDERR_FILENO);
+    DT_CHECK(dt_dataset_open(&tr->train, cfg, false));
+    if (cfg->data.val || !cfg->data.train) DT_CHECK(dt_dataset_open(&tr->val, cfg, true));
+
+    struct dt_step_units u = {.samples_per_step = cfg->resolved.global_batch,
+                              .tokens_per_step = cfg->resolved.global_batch * tr->T};
+    u.steps_per_epoch = (int64_t)dt_dataset_windows(&tr->train) / cfg->resolved.global_batch;
+    if (!tr->train.synthetic && u.steps_per_epoch == 0)
+        return dt_error(DT_ERR_DATA, "data.train: error: %zu sequences, fewer than one global batch of %lld\n"
+                        "  hint: lower data.micro_batch_size or gradient_accumulation_steps, or add data",
+                        dt_dataset_windows(&tr->train), (long long)cfg->resolved.global_batch);
+    tr->steps = dt_duration_steps(cfg->run.max_duration, &u, 0);
+    tr->eval_every = dt_duration_steps(cfg->run.eval_interval, &u, tr->steps);
+    tr->log_every = dt_duration_steps(cfg->events.interval, &u, tr->steps);
+    if (tr->log_every < 1) tr->log_every = 1;
+    dt_sched_from_config(&tr->sched, cfg, &u, tr->steps);
+
+    struct dt_gpt_config gc = {(int)cfg->model.n_layer, (int)cfg->model.n_head,   (int)cfg->model.n_embd,
+                               (int)cfg->model.vocab_size, (int)cfg->model.seq_len,
+                               cfg->model.activation_checkpointing, false};
+    DT_CHECK(dt_gpt_create(&gc, &dt_kernels_cpu, tr->B, tr->T, &tr->model));
+    dt_gpt_init(tr->model, (uint64_t)cfg->run.seed);
+    static const enum dt_optim_kind kinds[] = {[DT_OPTIM_ADAMW] = DT_OPT_ADAMW, [DT_OPTIM_ADAM] = DT_OPT_ADAM,
+                                               [DT_OPTIM_SGD] = DT_OPT_SGD};
+    struct dt_optim_config oc = {kinds[cfg->optimizer.type],
+                                 (float)cfg->optimizer.betas.v[0],
+                                 (float)cfg->optimizer.betas.v[1],
+                                 (float)cfg->optimizer.eps,
+                                 (float)cfg->optimizer.weight_decay,
+                                 (float)cfg->optimizer.momentum,
+                                 cfg->optimizer.nesterov};
+    DT_CHECK(dt_optimizer_init(&tr->opt, &oc, &dt_kernels_cpu, tr->model->nparams));
+    tr->tokens = malloc((size_t)tr->B * (tr->T + 1) * sizeof(int32_t));
+    if (!tr->tokens) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the batch");
+    if (cfg->events.jsonl) {
+        char path[4096];
+        if (cfg->events.jsonl[0] == '/') snprintf(path, sizeof path, "%s", cfg->events.jsonl);
+        else snprintf(path, sizeof path, "%s/%s", cfg->run.dir, cfg->events.jsonl);
+        DT_CHECK(dt_jsonl_open(&tr->events, path));
+    }
+    return DT_SUCCESS;
+}
+
+static void teardown(struct trainer *tr)
+{
+    dt_model_free(tr->model);
+    dt_optimizer_free(&tr->opt);
+    dt_dataset_close(&tr->train);
+    dt_dataset_close(&tr->val);
+    dt_jsonl_close(&tr->events);
+    dt_json_free(&tr->json);
+    free(tr->tokens);
+}
+
+static double evaluate(struct trainer *tr)
+{
+    const struct dt_config *cfg = tr->cfg;
+    double sum = 0;
+    int n = (int)cfg->data.eval_batches;
+    if (!tr->val.synthetic) {
+        int64_t max = (int64_t)dt_dataset_windows(&tr->val) / ((int64_t)tr->B * tr->world);
+        if (n > max) n = (int)max;
+    }
+    for (int i = 0; i < n; i++) {
+        dt_dataset_batch(&tr->val, ((int64_t)i * tr->world + tr->rank) * tr->B, tr->B, tr->tokens);
+        struct dt_batch b = {tr->B, tr->T, tr->tokens};
+        sum += tr->model->iface.forward(tr->model, &b, 0.0f);
+    }
+    return n ? sum / n : NAN;
+}
+
+static void progress(struct trainer *tr, int64_t step, double loss, double lr, double tok_s, double eta, bool last)
+{
+    char line[256];
+    snprintf(line, sizeof line, "step %lld/%lld | loss %.4f | lr %.3e | %.1fk tok/s | ETA %d:%02d:%02d",
+             (long long)step + 1, (long long)tr->steps, loss, lr, tok_s / 1000, (int)eta / 3600, (int)eta / 60 % 60,
+             (int)eta % 60);
+    if (tr->tty) fprintf(stderr, "\r%s\033[K%s", line, last ? "\n" : "");
+    else if ((step + 1) % tr->log_every == 0 || last) fprintf(stderr, "%s\n", line);
+}
+
+static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
+{
+    const struct dt_config *cfg = tr->cfg;
+    struct dt_model *m = tr->model;
+    double start = now(), tokens_per_step = (double)cfg->resolved.global_batch * tr->T;
+    for (int64_t step = 0; step < tr->steps; step++) {
+        double t0 = now();
+        memset(m->grads, 0, m->nparams * sizeof(float));
+        double loss = 0;
+        for (int micro = 0; micro < tr->gas; micro++) {
+            int64_t first = (((step * tr->gas) + micro) * tr->world + tr->rank) * tr->B;
+            dt_dataset_batch(&tr->train, first, tr->B, tr->tokens);
+            struct dt_batch b = {tr->B, tr->T, tr->tokens};
+            loss += m->iface.forward(m, &b, 1.0f / (float)tr->gas) / tr->gas;
+            m->iface.backward(m);
+        }
+        if (!isfinite(loss))
+            return dt_error(DT_ERR_TRAIN, "dtrun: error: the loss is %f at step %lld\n  hint: lower optimizer.lr or "
+                            "set compute.gradient_clipping", loss, (long long)step + 1);
+        float norm = dt_clip_grad_norm(m, (float)cfg->compute.gradient_clipping);
+        double lr = dt_sched_lr(&tr->sched, step);
+        dt_optimizer_step(&tr->opt, m, (float)lr);
+        double dt = now() - t0, tok_s = tokens_per_step / dt;
+        dt_json_begin(&tr->json);
+        dt_json_str(&tr->json, "type", "metrics");
+        dt_json_int(&tr->json, "step", step + 1);
+        dt_json_int(&tr->json, "tokens", (int64_t)((step + 1) * tokens_per_step));
+        dt_json_num(&tr->json, "loss", loss);
+        dt_json_num(&tr->json, "lr", lr);
+        dt_json_num(&tr->json, "grad_norm", norm);
+        dt_json_num(&tr->json, "tokens_per_s", tok_s);
+        dt_json_num(&tr->json, "step_ms", dt * 1e3);
+        DT_CHECK(dt_jsonl_write(&tr->events, dt_json_end(&tr->json)));
+        double elapsed = now() - start;
+        progress(tr, step, loss, lr, (step + 1) * tokens_per_step / elapsed,
+                 elapsed / (step + 1) * (tr->steps - step - 1), step + 1 == tr->steps);
+        res->loss = loss;
+        res->steps = step + 1;
+        bool last = step + 1 == tr->steps;
+        if ((tr->eval_every > 0 && (step + 1) % tr->eval_every == 0) || (last && tr->eval_every > 0)) {
+            if (tr->val.synthetic || tr->val.nshards) {
+                res->val_loss = evaluate(tr);
+                dt_json_begin(&tr->json);
+                dt_json_str(&tr->json, "type", "eval");
+                dt_json_int(&tr->json, "step", step + 1);
+                dt_json_num(&tr->json, "val_loss", res->val_loss);
+                DT_CHECK(dt_jsonl_write(&tr->events, dt_json_end(&tr->json)));
+                if (!tr->tty || last) DT_INFO(DT_SUB_TRAIN, "step %lld: validation loss %.4f", (long long)step + 1,
+                                              res->val_loss);
+            }
+        }
+    }
+    res->tokens_per_s = res->steps * tokens_per_step / (now() - start);
+    return DT_SUCCESS;
+}
+
+dt_status_t dt_train(const struct dt_config *cfg, struct dt_train_result *res)
+{
+    *res = (struct dt_train_result){.val_loss = NAN, .loss_floor = NAN};
+    DT_CHECK(supported(cfg));
+    struct trainer tr = {0};
+    dt_status_t rc = setup(&tr, cfg);
+    if (rc == DT_SUCCESS) {
+        res->activation_bytes = tr.model->activation_bytes;
+        char source[256];
+        if (tr.train.synthetic) {
+            res->loss_floor = dt_markov_loss_floor(&tr.train.markov, tr.T);
+            snprintf(source, sizeof source, "synthetic order-%d Markov source (entropy rate %.4f, best loss %.4f)",
+                     tr.train.markov.order, dt_markov_entropy_rate(&tr.train.markov), res->loss_floor);
+        } else {
+            snprintf(source, sizeof source, "%d shard%s, %zu sequences", tr.train.nshards, tr.train.nshards > 1 ? "s" : "",
+                     dt_dataset_windows(&tr.train));
+        }
+        DT_INFO(DT_SUB_TRAIN, "training %s: GPT %lld layers, %.2fM parameters, %lld steps of %lld x %d tokens, on %d "
+                "CPU thread%s; %s; activations %.1f MiB",
+                cfg->run.name, (long long)cfg->model.n_layer, tr.model->nparams / 1e6, (long long)tr.steps,
+                (long long)cfg->resolved.global_batch, tr.T, dt_kernels_threads(), dt_kernels_threads() > 1 ? "s" : "",
+                source, tr.model->activation_bytes / 1048576.0);
+        rc = loop(&tr, res);
+    }
+    teardown(&tr);
+    return rc;
+}

@@ -1,0 +1,23 @@
+/*
+ * trainer.h - the training loop: gradient accumulation, global-norm clipping,
+ * the LR schedule, validation every run.eval_interval, one metrics line per
+ * step in <run.dir>/<events.jsonl>, and a progress line (live on a terminal,
+ * every events.interval in a log file).
+ */
+#ifndef DT_TRAINER_H
+#define DT_TRAINER_H
+
+#include "config/config.h"
+
+struct dt_train_result {
+    int64_t steps;
+    double loss;        /* mean training loss of the last step */
+    double val_loss;    /* last validation (NAN when none ran) */
+    double loss_floor;  /* synthetic source: the least achievable loss (NAN for files) */
+    double tokens_per_s;
+    size_t activation_bytes;
+};
+
+dt_status_t dt_train(const struct dt_config *cfg, struct dt_train_result *res);
+
+#endif

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Data: `dtrun prepare` makes llm.c shards a run trains on; every bad shard is
+# refused before training (exit 3, the file, the byte offset, what to do) and
+# no events are written.
+. "$(dirname "$0")/tap.sh"
+cd "$TMP" || exit 1
+tiny=(model.n_layer=1 model.n_embd=32 model.n_head=2 model.seq_len=16 data.micro_batch_size=4 events.interval=5ba)
+
+for i in $(seq 1 200); do echo "line $i: the quick brown fox jumps over the lazy dog"; done >corpus.txt
+run "prepare" 0 "$DTRUN" prepare corpus.txt --out data --val-fraction 0.1
+same "prepare: what it wrote" "$err" "dtrun: prepare: 9623 training and 1069 validation tokens (bytes) in data; train with data.train=data/train_*.bin data.val=data/val_*.bin model.vocab_size=256"
+same "prepare: llm.c header" "$(od -An -t d4 -N 12 data/train_000000.bin | tr -s ' ')" " 20240520 1 9623"
+
+run "train on prepared shards" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=10ba run.eval_interval=5ba \
+    data.train='data/train_*.bin' data.val='data/val_*.bin' run.dir=ok
+has "train: validation ran" "$err" "dtrun: step 10: validation loss"
+same "events: one metrics line per step" "$(grep -c '"type":"metrics"' ok/events.jsonl)" "10"
+same "events: two validations" "$(grep -c '"type":"eval"' ok/events.jsonl)" "2"
+has "events: the metrics record" "$(grep '"step":10,' ok/events.jsonl | head -1)" '{"type":"metrics","step":10,"tokens":640,"loss":'
+for k in lr grad_norm tokens_per_s step_ms; do
+    has "events: metrics carry $k" "$(sed -n 1p ok/events.jsonl)" "\"$k\":"
+done
+
+bad() { # NAME SHARD EXPECTED_STDERR [overrides...]
+    local name=$1 shard=$2 want=$3
+    shift 3
+    run "$name" 3 "$DTRUN" run "${tiny[@]}" data.train="$shard" run.dir="bad" "$@"
+    same "$name: message" "$err" "$want"
+    [ ! -e bad/events.jsonl ] && ok "$name: nothing trained" || not_ok "$name: events were written"
+}
+
+cp data/train_000000.bin magic.bin
+printf '\x39\x30\x00\x00' | dd of=magic.bin bs=1 seek=0 conv=notrunc status=none
+bad "wrong magic" magic.bin "magic.bin: error: not an llm.c token shard: magic 12345 at byte 0, expected 20240520
+  hint: make shards with \`dtrun prepare TEXT... --out DIR\` or llm.c's dev/data scripts"
+
+cp data/train_000000.bin version.bin
+printf '\x02' | dd of=version.bin bs=1 seek=4 conv=notrunc status=none
+bad "wrong version" version.bin "version.bin: error: shard version 2 at byte 4; dtrun reads version 1 (uint16 tokens)
+  hint: make shards with \`dtrun prepare TEXT... --out DIR\` or llm.c's dev/data scripts"
+
+cp data/train_000000.bin cut.bin
+truncate -s 5000 cut.bin
+bad "truncated shard" cut.bin "cut.bin: error: truncated: the header (byte 8) says 9623 tokens, 20270 bytes in all, but the file has 5000 bytes
+  hint: the shard was cut off while being written or copied; make it again"
+
+head -c 1023 data/train_000000.bin >header.bin
+bad "truncated header" header.bin "header.bin: error: truncated: 1023 bytes, shorter than the 1024-byte shard header
+  hint: make shards with \`dtrun prepare TEXT... --out DIR\` or llm.c's dev/data scripts"
+
+bad "token beyond the vocabulary" data/train_000000.bin "data/train_000000.bin: error: token 108 at byte 1024 (token 0) is not below model.vocab_size 100
+  hint: set model.vocab_size to the tokenizer's size (50257 for GPT-2), or re-make the shard" model.vocab_size=100
+
+printf 'tiny' >tiny.txt
+"$DTRUN" prepare tiny.txt --out small --val-fraction 0 2>/dev/null
+bad "shard shorter than one sequence" small/train_000000.bin "small/train_000000.bin: error: the shard holds 4 tokens, fewer than one sequence (model.seq_len + 1 = 17)
+  hint: lower model.seq_len, or make larger shards"
+
+bad "empty data glob" 'nothing/here_*.bin' "data.train: error: 'nothing/here_*.bin' matches no file
+  hint: check the path (relative to the current directory), or make shards with \`dtrun prepare TEXT... --out DIR\`"
+finish

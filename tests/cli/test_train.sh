@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Training on the synthetic source ends within 0.05 nats of the best possible
+# loss (its entropy rate, in closed form), and the loss falls on the way.
+. "$(dirname "$0")/tap.sh"
+cd "$TMP" || exit 1
+run "tiny synthetic run" 0 "$DTRUN" run model.n_layer=2 model.n_embd=64 model.seq_len=64 data.micro_batch_size=16 \
+    run.max_duration=300ba events.interval=100ba
+done_line=$(grep '^dtrun: done' <<<"$err")
+val=$(sed -n 's/.*validation \([0-9.]*\).*/\1/p' <<<"$done_line")
+best=$(sed -n 's/.*best possible \([0-9.]*\).*/\1/p' <<<"$done_line")
+gap=$(awk -v v="$val" -v b="$best" 'BEGIN { printf "%.4f", v - b }')
+awk -v g="$gap" 'BEGIN { exit !(g >= 0 && g <= 0.05) }' && ok "within 0.05 nats of the entropy floor ($val vs $best, gap $gap)" \
+    || not_ok "validation $val is $gap nats above the floor $best" "$done_line"
+first=$(grep -m1 '"type":"metrics"' runs/gpt-tiny/events.jsonl | sed 's/.*"loss":\([0-9.]*\).*/\1/')
+last=$(grep '"type":"metrics"' runs/gpt-tiny/events.jsonl | tail -1 | sed 's/.*"loss":\([0-9.]*\).*/\1/')
+awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 3) }' && ok "the loss falls ($first -> $last)" \
+    || not_ok "the loss did not fall: $first -> $last"
+
+run "non-finite loss stops the run" 1 "$DTRUN" run model.n_layer=1 model.n_embd=32 model.n_head=2 model.seq_len=16 \
+    optimizer.lr=10 compute.gradient_clipping=0 optimizer.type=sgd optimizer.momentum=0.99 run.max_duration=200ba \
+    run.dir=nan
+has "non-finite loss: message" "$err" "hint: lower optimizer.lr or set compute.gradient_clipping"
+
+run "cuda asked on a CPU build" 2 "$DTRUN" run compute.device=cuda
+has "cuda: says why" "$err" "dtrun: error: compute.device is cuda, but this build trains on the CPU only"
+finish
