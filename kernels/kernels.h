@@ -17,6 +17,8 @@
 
 struct dt_kernels {
     const char *name;
+    /* Prepare the calling thread before the first parallel region (threads started later inherit it). */
+    void (*init)(void);
     /* out(BT,OC) = inp(BT,C) @ weight(OC,C)^T + bias(OC); bias may be NULL */
     void (*matmul_forward)(float *out, const float *inp, const float *weight, const float *bias, int BT, int C, int OC);
     /* dinp += dout @ weight; dweight += dout^T @ inp; dbias += sum_BT dout (dbias may be NULL) */
@@ -45,16 +47,16 @@ struct dt_kernels {
      * so the (BT,V) buffer is used once (llm.c's fused classifier).
      */
     void (*softmax_xent)(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V);
-    /* AdamW on a slice; t is the 1-based step for bias correction; decoupled weight decay wd. */
-    void (*adamw)(float *param, const float *grad, float *m, float *v, size_t n, float lr, float beta1, float beta2,
-                  float eps, float wd, int t);
+    /* AdamW on a slice with gradient g * gscale (gscale: the clipping factor, folded in to save a pass);
+     * t is the 1-based step for bias correction; decoupled weight decay wd. */
+    void (*adamw)(float *param, const float *grad, float gscale, float *m, float *v, size_t n, float lr, float beta1,
+                  float beta2, float eps, float wd, int t);
     /* SGD with momentum (PyTorch's formulation: buf = mu*buf + g; nesterov: g + mu*buf) and decoupled wd. */
-    void (*sgd)(float *param, const float *grad, float *buf, size_t n, float lr, float momentum, int nesterov,
-                float wd, int first_step);
+    void (*sgd)(float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
+                int nesterov, float wd, int first_step);
     double (*sumsq)(const float *x, size_t n);
     /* number of inf/nan entries */
     size_t (*nonfinite)(const float *x, size_t n);
-    void (*scale)(float *x, float s, size_t n);
 };
 
 extern const struct dt_kernels dt_kernels_cpu;

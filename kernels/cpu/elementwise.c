@@ -1,4 +1,4 @@
-/* elementwise.c - residual add, scaling, squared norm, inf/nan scan. */
+/* elementwise.c - residual add, squared norm, inf/nan scan. */
 #include <math.h>
 #include "kernels/cpu/cpu.h"
 
@@ -6,12 +6,6 @@ void dt_cpu_residual_forward(float *out, const float *a, const float *b, size_t 
 {
     #pragma omp parallel for simd
     for (size_t i = 0; i < N; i++) out[i] = a[i] + b[i];
-}
-
-void dt_cpu_scale(float *x, float s, size_t n)
-{
-    #pragma omp parallel for simd
-    for (size_t i = 0; i < n; i++) x[i] *= s;
 }
 
 /* in double, so the global norm of 124M gradients does not lose digits */

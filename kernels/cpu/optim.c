@@ -8,14 +8,14 @@
 #include <math.h>
 #include "kernels/cpu/cpu.h"
 
-void dt_cpu_adamw(float *param, const float *grad, float *m, float *v, size_t n, float lr, float beta1, float beta2,
-                  float eps, float wd, int t)
+void dt_cpu_adamw(float *param, const float *grad, float gscale, float *m, float *v, size_t n, float lr, float beta1,
+                  float beta2, float eps, float wd, int t)
 {
     float bc1 = 1.0f - powf(beta1, (float)t), bc2 = 1.0f - powf(beta2, (float)t);
     float step = lr / bc1, rbc2 = 1.0f / sqrtf(bc2);
     #pragma omp parallel for simd
     for (size_t i = 0; i < n; i++) {
-        float g = grad[i];
+        float g = grad[i] * gscale;
         float mi = beta1 * m[i] + (1.0f - beta1) * g;
         float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
         m[i] = mi;
@@ -25,12 +25,12 @@ void dt_cpu_adamw(float *param, const float *grad, float *m, float *v, size_t n,
     }
 }
 
-void dt_cpu_sgd(float *param, const float *grad, float *buf, size_t n, float lr, float momentum, int nesterov,
-                float wd, int first_step)
+void dt_cpu_sgd(float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
+                int nesterov, float wd, int first_step)
 {
     #pragma omp parallel for simd
     for (size_t i = 0; i < n; i++) {
-        float g = grad[i];
+        float g = grad[i] * gscale;
         float d = g;
         if (momentum != 0) {
             float b = first_step ? g : momentum * buf[i] + g;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/error.h"
+#include "core/mem.h"
 #include "core/rng.h"
 #include "model/gpt.h"
 
@@ -173,9 +174,9 @@ static void gpt_backward(struct dt_model *m)
 static void gpt_free(struct dt_model *m)
 {
     struct gpt *g = m->impl;
-    free(m->params);
-    free(m->grads);
-    free(g->arena);
+    dt_free_big(m->params);
+    dt_free_big(m->grads);
+    dt_free_big(g->arena);
     free(g->resid);
     free(g->blk);
     free(g->inputs);
@@ -214,9 +215,9 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     /* dres, dln, datty (BTC each), dqkv (3 BTC), dfch and dfch_gelu (4 BTC each), attention scratch */
     size_t ngrad_scratch = 14 * BTC + dt_kernels_attention_scratch(T);
     struct dt_model *m = &g->base;
-    m->params = calloc(nparams, sizeof(float));
-    m->grads = calloc(nparams, sizeof(float));
-    g->arena = malloc((nacts + ngrad_scratch) * sizeof(float));
+    m->params = dt_alloc_big(nparams * sizeof(float));
+    m->grads = dt_alloc_big(nparams * sizeof(float));
+    g->arena = dt_alloc_big((nacts + ngrad_scratch) * sizeof(float));
     g->resid = calloc((size_t)L + 1, sizeof *g->resid);
     g->blk = calloc((size_t)L, sizeof *g->blk);
     g->inputs = malloc(BT * sizeof(int32_t));

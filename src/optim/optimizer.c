@@ -2,14 +2,15 @@
 #include <math.h>
 #include <stdlib.h>
 #include "core/error.h"
+#include "core/mem.h"
 #include "optim/optimizer.h"
 
 dt_status_t dt_optimizer_init(struct dt_optimizer *o, const struct dt_optim_config *c, const struct dt_kernels *k,
                               size_t n)
 {
     *o = (struct dt_optimizer){.c = *c, .k = k, .n = n};
-    o->m = calloc(n, sizeof(float));
-    if (c->kind != DT_OPT_SGD) o->v = calloc(n, sizeof(float));
+    o->m = dt_alloc_big(n * sizeof(float));
+    if (c->kind != DT_OPT_SGD) o->v = dt_alloc_big(n * sizeof(float));
     if (!o->m || (c->kind != DT_OPT_SGD && !o->v)) {
         dt_optimizer_free(o);
         return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the optimizer state (%zu parameters)", n);
@@ -19,12 +20,12 @@ dt_status_t dt_optimizer_init(struct dt_optimizer *o, const struct dt_optim_conf
 
 void dt_optimizer_free(struct dt_optimizer *o)
 {
-    free(o->m);
-    free(o->v);
+    dt_free_big(o->m);
+    dt_free_big(o->v);
     o->m = o->v = NULL;
 }
 
-void dt_optimizer_step(struct dt_optimizer *o, struct dt_model *m, float lr)
+void dt_optimizer_step(struct dt_optimizer *o, struct dt_model *m, float lr, float gscale)
 {
     o->t++;
     const struct dt_optim_config *c = &o->c;
@@ -35,28 +36,29 @@ void dt_optimizer_step(struct dt_optimizer *o, struct dt_model *m, float lr)
         const float *g = m->grads + v->offset;
         switch (c->kind) {
         case DT_OPT_ADAMW:
-            o->k->adamw(p, g, o->m + v->offset, o->v + v->offset, v->numel, lr, c->beta1, c->beta2, c->eps, wd,
-                        (int)o->t);
+            o->k->adamw(p, g, gscale, o->m + v->offset, o->v + v->offset, v->numel, lr, c->beta1, c->beta2, c->eps,
+                        wd, (int)o->t);
             break;
         case DT_OPT_ADAM:
             /* Adam's L2 penalty is part of the gradient, unlike AdamW's decoupled decay: fold it in first */
             if (wd != 0) {
                 float *gm = m->grads + v->offset;
-                for (size_t j = 0; j < v->numel; j++) gm[j] += wd * p[j];
+                for (size_t j = 0; j < v->numel; j++) gm[j] = gm[j] * gscale + wd * p[j];
             }
-            o->k->adamw(p, g, o->m + v->offset, o->v + v->offset, v->numel, lr, c->beta1, c->beta2, c->eps, 0.0f,
-                        (int)o->t);
+            o->k->adamw(p, g, wd != 0 ? 1.0f : gscale, o->m + v->offset, o->v + v->offset, v->numel, lr, c->beta1,
+                        c->beta2, c->eps, 0.0f, (int)o->t);
             break;
         case DT_OPT_SGD:
-            o->k->sgd(p, g, o->m + v->offset, v->numel, lr, c->momentum, c->nesterov, wd, o->t == 1);
+            o->k->sgd(p, g, gscale, o->m + v->offset, v->numel, lr, c->momentum, c->nesterov, wd, o->t == 1);
             break;
         }
     }
 }
 
-float dt_clip_grad_norm(struct dt_model *m, float clip)
+float dt_grad_norm(const struct dt_model *m, float clip, float *gscale)
 {
     float norm = (float)sqrt(m->k->sumsq(m->grads, m->nparams));
-    if (clip > 0 && norm > clip) m->k->scale(m->grads, clip / (norm + 1e-6f), m->nparams);
+    float coef = clip > 0 ? clip / (norm + 1e-6f) : 1.0f;
+    *gscale = coef < 1.0f ? coef : 1.0f;
     return norm;
 }

@@ -27,12 +27,13 @@ struct dt_optimizer {
 
 dt_status_t dt_optimizer_init(struct dt_optimizer *o, const struct dt_optim_config *c, const struct dt_kernels *k,
                               size_t n);
-/* One update of every view of the model at learning rate lr. */
-void dt_optimizer_step(struct dt_optimizer *o, struct dt_model *m, float lr);
+/* One update of every view of the model at learning rate lr, the gradients taken times gscale. */
+void dt_optimizer_step(struct dt_optimizer *o, struct dt_model *m, float lr, float gscale);
 void dt_optimizer_free(struct dt_optimizer *o);
 
-/* Global L2 norm of the gradients; when clip > 0 and the norm exceeds it,
- * scale them to norm `clip` (torch.nn.utils.clip_grad_norm_). Returns the norm before clipping. */
-float dt_clip_grad_norm(struct dt_model *m, float clip);
+/* Global L2 norm of the gradients, and in *gscale the factor that clips them to
+ * norm `clip` (torch.nn.utils.clip_grad_norm_: clip / (norm + 1e-6) when that is
+ * below 1, else 1; clip 0 means no clipping). The optimizer applies the factor. */
+float dt_grad_norm(const struct dt_model *m, float clip, float *gscale);
 
 #endif

@@ -66,6 +66,7 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg)
     tr->T = (int)cfg->model.seq_len;
     tr->gas = (int)cfg->compute.gradient_accumulation_steps;
     tr->tty = isatty(STDERR_FILENO);
+    if (dt_kernels_cpu.init) dt_kernels_cpu.init();
     DT_CHECK(dt_dataset_open(&tr->train, cfg, false));
     if (cfg->data.val || !cfg->data.train) DT_CHECK(dt_dataset_open(&tr->val, cfg, true));
 
@@ -165,9 +166,10 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
         if (!isfinite(loss))
             return dt_error(DT_ERR_TRAIN, "dtrun: error: the loss is %f at step %lld\n  hint: lower optimizer.lr or "
                             "set compute.gradient_clipping", loss, (long long)step + 1);
-        float norm = dt_clip_grad_norm(m, (float)cfg->compute.gradient_clipping);
+        float gscale;
+        float norm = dt_grad_norm(m, (float)cfg->compute.gradient_clipping, &gscale);
         double lr = dt_sched_lr(&tr->sched, step);
-        dt_optimizer_step(&tr->opt, m, (float)lr);
+        dt_optimizer_step(&tr->opt, m, (float)lr, gscale);
         double dt = now() - t0, tok_s = tokens_per_step / dt;
         dt_json_begin(&tr->json);
         dt_json_str(&tr->json, "type", "metrics");

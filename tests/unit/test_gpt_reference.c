@@ -109,8 +109,9 @@ static void check(bool checkpointing)
         memset(m->grads, 0, x.n * sizeof(float));
         float l = m->iface.forward(m, &batch, 1.0f);
         m->iface.backward(m);
-        dt_clip_grad_norm(m, x.clip);
-        dt_optimizer_step(&opt, m, x.lr);
+        float gscale;
+        dt_grad_norm(m, x.clip, &gscale);
+        dt_optimizer_step(&opt, m, x.lr, gscale);
         double err = fabs(l - x.losses[s]) / x.losses[s];
         if (err > 1e-5) fail_msg("step %d: loss %.7f, PyTorch %.7f", s, l, x.losses[s]);
         worst_loss = fmax(worst_loss, err);

@@ -1,0 +1,22 @@
+/*
+ * vmath.h - let loops over expf vectorize without -ffast-math. glibc's libmvec
+ * has vector expf for SSE, AVX2 and AVX-512 (a few ulp), but math.h declares
+ * them only under __FAST_MATH__, whose reassociation we must not have (it
+ * breaks GeLU: llm.c #168). Declaring the simd variant here is enough for GCC
+ * to call them; DT_CLONES compiles the hot loops for AVX-512 and AVX2 too,
+ * chosen at load time, with the baseline kept for other CPUs.
+ */
+#ifndef DT_VMATH_H
+#define DT_VMATH_H
+
+#include <math.h>
+
+__attribute__((simd("notinbranch"))) float expf(float);
+
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define DT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define DT_CLONES
+#endif
+
+#endif
