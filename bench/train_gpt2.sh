@@ -26,6 +26,9 @@ dtrun_step_ms() {
         model.seq_len="$5" data.micro_batch_size="$6" run.max_duration="$7"ba run.eval_interval=0ba \
         events.interval=1000ba run.dir=bench >/dev/null 2>&1)
     sed -n 's/.*"step_ms":\([0-9.]*\).*/\1/p' "$tmp/bench/events.jsonl" | tail -n +3 | median
+    loss_first=$(grep -m1 '"type":"metrics"' "$tmp/bench/events.jsonl" | sed 's/.*"loss":\([0-9.]*\).*/\1/')
+    loss_last=$(grep '"type":"metrics"' "$tmp/bench/events.jsonl" | tail -1 | sed 's/.*"loss":\([0-9.]*\).*/\1/')
+    echo "$loss_first -> $loss_last" >"$tmp/loss"
     rm -rf "$tmp/bench"
 }
 torch_step_ms() { /usr/bin/python3 bench/torch_gpt2.py "$@" "$threads"; }
@@ -39,6 +42,7 @@ shape=(12 12 768 50257 64 4)
 n=$(params "${shape[@]}")
 tokens=$((shape[4] * shape[5]))
 d=$(dtrun_step_ms "${shape[@]}" 12)
+echo "124M dtrun loss over 12 steps (synthetic source): $(cat "$tmp/loss")"
 t=$(torch_step_ms "${shape[@]}" 8)
 awk -v d="$d" -v t="$t" -v tok="$tokens" -v n="$n" -v c="$ceiling" 'BEGIN {
     dt = tok / (d / 1000); pt = tok / (t / 1000); g = 6 * n * dt / 1e9

@@ -54,6 +54,8 @@ struct dt_kernels {
     /* SGD with momentum (PyTorch's formulation: buf = mu*buf + g; nesterov: g + mu*buf) and decoupled wd. */
     void (*sgd)(float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
                 int nesterov, float wd, int first_step);
+    /* Mean squared error over n values; dout = 2 (out - target) * dloss when dloss != 0. */
+    float (*mse)(float *dout, const float *out, const float *target, float dloss, size_t n);
     double (*sumsq)(const float *x, size_t n);
     /* number of inf/nan entries */
     size_t (*nonfinite)(const float *x, size_t n);

@@ -36,6 +36,7 @@ const struct dt_kernels dt_kernels_cpu = {
     .softmax_xent = dt_cpu_softmax_xent,
     .adamw = dt_cpu_adamw,
     .sgd = dt_cpu_sgd,
+    .mse = dt_cpu_mse,
     .sumsq = dt_cpu_sumsq,
     .nonfinite = dt_cpu_nonfinite,
 };

@@ -26,6 +26,7 @@ void dt_cpu_adamw(float *param, const float *grad, float gscale, float *m, float
                   float beta2, float eps, float wd, int t);
 void dt_cpu_sgd(float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
                 int nesterov, float wd, int first_step);
+float dt_cpu_mse(float *dout, const float *out, const float *target, float dloss, size_t n);
 double dt_cpu_sumsq(const float *x, size_t n);
 size_t dt_cpu_nonfinite(const float *x, size_t n);
 

@@ -42,7 +42,8 @@ enum dt_sched_type {
     DT_SCHED_WARMUP_COSINE_LR
 };
 enum dt_warmup_type { DT_WARMUP_LOG, DT_WARMUP_LINEAR };
-enum dt_synth_kind { DT_SYNTH_MARKOV };
+enum dt_synth_kind { DT_SYNTH_AUTO, DT_SYNTH_MARKOV, DT_SYNTH_TEACHER };
+enum dt_mlp_task { DT_TASK_CLASSIFICATION, DT_TASK_REGRESSION };
 enum dt_dtype_name { DT_DTYPE_FP32, DT_DTYPE_BF16, DT_DTYPE_FP16 };
 
 struct dt_config {
@@ -58,6 +59,11 @@ struct dt_config {
         int64_t n_layer, n_head, n_embd, vocab_size, seq_len;
         bool activation_checkpointing;
         char *init_from;
+        struct {
+            struct dt_floats hidden; /* layer widths */
+            int task;                /* enum dt_mlp_task */
+            int64_t in_features, out_features;
+        } mlp;
     } model;
     struct {
         char *train, *val;
@@ -66,6 +72,7 @@ struct dt_config {
         struct {
             int kind; /* enum dt_synth_kind */
             int64_t order, seed, alphabet, support;
+            double noise;
         } synthetic;
     } data;
     struct {

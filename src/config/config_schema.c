@@ -65,7 +65,11 @@ const struct dt_enum_name dt_sched_names[] = {
 static const struct dt_enum_name warmup_types[] = {
     {"log", DT_WARMUP_LOG, NULL}, {"linear", DT_WARMUP_LINEAR, NULL}, {0}};
 
-static const struct dt_enum_name synth_kinds[] = {{"markov", DT_SYNTH_MARKOV, NULL}, {0}};
+static const struct dt_enum_name synth_kinds[] = {
+    {"auto", DT_SYNTH_AUTO, NULL}, {"markov", DT_SYNTH_MARKOV, NULL}, {"teacher", DT_SYNTH_TEACHER, NULL}, {0}};
+
+static const struct dt_enum_name mlp_tasks[] = {
+    {"classification", DT_TASK_CLASSIFICATION, NULL}, {"regression", DT_TASK_REGRESSION, NULL}, {0}};
 
 static const struct dt_enum_name dtypes[] = {
     {"fp32", DT_DTYPE_FP32, NULL}, {"bf16", DT_DTYPE_BF16, NULL}, {"fp16", DT_DTYPE_FP16, NULL}, {0}};
@@ -91,6 +95,13 @@ static const struct dt_key keys[] = {
       "recompute block internals in backward to save memory"),
     K("model.init_from", DT_T_STR, model.init_from, NULL, 0, 0, DT_F_NULLABLE,
       "initial weights in llm.c layout; null: random init"),
+    {.path = "model.mlp.hidden", .type = DT_T_FLOATS, .offset = OFF(model.mlp.hidden), .def = "[64, 64]", .min = 1,
+     .max = 65536, .help = "mlp: widths of the hidden layers (GELU between layers)"},
+    E("model.mlp.task", model.mlp.task, "classification", mlp_tasks, 0,
+      "mlp: classification (cross-entropy) or regression (mean squared error)"),
+    K("model.mlp.in_features", DT_T_INT, model.mlp.in_features, "16", 1, 1048576, 0, "mlp: input features"),
+    K("model.mlp.out_features", DT_T_INT, model.mlp.out_features, "4", 1, 1048576, 0,
+      "mlp: classes (classification) or outputs (regression)"),
 
     K("data.train", DT_T_STR, data.train, NULL, 0, 0, DT_F_NULLABLE,
       "glob of llm.c token shards; null: the synthetic source"),
@@ -99,8 +110,8 @@ static const struct dt_key keys[] = {
       "sequences per rank per forward/backward"),
     K("data.eval_batches", DT_T_INT, data.eval_batches, "8", 1, 1048576, 0,
       "micro-batches per rank in each validation"),
-    E("data.synthetic.kind", data.synthetic.kind, "markov", synth_kinds, 0,
-      "synthetic source (used when data.train is null)"),
+    E("data.synthetic.kind", data.synthetic.kind, "auto", synth_kinds, 0,
+      "synthetic source when data.train is null; auto: markov for gpt, teacher for mlp"),
     K("data.synthetic.order", DT_T_INT, data.synthetic.order, "1", 1, 8, 0,
       "Markov order (context tokens); higher orders take many more steps to learn"),
     K("data.synthetic.seed", DT_T_INT, data.synthetic.seed, "3", 0, 4294967295.0, 0,
@@ -109,6 +120,8 @@ static const struct dt_key keys[] = {
       "tokens the chain uses (<= model.vocab_size)"),
     K("data.synthetic.support", DT_T_INT, data.synthetic.support, "4", 1, 64, 0,
       "successors per context, with Zipf probabilities 1/(i+1)"),
+    K("data.synthetic.noise", DT_T_FLOAT, data.synthetic.noise, "0.1", 0, 100, 0,
+      "teacher, regression: std of the Gaussian noise on targets (best MSE: noise^2)"),
 
     E("optimizer.type", optimizer.type, "adamw", dt_optim_names, 0, "optimizer"),
     K("optimizer.lr", DT_T_FLOAT, optimizer.lr, "3.0e-3", 0, 10, DT_F_MIN_EXCL, "peak learning rate"),

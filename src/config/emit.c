@@ -38,7 +38,8 @@ static int common_sections(const char *a, const char *b)
  * never contradicts itself when read back (data.train vs data.synthetic). */
 static bool unused(const struct dt_config *cfg, const char *path)
 {
-    return cfg->data.train && !strncmp(path, "data.synthetic.", 15);
+    return (cfg->data.train && !strncmp(path, "data.synthetic.", 15)) ||
+           (cfg->model.type != DT_MODEL_MLP && !strncmp(path, "model.mlp.", 10));
 }
 
 void dt_config_emit(const struct dt_config *cfg, FILE *out)
@@ -48,7 +49,9 @@ void dt_config_emit(const struct dt_config *cfg, FILE *out)
     for (size_t i = 0; i < dt_config_schema.n; i++) {
         const struct dt_key *k = &dt_config_schema.keys[i];
         if (unused(cfg, k->path)) {
-            if (!unused(cfg, prev)) fprintf(out, "  # synthetic: not used, data.train is set\n");
+            if (!unused(cfg, prev))
+                fprintf(out, "  # %s: not used, %s\n", !strncmp(k->path, "model.mlp.", 10) ? "mlp" : "synthetic",
+                        !strncmp(k->path, "model.mlp.", 10) ? "model.type is not mlp" : "data.train is set");
             prev = k->path;
             continue;
         }

@@ -130,6 +130,29 @@ static void resolve_schedule(struct dt_config *cfg)
 static void check_model(struct dt_config *cfg, struct dt_diags *d)
 {
     char w1[256], w2[256];
+    if (cfg->data.synthetic.kind == DT_SYNTH_AUTO) {
+        cfg->data.synthetic.kind = cfg->model.type == DT_MODEL_MLP ? DT_SYNTH_TEACHER : DT_SYNTH_MARKOV;
+        set_auto(cfg, "data.synthetic.kind", "model.type %s", cfg->model.type == DT_MODEL_MLP ? "mlp" : "gpt");
+    }
+    bool wants_tokens = cfg->model.type == DT_MODEL_GPT;
+    if (!cfg->data.train && wants_tokens != (cfg->data.synthetic.kind == DT_SYNTH_MARKOV))
+        dt_diag(d, loc_of(cfg, "data.synthetic.kind"), "gpt trains on markov, mlp on teacher (or leave kind: auto)",
+                "data.synthetic.kind %s does not feed model.type %s", wants_tokens ? "teacher" : "markov",
+                wants_tokens ? "gpt" : "mlp");
+    if (cfg->model.type == DT_MODEL_MLP) {
+        if (cfg->data.train)
+            dt_diag(d, loc_of(cfg, "data.train"), "train an mlp on the synthetic teacher (data.train: null)",
+                    "model.type mlp reads features, not token shards");
+        const struct dt_floats *h = &cfg->model.mlp.hidden;
+        for (int i = 0; i < h->n; i++)
+            if (h->v[i] != (double)(int64_t)h->v[i])
+                dt_diag(d, loc_of(cfg, "model.mlp.hidden"), "give whole numbers of units",
+                        "model.mlp.hidden item %d is %g, not a whole number", i + 1, h->v[i]);
+        if (cfg->model.mlp.task == DT_TASK_CLASSIFICATION && cfg->model.mlp.out_features < 2)
+            dt_diag(d, loc_of(cfg, "model.mlp.out_features"), "use 2 or more classes, or task: regression",
+                    "model.mlp.out_features %lld: classification needs at least 2 classes",
+                    (long long)cfg->model.mlp.out_features);
+    }
     if (cfg->model.type == DT_MODEL_GPT && cfg->model.n_embd % cfg->model.n_head != 0)
         dt_diag(d, loc_of(cfg, "model.n_embd"), "make n_embd a multiple of n_head",
                 "model.n_embd %lld (%s) is not divisible by model.n_head %lld (%s)", (long long)cfg->model.n_embd,

@@ -41,6 +41,17 @@ static dt_status_t open_files(struct dt_dataset *d, const char *pattern, const c
 dt_status_t dt_dataset_open(struct dt_dataset *d, const struct dt_config *cfg, bool validation)
 {
     *d = (struct dt_dataset){.T = (int)cfg->model.seq_len, .seed = (uint64_t)cfg->run.seed, .perm_epoch = -1};
+    if (!cfg->data.train && cfg->data.synthetic.kind == DT_SYNTH_TEACHER) {
+        d->synthetic = d->features = true;
+        d->stream = validation;
+        if (dt_teacher_init(&d->teacher, (int)cfg->model.mlp.in_features, (int)cfg->model.mlp.out_features,
+                            cfg->model.mlp.task == DT_TASK_REGRESSION, cfg->data.synthetic.noise,
+                            (uint64_t)cfg->data.synthetic.seed) != 0) {
+            dt_teacher_free(&d->teacher);
+            return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the teacher source");
+        }
+        return DT_SUCCESS;
+    }
     if (!cfg->data.train) {
         d->synthetic = true;
         d->stream = validation;
@@ -61,10 +72,16 @@ void dt_dataset_close(struct dt_dataset *d)
     free(d->shards);
     free(d->first_window);
     free(d->perm);
+    dt_teacher_free(&d->teacher);
     *d = (struct dt_dataset){0};
 }
 
 size_t dt_dataset_windows(const struct dt_dataset *d) { return d->nwindows; }
+
+void dt_dataset_features(struct dt_dataset *d, int64_t first, int B, float *x, int32_t *labels, float *y)
+{
+    dt_teacher_batch(&d->teacher, d->stream, first, B, x, labels, y);
+}
 
 static void make_perm(struct dt_dataset *d, int64_t epoch)
 {

@@ -18,10 +18,13 @@
 #include "config/config.h"
 #include "data/markov.h"
 #include "data/shard.h"
+#include "data/teacher.h"
 
 struct dt_dataset {
     bool synthetic;
+    bool features; /* the teacher source (model.type mlp) */
     struct dt_markov markov;
+    struct dt_teacher teacher;
     uint64_t stream; /* synthetic: 0 train, 1 validation */
     struct dt_shard *shards;
     int nshards;
@@ -39,6 +42,8 @@ dt_status_t dt_dataset_open(struct dt_dataset *d, const struct dt_config *cfg, b
 void dt_dataset_close(struct dt_dataset *d);
 /* B sequences of T+1 tokens for samples first .. first+B-1 into out (B, T+1). */
 void dt_dataset_batch(struct dt_dataset *d, int64_t first, int B, int32_t *out);
+/* The teacher source: rows first .. first+B-1 as x (B, in) and labels (B) or y (B, out). */
+void dt_dataset_features(struct dt_dataset *d, int64_t first, int B, float *x, int32_t *labels, float *y);
 /* Windows per epoch (0 for the endless synthetic source). */
 size_t dt_dataset_windows(const struct dt_dataset *d);
 

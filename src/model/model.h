@@ -21,10 +21,14 @@ struct dt_param_view {
     int shape[3];
 };
 
-/* One micro-batch: B sequences of T+1 tokens (inputs are [0,T), targets [1,T]). */
+/* One micro-batch: for a GPT, B sequences of T+1 tokens (inputs [0,T), targets [1,T]);
+ * for an MLP, B feature rows with class labels or regression targets. */
 struct dt_batch {
     int B, T;
-    const int32_t *tokens; /* (B, T+1) */
+    const int32_t *tokens; /* GPT: (B, T+1) */
+    const float *x;        /* MLP: (B, in) */
+    const int32_t *labels; /* MLP classification: (B) */
+    const float *y;        /* MLP regression: (B, out) */
 };
 
 struct dt_model;

@@ -12,6 +12,7 @@
 #include "events/json.h"
 #include "events/jsonl.h"
 #include "model/gpt.h"
+#include "model/mlp.h"
 #include "optim/optimizer.h"
 #include "optim/sched.h"
 #include "train/trainer.h"
@@ -24,7 +25,8 @@ struct trainer {
     struct dt_dataset train, val;
     int rank, world, B, T, gas;
     int64_t steps, eval_every, log_every;
-    int32_t *tokens;
+    int32_t *tokens, *labels; /* GPT tokens (B, T+1); MLP labels (B) */
+    float *x, *y;             /* MLP features (B, in) and regression targets (B, out) */
     struct dt_jsonl events;
     struct dt_json json;
     bool tty;
@@ -51,9 +53,6 @@ static dt_status_t supported(const struct dt_config *cfg)
     if (cfg->resolved.world > 1)
         return dt_error(DT_ERR_CONFIG, "dtrun: error: the world has %d ranks, but this build runs one process "
                         "(distributed runs land with issue #4)\n%s", cfg->resolved.world, hint);
-    if (cfg->model.type != DT_MODEL_GPT)
-        return dt_error(DT_ERR_CONFIG, "dtrun: error: model.type %s is not trainable in this build\n%s",
-                        cfg->model.type == DT_MODEL_MLP ? "mlp" : "?", hint);
     return DT_SUCCESS;
 }
 
@@ -62,8 +61,9 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg)
     tr->cfg = cfg;
     tr->rank = 0;
     tr->world = cfg->resolved.world;
+    bool mlp = cfg->model.type == DT_MODEL_MLP;
     tr->B = (int)cfg->data.micro_batch_size;
-    tr->T = (int)cfg->model.seq_len;
+    tr->T = mlp ? 1 : (int)cfg->model.seq_len; /* an MLP's "tokens" are its samples */
     tr->gas = (int)cfg->compute.gradient_accumulation_steps;
     tr->tty = isatty(STDERR_FILENO);
     if (dt_kernels_cpu.init) dt_kernels_cpu.init();
@@ -83,11 +83,25 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg)
     if (tr->log_every < 1) tr->log_every = 1;
     dt_sched_from_config(&tr->sched, cfg, &u, tr->steps);
 
-    struct dt_gpt_config gc = {(int)cfg->model.n_layer, (int)cfg->model.n_head,   (int)cfg->model.n_embd,
-                               (int)cfg->model.vocab_size, (int)cfg->model.seq_len,
-                               cfg->model.activation_checkpointing, false};
-    DT_CHECK(dt_gpt_create(&gc, &dt_kernels_cpu, tr->B, tr->T, &tr->model));
-    dt_gpt_init(tr->model, (uint64_t)cfg->run.seed);
+    if (mlp) {
+        struct dt_mlp_config mc = {.in = (int)cfg->model.mlp.in_features,
+                                   .out = (int)cfg->model.mlp.out_features,
+                                   .nhidden = cfg->model.mlp.hidden.n,
+                                   .regression = cfg->model.mlp.task == DT_TASK_REGRESSION};
+        for (int i = 0; i < mc.nhidden; i++) mc.hidden[i] = (int)cfg->model.mlp.hidden.v[i];
+        DT_CHECK(dt_mlp_create(&mc, &dt_kernels_cpu, tr->B, &tr->model));
+        dt_mlp_init(tr->model, (uint64_t)cfg->run.seed);
+        tr->x = malloc((size_t)tr->B * mc.in * sizeof(float));
+        tr->y = malloc((size_t)tr->B * mc.out * sizeof(float));
+        tr->labels = malloc((size_t)tr->B * sizeof(int32_t));
+        if (!tr->x || !tr->y || !tr->labels) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the batch");
+    } else {
+        struct dt_gpt_config gc = {(int)cfg->model.n_layer, (int)cfg->model.n_head,   (int)cfg->model.n_embd,
+                                   (int)cfg->model.vocab_size, (int)cfg->model.seq_len,
+                                   cfg->model.activation_checkpointing, false};
+        DT_CHECK(dt_gpt_create(&gc, &dt_kernels_cpu, tr->B, tr->T, &tr->model));
+        dt_gpt_init(tr->model, (uint64_t)cfg->run.seed);
+    }
     static const enum dt_optim_kind kinds[] = {[DT_OPTIM_ADAMW] = DT_OPT_ADAMW, [DT_OPTIM_ADAM] = DT_OPT_ADAM,
                                                [DT_OPTIM_SGD] = DT_OPT_SGD};
     struct dt_optim_config oc = {kinds[cfg->optimizer.type],
@@ -98,7 +112,7 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg)
                                  (float)cfg->optimizer.momentum,
                                  cfg->optimizer.nesterov};
     DT_CHECK(dt_optimizer_init(&tr->opt, &oc, &dt_kernels_cpu, tr->model->nparams));
-    tr->tokens = malloc((size_t)tr->B * (tr->T + 1) * sizeof(int32_t));
+    tr->tokens = malloc((size_t)tr->B * (tr->T + 1) * sizeof(int32_t)); /* GPT; small for an MLP */
     if (!tr->tokens) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the batch");
     if (cfg->events.jsonl) {
         char path[4096];
@@ -118,6 +132,25 @@ static void teardown(struct trainer *tr)
     dt_jsonl_close(&tr->events);
     dt_json_free(&tr->json);
     free(tr->tokens);
+    free(tr->labels);
+    free(tr->x);
+    free(tr->y);
+}
+
+/* Micro-batch of samples first .. first+B-1 from d, in the form the model reads. */
+static struct dt_batch fill(struct trainer *tr, struct dt_dataset *d, int64_t first)
+{
+    struct dt_batch b = {.B = tr->B, .T = tr->T};
+    if (d->features) {
+        dt_dataset_features(d, first, tr->B, tr->x, tr->labels, tr->y);
+        b.x = tr->x;
+        b.labels = tr->labels;
+        b.y = tr->y;
+    } else {
+        dt_dataset_batch(d, first, tr->B, tr->tokens);
+        b.tokens = tr->tokens;
+    }
+    return b;
 }
 
 static double evaluate(struct trainer *tr)
@@ -130,8 +163,7 @@ static double evaluate(struct trainer *tr)
         if (n > max) n = (int)max;
     }
     for (int i = 0; i < n; i++) {
-        dt_dataset_batch(&tr->val, ((int64_t)i * tr->world + tr->rank) * tr->B, tr->B, tr->tokens);
-        struct dt_batch b = {tr->B, tr->T, tr->tokens};
+        struct dt_batch b = fill(tr, &tr->val, ((int64_t)i * tr->world + tr->rank) * tr->B);
         sum += tr->model->iface.forward(tr->model, &b, 0.0f);
     }
     return n ? sum / n : NAN;
@@ -158,8 +190,7 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
         double loss = 0;
         for (int micro = 0; micro < tr->gas; micro++) {
             int64_t first = (((step * tr->gas) + micro) * tr->world + tr->rank) * tr->B;
-            dt_dataset_batch(&tr->train, first, tr->B, tr->tokens);
-            struct dt_batch b = {tr->B, tr->T, tr->tokens};
+            struct dt_batch b = fill(tr, &tr->train, first);
             loss += m->iface.forward(m, &b, 1.0f / (float)tr->gas) / tr->gas;
             m->iface.backward(m);
         }
@@ -189,6 +220,7 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
         bool last = step + 1 == tr->steps;
         if ((tr->eval_every > 0 && (step + 1) % tr->eval_every == 0) || (last && tr->eval_every > 0)) {
             if (tr->val.synthetic || tr->val.nshards) {
+                /* the eval forward reuses the model's buffers: the step's gradients are already applied */
                 res->val_loss = evaluate(tr);
                 dt_json_begin(&tr->json);
                 dt_json_str(&tr->json, "type", "eval");
@@ -212,8 +244,15 @@ dt_status_t dt_train(const struct dt_config *cfg, struct dt_train_result *res)
     dt_status_t rc = setup(&tr, cfg);
     if (rc == DT_SUCCESS) {
         res->activation_bytes = tr.model->activation_bytes;
-        char source[256];
-        if (tr.train.synthetic) {
+        char source[256], model[128];
+        if (cfg->model.type == DT_MODEL_MLP)
+            snprintf(model, sizeof model, "MLP %s, %d hidden layer%s", cfg->model.mlp.task == DT_TASK_REGRESSION ?
+                     "regression" : "classification", cfg->model.mlp.hidden.n, cfg->model.mlp.hidden.n != 1 ? "s" : "");
+        else snprintf(model, sizeof model, "GPT %lld layers", (long long)cfg->model.n_layer);
+        if (tr.train.features) {
+            res->loss_floor = dt_teacher_loss_floor(&tr.train.teacher);
+            snprintf(source, sizeof source, "synthetic teacher source (best loss %.4f)", res->loss_floor);
+        } else if (tr.train.synthetic) {
             res->loss_floor = dt_markov_loss_floor(&tr.train.markov, tr.T);
             snprintf(source, sizeof source, "synthetic order-%d Markov source (entropy rate %.4f, best loss %.4f)",
                      tr.train.markov.order, dt_markov_entropy_rate(&tr.train.markov), res->loss_floor);
@@ -221,9 +260,9 @@ dt_status_t dt_train(const struct dt_config *cfg, struct dt_train_result *res)
             snprintf(source, sizeof source, "%d shard%s, %zu sequences", tr.train.nshards, tr.train.nshards > 1 ? "s" : "",
                      dt_dataset_windows(&tr.train));
         }
-        DT_INFO(DT_SUB_TRAIN, "training %s: GPT %lld layers, %.2fM parameters, %lld steps of %lld x %d tokens, on %d "
+        DT_INFO(DT_SUB_TRAIN, "training %s: %s, %.2fM parameters, %lld steps of %lld x %d tokens, on %d "
                 "CPU thread%s; %s; activations %.1f MiB",
-                cfg->run.name, (long long)cfg->model.n_layer, tr.model->nparams / 1e6, (long long)tr.steps,
+                cfg->run.name, model, tr.model->nparams / 1e6, (long long)tr.steps,
                 (long long)cfg->resolved.global_batch, tr.T, dt_kernels_threads(), dt_kernels_threads() > 1 ? "s" : "",
                 source, tr.model->activation_bytes / 1048576.0);
         rc = loop(&tr, res);

@@ -16,6 +16,16 @@ last=$(grep '"type":"metrics"' runs/gpt-tiny/events.jsonl | tail -1 | sed 's/.*"
 awk -v a="$first" -v b="$last" 'BEGIN { exit !(b < a - 3) }' && ok "the loss falls ($first -> $last)" \
     || not_ok "the loss did not fall: $first -> $last"
 
+run "mlp regression" 0 "$DTRUN" run "$DT_SRCDIR/templates/mlp-regression.yaml" run.dir=mlp
+val=$(grep '^dtrun: done' <<<"$err" | sed -n 's/.*validation \([0-9.]*\).*/\1/p')
+awk -v v="$val" 'BEGIN { exit !(v <= 0.03) }' && ok "mlp regression ends near the noise floor 0.01 (validation $val)" \
+    || not_ok "mlp regression validation $val, expected <= 0.03" "$err"
+run "mlp classification" 0 "$DTRUN" run "$DT_SRCDIR/templates/mlp-regression.yaml" model.mlp.task=classification \
+    run.dir=mlpc
+val=$(grep '^dtrun: done' <<<"$err" | sed -n 's/.*validation \([0-9.]*\).*/\1/p')
+awk -v v="$val" 'BEGIN { exit !(v <= 0.6) }' && ok "mlp classification learns (validation $val from ln 4 = 1.386)" \
+    || not_ok "mlp classification validation $val, expected <= 0.6" "$err"
+
 run "non-finite loss stops the run" 1 "$DTRUN" run model.n_layer=1 model.n_embd=32 model.n_head=2 model.seq_len=16 \
     optimizer.lr=10 compute.gradient_clipping=0 optimizer.type=sgd optimizer.momentum=0.99 run.max_duration=200ba \
     run.dir=nan

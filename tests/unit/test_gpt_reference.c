@@ -83,7 +83,7 @@ static void check(bool checkpointing)
     assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, x.B, x.T, &m), DT_SUCCESS);
     assert_int_equal(m->nparams, x.n);
     memcpy(m->params, x.params, x.n * sizeof(float));
-    struct dt_batch batch = {x.B, x.T, x.tokens};
+    struct dt_batch batch = {.B = x.B, .T = x.T, .tokens = x.tokens};
 
     float loss = m->iface.forward(m, &batch, 0.0f);
     assert_true(fabs(loss - x.loss) / x.loss <= 1e-5);

@@ -1,0 +1,149 @@
+/* mlp.c - see mlp.h. Layer l maps width[l] to width[l+1]; pre[l] is its output before GELU. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/error.h"
+#include "core/rng.h"
+#include "model/mlp.h"
+
+struct mlp {
+    struct dt_model base;
+    struct dt_mlp_config c;
+    int B, nlayers;
+    int width[DT_MLP_MAX_LAYERS + 1];
+    struct dt_param_view views[2 * DT_MLP_MAX_LAYERS];
+    char names[2 * DT_MLP_MAX_LAYERS][8];
+    float *pre[DT_MLP_MAX_LAYERS];  /* (B, width[l+1]) */
+    float *post[DT_MLP_MAX_LAYERS]; /* GELU(pre[l]), the next layer's input; post[-1] is x */
+    float *dpre, *dpost;            /* gradient scratch, (B, max width) */
+    float *dout;                    /* d loss / d output, (B, out) */
+    float *losses;                  /* (B) */
+    const float *x;
+};
+
+static float mlp_forward(struct dt_model *m, const struct dt_batch *b, float grad_scale)
+{
+    struct mlp *p = m->impl;
+    const struct dt_kernels *k = m->k;
+    int B = p->B, L = p->nlayers, out = p->c.out;
+    p->x = b->x;
+    const float *in = b->x;
+    for (int l = 0; l < L; l++) {
+        const struct dt_param_view *w = &p->views[2 * l], *bias = &p->views[2 * l + 1];
+        k->matmul_forward(p->pre[l], in, m->params + w->offset, m->params + bias->offset, B, p->width[l],
+                          p->width[l + 1]);
+        if (l + 1 < L) {
+            k->gelu_forward(p->post[l], p->pre[l], (size_t)B * p->width[l + 1]);
+            in = p->post[l];
+        }
+    }
+    const float *logits = p->pre[L - 1];
+    if (p->c.regression) return k->mse(p->dout, logits, b->y, grad_scale / (float)(B * out), (size_t)B * out);
+    memcpy(p->dout, logits, (size_t)B * out * sizeof(float));
+    k->softmax_xent(p->losses, p->dout, b->labels, grad_scale / (float)B, B, out);
+    double s = 0;
+    for (int i = 0; i < B; i++) s += p->losses[i];
+    return (float)(s / B);
+}
+
+/* dpost holds d loss / d (layer input), dpre d loss / d pre[l-1]; each is consumed before it is rewritten. */
+static void mlp_backward(struct dt_model *m)
+{
+    struct mlp *p = m->impl;
+    const struct dt_kernels *k = m->k;
+    int B = p->B;
+    const float *dcur = p->dout; /* d loss / d pre[l] */
+    for (int l = p->nlayers - 1; l >= 0; l--) {
+        const struct dt_param_view *w = &p->views[2 * l], *bias = &p->views[2 * l + 1];
+        const float *in = l ? p->post[l - 1] : p->x;
+        size_t nin = (size_t)B * p->width[l];
+        memset(p->dpost, 0, nin * sizeof(float));
+        k->matmul_backward(p->dpost, m->grads + w->offset, m->grads + bias->offset, dcur, in, m->params + w->offset,
+                           B, p->width[l], p->width[l + 1]);
+        if (l == 0) break;
+        memset(p->dpre, 0, nin * sizeof(float));
+        k->gelu_backward(p->dpre, p->pre[l - 1], p->dpost, nin);
+        dcur = p->dpre;
+    }
+}
+
+static void mlp_free(struct dt_model *m)
+{
+    struct mlp *p = m->impl;
+    free(m->params);
+    free(m->grads);
+    for (int l = 0; l < p->nlayers; l++) {
+        free(p->pre[l]);
+        free(p->post[l]);
+    }
+    free(p->dpre);
+    free(p->dpost);
+    free(p->dout);
+    free(p->losses);
+    free(p);
+}
+
+dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels *k, int B, struct dt_model **out)
+{
+    *out = NULL;
+    struct mlp *p = calloc(1, sizeof *p);
+    if (!p) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the mlp");
+    struct dt_model *m = &p->base;
+    p->c = *c;
+    p->B = B;
+    p->nlayers = c->nhidden + 1;
+    p->width[0] = c->in;
+    for (int i = 0; i < c->nhidden; i++) p->width[i + 1] = c->hidden[i];
+    p->width[p->nlayers] = c->out;
+    size_t off = 0;
+    int maxw = 0;
+    for (int l = 0; l < p->nlayers; l++) {
+        int fi = p->width[l], fo = p->width[l + 1];
+        maxw = fi > maxw ? fi : maxw;
+        maxw = fo > maxw ? fo : maxw;
+        snprintf(p->names[2 * l], sizeof p->names[0], "w%d", l);
+        snprintf(p->names[2 * l + 1], sizeof p->names[0], "b%d", l);
+        p->views[2 * l] = (struct dt_param_view){p->names[2 * l], off, (size_t)fo * fi, true, 2, {fo, fi, 0}};
+        off += (size_t)fo * fi;
+        p->views[2 * l + 1] = (struct dt_param_view){p->names[2 * l + 1], off, (size_t)fo, false, 1, {fo, 0, 0}};
+        off += (size_t)fo;
+        p->pre[l] = malloc((size_t)B * fo * sizeof(float));
+        p->post[l] = malloc((size_t)B * fo * sizeof(float));
+    }
+    m->iface = (struct dt_model_i){.forward = mlp_forward, .backward = mlp_backward, .free = mlp_free};
+    m->impl = p;
+    m->k = k;
+    m->nparams = off;
+    m->views = p->views;
+    m->nviews = 2 * p->nlayers;
+    m->params = calloc(off, sizeof(float));
+    m->grads = calloc(off, sizeof(float));
+    p->dpre = malloc((size_t)B * maxw * sizeof(float));
+    p->dpost = malloc((size_t)B * maxw * sizeof(float));
+    p->dout = malloc((size_t)B * c->out * sizeof(float));
+    p->losses = malloc((size_t)B * sizeof(float));
+    bool ok = m->params && m->grads && p->dpre && p->dpost && p->dout && p->losses;
+    for (int l = 0; l < p->nlayers; l++) ok = ok && p->pre[l] && p->post[l];
+    if (!ok) {
+        mlp_free(m);
+        return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the mlp (%zu parameters)", off);
+    }
+    size_t acts = 0;
+    for (int l = 0; l < p->nlayers; l++) acts += 2 * (size_t)B * p->width[l + 1];
+    m->activation_bytes = acts * sizeof(float);
+    m->flops_per_token = 6.0 * (double)off;
+    *out = m;
+    return DT_SUCCESS;
+}
+
+void dt_mlp_init(struct dt_model *m, uint64_t seed)
+{
+    struct mlp *p = m->impl;
+    for (int i = 0; i < m->nviews; i++) {
+        const struct dt_param_view *v = &m->views[i];
+        float bound = 1.0f / sqrtf((float)p->width[i / 2]);
+        struct dt_rng r = dt_rng_make(seed, 0x3100ull + (uint64_t)i);
+        for (size_t j = 0; j < v->numel; j++) m->params[v->offset + j] = bound * (2.0f * dt_rng_uniform(&r) - 1.0f);
+    }
+}

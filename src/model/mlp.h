@@ -1,0 +1,25 @@
+/*
+ * mlp.h - a multilayer perceptron for the simplest jobs: in -> hidden... -> out
+ * with GELU between layers; classification (softmax cross-entropy over `out`
+ * classes) or regression (mean squared error over `out` values). Parameters
+ * are w0, b0, w1, b1, ... in one flat buffer, like the GPT's.
+ */
+#ifndef DT_MLP_H
+#define DT_MLP_H
+
+#include "model/model.h"
+
+#define DT_MLP_MAX_LAYERS 9
+
+struct dt_mlp_config {
+    int in, out;
+    int nhidden;
+    int hidden[DT_MLP_MAX_LAYERS - 1];
+    bool regression;
+};
+
+dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels *k, int B, struct dt_model **out);
+/* PyTorch nn.Linear's init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases. */
+void dt_mlp_init(struct dt_model *m, uint64_t seed);
+
+#endif
