@@ -6,7 +6,9 @@
  *
  * Shapes: B batch, T time, C channels, NH heads, V vocabulary, L layers.
  */
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/error.h"
@@ -273,6 +275,42 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     m->flops_per_token = 6.0 * (double)nparams + 12.0 * L * C * T;
     *out = m;
     return DT_SUCCESS;
+}
+
+dt_status_t dt_gpt_load_llmc(struct dt_model *m, const char *path)
+{
+    struct gpt *g = m->impl;
+    FILE *f = fopen(path, "rb");
+    if (!f) return dt_error(DT_ERR_DATA, "%s: error: cannot read model.init_from: %s", path, strerror(errno));
+    int32_t h[256];
+    dt_status_t rc = DT_SUCCESS;
+    if (fread(h, sizeof h, 1, f) != 1) {
+        rc = dt_error(DT_ERR_DATA, "%s: error: truncated: shorter than llm.c's 1024-byte model header", path);
+    } else if (h[0] != 20240326) {
+        rc = dt_error(DT_ERR_DATA, "%s: error: not an llm.c model file: magic %d at byte 0, expected 20240326\n"
+                      "  hint: model.init_from takes the gpt2_124M.bin that llm.c's train_gpt2.py writes", path, h[0]);
+    } else if (h[1] != 3) {
+        rc = dt_error(DT_ERR_DATA, "%s: error: llm.c model version %d at byte 4; dtrun reads version 3 (float32)\n"
+                      "  hint: use the float32 file (gpt2_124M.bin, not gpt2_124M_bf16.bin)", path, h[1]);
+    } else if (h[2] < g->c.max_seq_len || h[3] != g->c.vocab_size || h[4] != g->c.n_layer ||
+               h[5] != g->c.n_head || h[6] != g->c.n_embd || h[7] < h[3]) {
+        rc = dt_error(DT_ERR_CONFIG, "%s: error: the file holds max_seq_len %d, vocab_size %d, n_layer %d, n_head %d, "
+                      "n_embd %d; the config asks for %d, %d, %d, %d, %d\n  hint: set model.* to the file's shape",
+                      path, h[2], h[3], h[4], h[5], h[6], g->c.max_seq_len, g->c.vocab_size, g->c.n_layer,
+                      g->c.n_head, g->c.n_embd);
+    }
+    int C = g->c.n_embd;
+    for (int i = 0; i < NP && rc == DT_SUCCESS; i++) {
+        size_t n = g->views[i].numel;
+        size_t skip_after = 0;
+        if (i == WTE) skip_after = (size_t)(h[7] - h[3]) * C;           /* padded vocab rows */
+        if (i == WPE) skip_after = (size_t)(h[2] - g->c.max_seq_len) * C; /* longer contexts */
+        if (fread(g->p[i], sizeof(float), n, f) != n || fseek(f, (long)(skip_after * sizeof(float)), SEEK_CUR) != 0)
+            rc = dt_error(DT_ERR_DATA, "%s: error: truncated in %s: the file ends before the parameters do", path,
+                          g->views[i].name);
+    }
+    fclose(f);
+    return rc;
 }
 
 const float *dt_gpt_logits(const struct dt_model *m) { return ((const struct gpt *)m->impl)->logits; }

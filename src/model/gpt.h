@@ -21,6 +21,14 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
 /* GPT-2's init: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), norms 1 and 0, biases 0. */
 void dt_gpt_init(struct dt_model *m, uint64_t seed);
 size_t dt_gpt_num_params(const struct dt_gpt_config *c);
+/*
+ * Load weights written by llm.c (train_gpt2.py's write_model): a header of 256
+ * int32 (magic 20240326, version 3 = float32, max_seq_len, vocab, layers,
+ * heads, channels, padded vocab), then the parameters in this model's order
+ * with wte padded to the padded vocab. Every dimension must match the config;
+ * the positions may be longer (the first max_seq_len rows are used).
+ */
+dt_status_t dt_gpt_load_llmc(struct dt_model *m, const char *path);
 /* Logits (B,T,V) of the last forward with grad_scale 0 (a training forward overwrites them with their gradient). */
 const float *dt_gpt_logits(const struct dt_model *m);
 

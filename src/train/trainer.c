@@ -53,7 +53,21 @@ static dt_status_t supported(const struct dt_config *cfg)
     if (cfg->resolved.world > 1)
         return dt_error(DT_ERR_CONFIG, "dtrun: error: the world has %d ranks, but this build runs one process "
                         "(distributed runs land with issue #4)\n%s", cfg->resolved.world, hint);
+    if (cfg->model.init_from && cfg->model.type == DT_MODEL_MLP)
+        return dt_error(DT_ERR_CONFIG, "dtrun: error: model.init_from loads llm.c GPT weights; an mlp has none\n"
+                        "  hint: remove model.init_from");
     return DT_SUCCESS;
+}
+
+/* Settings this build reads but does not act on yet: said once, by name, never dropped silently. */
+static void warn_inert(const struct dt_config *cfg)
+{
+    const struct dt_origin *o = dt_config_origin(cfg, "checkpoint.interval");
+    if (cfg->checkpoint.interval.value > 0 && o->kind != DT_ORIGIN_DEFAULT)
+        DT_WARN("checkpoint.interval is set, but this build writes no checkpoints yet (they land with their issue)");
+    if (cfg->events.webhook.url)
+        DT_WARN("events.webhook.url is set, but this build sends no webhooks yet (issue #6); events go to %s only",
+                cfg->events.jsonl ? cfg->events.jsonl : "the console");
 }
 
 static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg)
@@ -100,7 +114,8 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg)
                                    (int)cfg->model.vocab_size, (int)cfg->model.seq_len,
                                    cfg->model.activation_checkpointing, false};
         DT_CHECK(dt_gpt_create(&gc, &dt_kernels_cpu, tr->B, tr->T, &tr->model));
-        dt_gpt_init(tr->model, (uint64_t)cfg->run.seed);
+        if (cfg->model.init_from) DT_CHECK(dt_gpt_load_llmc(tr->model, cfg->model.init_from));
+        else dt_gpt_init(tr->model, (uint64_t)cfg->run.seed);
     }
     static const enum dt_optim_kind kinds[] = {[DT_OPTIM_ADAMW] = DT_OPT_ADAMW, [DT_OPTIM_ADAM] = DT_OPT_ADAM,
                                                [DT_OPTIM_SGD] = DT_OPT_SGD};
@@ -240,6 +255,7 @@ dt_status_t dt_train(const struct dt_config *cfg, struct dt_train_result *res)
 {
     *res = (struct dt_train_result){.val_loss = NAN, .loss_floor = NAN};
     DT_CHECK(supported(cfg));
+    warn_inert(cfg);
     struct trainer tr = {0};
     dt_status_t rc = setup(&tr, cfg);
     if (rc == DT_SUCCESS) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/error.h"
 #include "dt_test.h"
 #include "model/gpt.h"
 #include "optim/optimizer.h"
@@ -141,4 +142,42 @@ static void checkpointing_saves_memory(void **state)
     dt_model_free(b);
 }
 
-DT_TESTS(T(matches_pytorch), T(matches_pytorch_with_checkpointing), T(checkpointing_saves_memory))
+/* The fixture's weights written as llm.c writes them (vocab padded to 64, 16 positions) load to the same loss. */
+static void loads_llmc_weights(void **state)
+{
+    struct fixture x = load();
+    int Vp = 64, maxT = 16, C = x.C;
+    FILE *f = fopen("model.bin", "wb");
+    assert_non_null(f);
+    int32_t h[256] = {20240326, 3, maxT, x.V, x.L, x.NH, C, Vp};
+    fwrite(h, sizeof h, 1, f);
+    const float *p = x.params;
+    fwrite(p, sizeof(float), (size_t)x.V * C, f);
+    float zeros[64 * 15] = {0};
+    fwrite(zeros, sizeof(float), (size_t)(Vp - x.V) * C, f);
+    p += (size_t)x.V * C;
+    fwrite(p, sizeof(float), (size_t)x.T * C, f);
+    fwrite(zeros, sizeof(float), (size_t)(maxT - x.T) * C, f);
+    p += (size_t)x.T * C;
+    fwrite(p, sizeof(float), x.n - (size_t)(p - x.params), f);
+    fclose(f);
+    struct dt_gpt_config c = {x.L, x.NH, x.C, x.V, x.T, false, false};
+    struct dt_model *m;
+    assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, x.B, x.T, &m), DT_SUCCESS);
+    assert_int_equal(dt_gpt_load_llmc(m, "model.bin"), DT_SUCCESS);
+    assert_memory_equal(m->params, x.params, x.n * sizeof(float));
+    struct dt_batch batch = {.B = x.B, .T = x.T, .tokens = x.tokens};
+    assert_true(fabs(m->iface.forward(m, &batch, 0.0f) - x.loss) / x.loss <= 1e-5);
+    dt_model_free(m);
+    c.n_layer = 3;
+    assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, x.B, x.T, &m), DT_SUCCESS);
+    assert_int_equal(dt_gpt_load_llmc(m, "model.bin"), DT_ERR_CONFIG);
+    assert_string_equal(dt_error_msg(), "model.bin: error: the file holds max_seq_len 16, vocab_size 61, n_layer 2, "
+                                        "n_head 3, n_embd 15; the config asks for 7, 61, 3, 3, 15\n"
+                                        "  hint: set model.* to the file's shape");
+    dt_model_free(m);
+    release(&x);
+}
+
+DT_TESTS(T(matches_pytorch), T(matches_pytorch_with_checkpointing), T(checkpointing_saves_memory),
+         T(loads_llmc_weights))

@@ -191,4 +191,22 @@ static void softmax_xent(void **state)
     free(s.logits), free(grad);
 }
 
-DT_TESTS(T(matmul), T(layernorm), T(attention), T(gelu), T(embedding), T(softmax_xent))
+/* the reductions the optimizer and the loss scaler use, against closed forms */
+static void reductions(void **state)
+{
+    size_t n = 100003; /* odd, so no vector width divides it */
+    float *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++) x[i] = (i % 2) ? 3.0f : -4.0f;
+    assert_true(K->sumsq(x, n) == 50002.0 * 16 + 50001.0 * 9); /* 50002 even indices hold -4 */
+    assert_int_equal(K->nonfinite(x, n), 0);
+    x[7] = INFINITY;
+    x[n - 1] = NAN;
+    x[500] = -INFINITY;
+    assert_int_equal(K->nonfinite(x, n), 3);
+    float out[3] = {1, 2, 3}, target[3] = {1, 0, 6}, d[3];
+    assert_true(K->mse(d, out, target, 0.5f, 3) == (0 + 4 + 9) / 3.0f);
+    assert_true(d[1] == 2.0f && d[2] == -3.0f); /* 2 (out - target) * 0.5 */
+    free(x);
+}
+
+DT_TESTS(T(matmul), T(layernorm), T(attention), T(gelu), T(embedding), T(softmax_xent), T(reductions))
