@@ -4,14 +4,14 @@
  * one (b,h) per OpenMP thread; oneDNN runs single-threaded inside a parallel
  * region, so the pool is never oversubscribed.
  */
-#include <math.h>
 #include <omp.h>
 #include <string.h>
 #include "kernels/cpu/cpu.h"
+#include "kernels/cpu/vmath.h"
 
 size_t dt_kernels_attention_scratch(int T) { return (size_t)2 * T * T * (size_t)omp_get_max_threads(); }
 
-void dt_cpu_attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH)
+DT_CLONES void dt_cpu_attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH)
 {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
@@ -25,8 +25,10 @@ void dt_cpu_attention_forward(float *out, float *att, const float *qkv, int B, i
             for (int t = 0; t < T; t++) {
                 float *row = a + (size_t)t * T;
                 float mx = -INFINITY;
+                #pragma omp simd reduction(max : mx)
                 for (int u = 0; u <= t; u++) mx = row[u] > mx ? row[u] : mx;
                 float sum = 0;
+                #pragma omp simd reduction(+ : sum)
                 for (int u = 0; u <= t; u++) {
                     row[u] = expf(row[u] - mx);
                     sum += row[u];

@@ -1,4 +1,5 @@
 /* embedding.c - token + position embedding, forward and backward. */
+#include <omp.h>
 #include "kernels/cpu/cpu.h"
 
 void dt_cpu_encoder_forward(float *out, const int32_t *inp, const float *wte, const float *wpe, int B, int T, int C)
@@ -15,14 +16,21 @@ void dt_cpu_encoder_forward(float *out, const int32_t *inp, const float *wte, co
 
 void dt_cpu_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *inp, int B, int T, int C)
 {
-    /* by channel: tokens repeat, so rows of dwte are shared between positions */
-    #pragma omp parallel for
-    for (int c = 0; c < C; c++) {
+    /* tokens repeat, so rows of dwte are shared between positions: each thread owns a
+     * range of channels and walks the rows in memory order */
+    #pragma omp parallel
+    {
+        int nt = omp_get_num_threads(), th = omp_get_thread_num();
+        int c0 = (int)((long)C * th / nt), c1 = (int)((long)C * (th + 1) / nt);
         for (int b = 0; b < B; b++) {
             for (int t = 0; t < T; t++) {
-                float d = dout[((size_t)b * T + t) * C + c];
-                dwte[(size_t)inp[b * T + t] * C + c] += d;
-                dwpe[(size_t)t * C + c] += d;
+                const float *d = dout + ((size_t)b * T + t) * C;
+                float *te = dwte + (size_t)inp[b * T + t] * C, *pe = dwpe + (size_t)t * C;
+                #pragma omp simd
+                for (int c = c0; c < c1; c++) {
+                    te[c] += d[c];
+                    pe[c] += d[c];
+                }
             }
         }
     }

@@ -1,5 +1,6 @@
 /* layernorm.c - LayerNorm over C (eps 1e-5, as GPT-2 and PyTorch), forward and backward (llm.c's formulas). */
 #include <math.h>
+#include <omp.h>
 #include "kernels/cpu/cpu.h"
 
 void dt_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
@@ -9,13 +10,16 @@ void dt_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float 
     for (int i = 0; i < BT; i++) {
         const float *x = inp + (size_t)i * C;
         float m = 0;
+        #pragma omp simd reduction(+ : m)
         for (int c = 0; c < C; c++) m += x[c];
         m /= C;
         float var = 0;
+        #pragma omp simd reduction(+ : var)
         for (int c = 0; c < C; c++) var += (x[c] - m) * (x[c] - m);
         var /= C;
         float s = 1.0f / sqrtf(var + 1e-5f);
         float *o = out + (size_t)i * C;
+        #pragma omp simd
         for (int c = 0; c < C; c++) o[c] = (x[c] - m) * s * weight[c] + bias[c];
         mean[i] = m;
         rstd[i] = s;
@@ -31,6 +35,7 @@ void dt_cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const 
         float *dx = dinp + (size_t)i * C;
         float m = mean[i], s = rstd[i];
         float dnorm_mean = 0, dnorm_norm_mean = 0;
+        #pragma omp simd reduction(+ : dnorm_mean, dnorm_norm_mean)
         for (int c = 0; c < C; c++) {
             float norm = (x[c] - m) * s;
             float dnorm = weight[c] * dy[c];
@@ -39,22 +44,26 @@ void dt_cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const 
         }
         dnorm_mean /= C;
         dnorm_norm_mean /= C;
+        #pragma omp simd
         for (int c = 0; c < C; c++) {
             float norm = (x[c] - m) * s;
             float dnorm = weight[c] * dy[c];
             dx[c] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
         }
     }
-    /* parameter gradients reduce over rows: split by channel so threads never share a sum */
-    #pragma omp parallel for
-    for (int c = 0; c < C; c++) {
-        float dw = 0, db = 0;
+    /* parameter gradients reduce over rows: each thread owns a range of channels, rows read in order */
+    #pragma omp parallel
+    {
+        int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        int c0 = (int)((long)C * t / nt), c1 = (int)((long)C * (t + 1) / nt);
         for (int i = 0; i < BT; i++) {
-            float dy = dout[(size_t)i * C + c];
-            dw += (inp[(size_t)i * C + c] - mean[i]) * rstd[i] * dy;
-            db += dy;
+            const float *dy = dout + (size_t)i * C, *x = inp + (size_t)i * C;
+            float m = mean[i], s = rstd[i];
+            #pragma omp simd
+            for (int c = c0; c < c1; c++) {
+                dweight[c] += (x[c] - m) * s * dy[c];
+                dbias[c] += dy[c];
+            }
         }
-        dweight[c] += dw;
-        dbias[c] += db;
     }
 }
