@@ -44,9 +44,9 @@ struct dt_kernels {
     /*
      * Fused softmax + cross-entropy over rows of V. losses(BT) = -log softmax(logits)[target].
      * With dloss != 0, logits are overwritten IN PLACE by dlogits = (softmax - onehot(target)) * dloss,
-     * so the (BT,V) buffer is used once (llm.c's fused classifier).
+     * so the (BT,V) buffer is used once (llm.c's fused classifier). Returns the mean loss.
      */
-    void (*softmax_xent)(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V);
+    float (*softmax_xent)(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V);
     /* AdamW on a slice with gradient g * gscale (gscale: the clipping factor, folded in to save a pass);
      * t is the 1-based step for bias correction; decoupled weight decay wd. */
     void (*adamw)(float *param, const float *grad, float gscale, float *m, float *v, size_t n, float lr, float beta1,

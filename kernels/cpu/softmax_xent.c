@@ -2,7 +2,7 @@
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/vmath.h"
 
-DT_CLONES void dt_cpu_softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V)
+DT_CLONES float dt_cpu_softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V)
 {
     #pragma omp parallel for
     for (int i = 0; i < BT; i++) {
@@ -22,4 +22,7 @@ DT_CLONES void dt_cpu_softmax_xent(float *losses, float *logits, const int32_t *
             row[y] -= dloss;
         }
     }
+    double mean = 0;
+    for (int i = 0; i < BT; i++) mean += losses[i];
+    return (float)(mean / BT);
 }

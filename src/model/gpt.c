@@ -149,10 +149,7 @@ static float gpt_forward(struct dt_model *m, const struct dt_batch *batch, float
     for (int l = 0; l < L; l++) block_forward(g, l, g->resid[l], g->resid[l + 1]);
     k->layernorm_forward(g->lnf, g->lnf_mean, g->lnf_rstd, g->resid[L], g->p[LNFW], g->p[LNFB], BT, C);
     k->matmul_forward(g->logits, g->lnf, g->p[WTE], NULL, BT, C, V);
-    k->softmax_xent(g->losses, g->logits, g->targets, grad_scale / (float)BT, BT, V);
-    double sum = 0;
-    for (int i = 0; i < BT; i++) sum += g->losses[i];
-    return (float)(sum / BT);
+    return k->softmax_xent(g->losses, g->logits, g->targets, grad_scale / (float)BT, BT, V);
 }
 
 static void gpt_backward(struct dt_model *m)

@@ -41,10 +41,7 @@ static float mlp_forward(struct dt_model *m, const struct dt_batch *b, float gra
     const float *logits = p->pre[L - 1];
     if (p->c.regression) return k->mse(p->dout, logits, b->y, grad_scale / (float)(B * out), (size_t)B * out);
     memcpy(p->dout, logits, (size_t)B * out * sizeof(float));
-    k->softmax_xent(p->losses, p->dout, b->labels, grad_scale / (float)B, B, out);
-    double s = 0;
-    for (int i = 0; i < B; i++) s += p->losses[i];
-    return (float)(s / B);
+    return k->softmax_xent(p->losses, p->dout, b->labels, grad_scale / (float)B, B, out);
 }
 
 /* dpost holds d loss / d (layer input), dpre d loss / d pre[l-1]; each is consumed before it is rewritten. */

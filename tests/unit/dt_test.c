@@ -11,7 +11,10 @@ static char dir[64], cwd[4096];
 int dt_test_setup(void **state)
 {
     /* mkdtemp's template: the prefix and six placeholder characters */
-    snprintf(dir, sizeof dir, "/tmp/dt_test.%.6s", "XXXXXXXX");
+    char holes[7];
+    memset(holes, 'X', 6);
+    holes[6] = '\0';
+    snprintf(dir, sizeof dir, "/tmp/dt_test.%s", holes);
     if (!mkdtemp(dir) || !getcwd(cwd, sizeof cwd) || chdir(dir) != 0) return -1;
     dt_error_clear();
     return 0;
