@@ -21,7 +21,9 @@
 #include "core/log.h"
 #include "kernels/backend.h"
 #include "data/prepare.h"
+#include "kernels/kernels.h"
 #include "launch/alloc.h"
+#include "launch/world.h"
 #include "train/trainer.h"
 #include "version.h"
 
@@ -29,6 +31,7 @@ static const char usage[] =
     "usage: dtrun [run] [CONFIG] [key=value ...]   train (no CONFIG: the built-in default)\n"
     "       dtrun check [CONFIG] [key=value ...]   validate; print the resolved config as YAML\n"
     "       dtrun prepare TEXT... --out DIR        byte-level token shards (llm.c format) from text\n"
+    "       dtrun info                             this process's place in the job (rank, node, source)\n"
     "       dtrun help config                      the config reference (every key, default, range)\n"
     "       dtrun --help | --version\n"
     "\n"
@@ -114,6 +117,23 @@ static dt_status_t cmd_run(int argc, char **argv)
     return rc;
 }
 
+/* One line per rank: what each process learned about the world. */
+static dt_status_t cmd_info(void)
+{
+    struct dt_world w;
+    dt_status_t rc = dt_world_discover(&w);
+    if (rc == DT_SUCCESS) {
+        char line[512], gpu[160];
+        dt_world_describe(&w, line, sizeof line);
+        int gpus = dt_backend_gpu_count(gpu, sizeof gpu);
+        printf("dtrun info: %s; %d CPU thread%s; %s\n", line, dt_kernels_threads(), dt_kernels_threads() > 1 ? "s" : "",
+               gpus > 0 ? "GPUs visible" : gpu);
+        fflush(stdout);
+    }
+    dt_pmix_finalize();
+    return rc;
+}
+
 static dt_status_t cmd_prepare(int argc, char **argv)
 {
     const char *out = NULL;
@@ -163,6 +183,7 @@ int main(int argc, char **argv)
     if (cmd && !strcmp(cmd, "check")) rc = cmd_check(argc - 2, argv + 2);
     else if (cmd && !strcmp(cmd, "run")) rc = cmd_run(argc - 2, argv + 2);
     else if (cmd && !strcmp(cmd, "prepare")) rc = cmd_prepare(argc - 2, argv + 2);
+    else if (cmd && !strcmp(cmd, "info")) rc = cmd_info();
     else if (cmd && cmd[0] == '-') rc = usage_error("unknown option '%s'", cmd);
     else if (cmd && !strchr(cmd, '=') && !exists(cmd) && !strpbrk(cmd, "./"))
         rc = usage_error("'%s' is neither a command nor a config file", cmd);
