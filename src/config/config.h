@@ -152,7 +152,8 @@ void dt_config_free(struct dt_config *cfg);
 
 extern const struct dt_schema dt_config_schema;
 /* The enum spellings of the schema, for messages and output. */
-extern const struct dt_enum_name dt_precision_names[], dt_strategy_names[], dt_optim_names[], dt_sched_names[];
+extern const struct dt_enum_name dt_precision_names[], dt_strategy_names[], dt_optim_names[], dt_sched_names[],
+    dt_warmup_type_names[], dt_dtype_names[];
 
 /* The origin of a key by path ("optimizer.lr"); NULL for an unknown path. */
 const struct dt_origin *dt_config_origin(const struct dt_config *cfg, const char *path);

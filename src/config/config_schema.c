@@ -62,7 +62,7 @@ const struct dt_enum_name dt_sched_names[] = {
     {"LRRangeTest", -1, "dtrun does not implement LRRangeTest"},
     {0}};
 
-static const struct dt_enum_name warmup_types[] = {
+const struct dt_enum_name dt_warmup_type_names[] = {
     {"log", DT_WARMUP_LOG, NULL}, {"linear", DT_WARMUP_LINEAR, NULL}, {0}};
 
 static const struct dt_enum_name synth_kinds[] = {
@@ -71,7 +71,7 @@ static const struct dt_enum_name synth_kinds[] = {
 static const struct dt_enum_name mlp_tasks[] = {
     {"classification", DT_TASK_CLASSIFICATION, NULL}, {"regression", DT_TASK_REGRESSION, NULL}, {0}};
 
-static const struct dt_enum_name dtypes[] = {
+const struct dt_enum_name dt_dtype_names[] = {
     {"fp32", DT_DTYPE_FP32, NULL}, {"bf16", DT_DTYPE_BF16, NULL}, {"fp16", DT_DTYPE_FP16, NULL}, {0}};
 
 #define K(p, t, f, d, lo, hi, fl, h) {.path = p, .type = t, .offset = OFF(f), .def = d, .min = lo, .max = hi, .flags = fl, .help = h}
@@ -140,7 +140,7 @@ static const struct dt_key keys[] = {
      .help = "schedule length (DeepSpeed: total_num_steps); auto: run.max_duration"},
     K("scheduler.min_lr_ratio", DT_T_FLOAT, scheduler.min_lr_ratio, "0.1", 0, 1, 0,
       "cosine/linear: final lr as a fraction of the peak"),
-    E("scheduler.warmup_type", scheduler.warmup_type, "log", warmup_types, 0, "DeepSpeed warmup curve"),
+    E("scheduler.warmup_type", scheduler.warmup_type, "log", dt_warmup_type_names, 0, "DeepSpeed warmup curve"),
     K("scheduler.warmup_min_lr", DT_T_FLOAT, scheduler.warmup_min_lr, "0", 0, 10, 0,
       "WarmupLR/WarmupDecayLR: lr at step 0"),
     K("scheduler.warmup_max_lr", DT_T_FLOAT, scheduler.warmup_max_lr, "auto", 0, 10, DT_F_AUTO,
@@ -174,7 +174,7 @@ static const struct dt_key keys[] = {
       "clip the global gradient norm to this; 0: off"),
     K("compute.comm_timeout", DT_T_SECONDS, compute.comm_timeout, "600s", 0.001, 604800, 0,
       "a collective slower than this ends the job"),
-    E("compute.grad_reduce_dtype", compute.grad_reduce_dtype, "fp32", dtypes, 0, "dtype of gradient reduction"),
+    E("compute.grad_reduce_dtype", compute.grad_reduce_dtype, "fp32", dt_dtype_names, 0, "dtype of gradient reduction"),
     K("compute.loss_scaler.loss_scale", DT_T_FLOAT, compute.loss_scaler.loss_scale, "0", 0, 1e30, 0,
       "16-mixed: 0 = dynamic, else a static scale"),
     K("compute.loss_scaler.initial_scale_power", DT_T_INT, compute.loss_scaler.initial_scale_power, "16", 0, 126, 0,

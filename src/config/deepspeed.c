@@ -35,16 +35,11 @@ static const struct dt_enum_name ds_optimizers[] = {
     {"MuSGD", -1, "dtrun does not implement muP optimizers; use SGD"},
     {0}};
 
-static const struct dt_enum_name ds_warmup_types[] = {{"log", DT_WARMUP_LOG, NULL}, {"linear", DT_WARMUP_LINEAR, NULL}, {0}};
-
 static const struct dt_enum_name ds_offload[] = {
     {"none", DT_OFFLOAD_NONE, NULL},
     {"cpu", DT_OFFLOAD_CPU, NULL},
     {"nvme", -1, "dtrun offloads to host memory only; use \"cpu\""},
     {0}};
-
-static const struct dt_enum_name ds_dtypes[] = {
-    {"fp32", DT_DTYPE_FP32, NULL}, {"bf16", DT_DTYPE_BF16, NULL}, {"fp16", DT_DTYPE_FP16, NULL}, {0}};
 
 #define A DT_F_AUTO
 /* path, type, field, default, min, max, flags, maps_to, policy */
@@ -66,7 +61,7 @@ static const struct dt_key ds_keys[] = {
     DK("gradient_clipping", DT_T_FLOAT, gradient_clipping, NULL, 0, 1e9, A, "compute.gradient_clipping", DT_DS_MATCH),
     DK("wall_clock_breakdown", DT_T_BOOL, wall_clock_breakdown, NULL, 0, 0, A, "events.wall_clock_breakdown",
        DT_DS_WIN),
-    DE("communication_data_type", communication_data_type, NULL, ds_dtypes, "compute.grad_reduce_dtype", DT_DS_WIN),
+    DE("communication_data_type", communication_data_type, NULL, dt_dtype_names, "compute.grad_reduce_dtype", DT_DS_WIN),
     DK("steps_per_print", DT_T_INT, steps_per_print, NULL, 1, 1e12, A, NULL, DT_DS_IGNORED),
 
     DE("optimizer.type", optimizer.type, NULL, ds_optimizers, NULL, DT_DS_WIN),
@@ -97,7 +92,7 @@ static const struct dt_key ds_keys[] = {
        "scheduler.warmup", DT_DS_WIN),
     DK("scheduler.params.total_num_steps", DT_T_INT, scheduler.params.total_num_steps, NULL, 1, 1e12, A,
        "scheduler.total", DT_DS_WIN),
-    DE("scheduler.params.warmup_type", scheduler.params.warmup_type, NULL, ds_warmup_types, "scheduler.warmup_type",
+    DE("scheduler.params.warmup_type", scheduler.params.warmup_type, NULL, dt_warmup_type_names, "scheduler.warmup_type",
        DT_DS_WIN),
     DK("scheduler.params.warmup_min_ratio", DT_T_FLOAT, scheduler.params.warmup_min_ratio, NULL, 0, 1, A,
        "scheduler.warmup_min_ratio", DT_DS_WIN),

@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "config/schema.h"
 #include "core/error.h"
 #include "dt_test.h"
 
@@ -185,5 +186,40 @@ static void refused_and_ignored(void **state)
     dt_config_free(&cfg);
 }
 
-DT_TESTS(T(autos_take_dtrun_values), T(explicit_json_fills_defaults), T(mismatches_reported_together),
+/* Every JSON key that names a dtrun key reaches it: the enum-valued ones too. */
+static void enums_reach_the_dtrun_config(void **state)
+{
+    struct dt_config cfg;
+    assert_int_equal(with_json(&cfg, "{\"communication_data_type\": \"bf16\",\n \"scheduler\": {\"type\": "
+                                     "\"WarmupLR\", \"params\": {\"warmup_type\": \"linear\"}}}",
+                               NULL, NULL),
+                     DT_SUCCESS);
+    assert_int_equal(cfg.compute.grad_reduce_dtype, DT_DTYPE_BF16);
+    assert_int_equal(cfg.scheduler.warmup_type, DT_WARMUP_LINEAR);
+    assert_int_equal(dt_config_origin(&cfg, "scheduler.warmup_type")->kind, DT_ORIGIN_DEEPSPEED);
+    dt_config_free(&cfg);
+}
+
+/* No mapping can be skipped silently: a JSON key naming a dtrun key has the same type and
+ * names (merged generically), or is one of the converted pairs deepspeed.c merges by hand. */
+static void every_mapping_is_merged(void **state)
+{
+    static const char *const by_hand[] = {"train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
+                                          "scheduler.params.warmup_num_steps", "scheduler.params.total_num_steps",
+                                          "zero_optimization.reduce_bucket_size"};
+    for (size_t i = 0; i < dt_ds_schema.n; i++) {
+        const struct dt_key *dk = &dt_ds_schema.keys[i];
+        if (!dk->maps_to) continue;
+        const struct dt_key *tk = dt_schema_find(&dt_config_schema, dk->maps_to, NULL);
+        if (!tk) fail_msg("%s maps to %s, which is not a dtrun key", dk->path, dk->maps_to);
+        bool generic = (dk->policy == DT_DS_WIN || dk->policy == DT_DS_MATCH) && tk->type == dk->type &&
+                       (tk->type != DT_T_ENUM || tk->names == dk->names);
+        bool hand = false;
+        for (size_t j = 0; j < sizeof by_hand / sizeof by_hand[0]; j++) hand |= !strcmp(dk->path, by_hand[j]);
+        if (generic == hand) fail_msg("%s -> %s: %s", dk->path, dk->maps_to,
+                                      generic ? "merged twice" : "types or names differ and nothing merges it");
+    }
+}
+
+DT_TESTS(T(every_mapping_is_merged), T(enums_reach_the_dtrun_config), T(autos_take_dtrun_values), T(explicit_json_fills_defaults), T(mismatches_reported_together),
          T(batch_identity), T(precision_blocks_win), T(refused_and_ignored))
