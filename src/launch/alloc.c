@@ -30,19 +30,26 @@ int dt_slurm_counts_parse(const char *s, int *out, int max)
     return n;
 }
 
-static int env_int(const char *name)
+int dt_env_int(const char *name)
 {
     const char *v = getenv(name);
-    if (!v || !*v) return 0;
+    if (!v || !*v) return -1;
     char *end;
     long x = strtol(v, &end, 10);
-    return *end || x < 0 || x > 1000000 ? 0 : (int)x;
+    return (*end || x < 0 || x > 100000000) ? -2 : (int)x;
+}
+
+/* a count from the environment, 0 when unknown */
+static int env_count(const char *name)
+{
+    int n = dt_env_int(name);
+    return n > 0 ? n : 0;
 }
 
 void dt_alloc_geometry(struct dt_geometry *geo)
 {
-    geo->nodes = env_int("SLURM_JOB_NUM_NODES");
-    if (!geo->nodes) geo->nodes = env_int("SLURM_NNODES");
+    geo->nodes = env_count("SLURM_JOB_NUM_NODES");
+    if (!geo->nodes) geo->nodes = env_count("SLURM_NNODES");
     geo->tasks_per_node = 0;
     const char *tpn = getenv("SLURM_TASKS_PER_NODE");
     int counts[1];

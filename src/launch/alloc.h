@@ -9,6 +9,8 @@
 
 #include "config/resolve.h"
 
+/* An integer environment variable: -1 when unset or empty, -2 when not a number in [0, 1e8]. */
+int dt_env_int(const char *name);
 /* Fill nodes / tasks_per_node / source from SLURM_* (zeros outside an allocation). */
 void dt_alloc_geometry(struct dt_geometry *geo);
 /* Parse Slurm's compressed per-node counts ("2(x3),1") into out[0..max); returns the

@@ -12,15 +12,6 @@ const char *dt_world_source_str(enum dt_world_source s)
     return names[s];
 }
 
-/* -1 when unset; -2 when not a number */
-static int env_int(const char *name)
-{
-    const char *v = getenv(name);
-    if (!v || !*v) return -1;
-    char *end;
-    long x = strtol(v, &end, 10);
-    return (*end || x < 0 || x > 100000000) ? -2 : (int)x;
-}
 
 static void env_str(char *dst, size_t n, const char *name)
 {
@@ -30,18 +21,18 @@ static void env_str(char *dst, size_t n, const char *name)
 
 static dt_status_t from_slurm(struct dt_world *w, bool pmix_present)
 {
-    int size = env_int("SLURM_STEP_NUM_TASKS");
+    int size = dt_env_int("SLURM_STEP_NUM_TASKS");
     if (size < 1) size = 1;
     if (size > 1 && !pmix_present)
         return dt_error(DT_ERR_COMM, "dtrun: error: srun started %d tasks without PMIx, so they cannot find each other "
                         "(each would train alone)\n  hint: run `srun --mpi=pmix dtrun ...`, or set MpiDefault=pmix "
                         "in slurm.conf; `srun --mpi=list` shows what this cluster has", size);
     w->source = DT_WORLD_SLURM;
-    w->rank = env_int("SLURM_PROCID");
+    w->rank = dt_env_int("SLURM_PROCID");
     w->size = size;
-    w->local_rank = env_int("SLURM_LOCALID");
-    w->node = env_int("SLURM_NODEID");
-    w->nnodes = env_int("SLURM_STEP_NUM_NODES");
+    w->local_rank = dt_env_int("SLURM_LOCALID");
+    w->node = dt_env_int("SLURM_NODEID");
+    w->nnodes = dt_env_int("SLURM_STEP_NUM_NODES");
     if (w->rank < 0 || w->local_rank < 0 || w->node < 0 || w->nnodes < 1 || w->rank >= w->size)
         return dt_error(DT_ERR_COMM, "dtrun: error: the Slurm step variables are incomplete or inconsistent "
                         "(SLURM_PROCID %s, SLURM_STEP_NUM_TASKS %s, SLURM_LOCALID %s, SLURM_NODEID %s, "
@@ -64,10 +55,10 @@ static dt_status_t from_slurm(struct dt_world *w, bool pmix_present)
 static dt_status_t from_mpirun(struct dt_world *w)
 {
     w->source = DT_WORLD_MPIRUN;
-    w->rank = env_int("OMPI_COMM_WORLD_RANK");
-    w->size = env_int("OMPI_COMM_WORLD_SIZE");
-    w->local_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK");
-    w->local_size = env_int("OMPI_COMM_WORLD_LOCAL_SIZE");
+    w->rank = dt_env_int("OMPI_COMM_WORLD_RANK");
+    w->size = dt_env_int("OMPI_COMM_WORLD_SIZE");
+    w->local_rank = dt_env_int("OMPI_COMM_WORLD_LOCAL_RANK");
+    w->local_size = dt_env_int("OMPI_COMM_WORLD_LOCAL_SIZE");
     if (w->rank < 0 || w->size < 1 || w->local_rank < 0 || w->local_size < 1)
         return dt_error(DT_ERR_COMM, "dtrun: error: Open MPI's OMPI_COMM_WORLD_* variables are incomplete\n"
                         "  hint: start dtrun through mpirun, or through `dtrun -n N`");
@@ -82,7 +73,7 @@ dt_status_t dt_world_from_env(struct dt_world *w, bool pmix_present)
     *w = (struct dt_world){.size = 1, .local_size = 1, .nnodes = 1};
     env_str(w->job_id, sizeof w->job_id, "SLURM_JOB_ID");
     env_str(w->step_id, sizeof w->step_id, "SLURM_STEP_ID");
-    int restarts = env_int("SLURM_RESTART_COUNT");
+    int restarts = dt_env_int("SLURM_RESTART_COUNT");
     w->restarts = restarts > 0 ? restarts : 0;
     if (getenv("SLURM_STEP_ID") && getenv("SLURM_PROCID")) return from_slurm(w, pmix_present);
     if (getenv("OMPI_COMM_WORLD_RANK")) return from_mpirun(w);
@@ -101,17 +92,12 @@ static dt_status_t agree(const char *what, int pmix, int env, const struct dt_wo
 
 dt_status_t dt_world_discover(struct dt_world *w)
 {
-    bool pmix_present = getenv("PMIX_RANK") || getenv("PMIX_NAMESPACE");
-    if (pmix_present && !dt_pmix_compiled()) {
-        pmix_present = false; /* no client library: the environment has to do */
-    }
+    /* a PMIx server without the client library compiled in: the environment has to do */
+    bool pmix_present = (getenv("PMIX_RANK") || getenv("PMIX_NAMESPACE")) && dt_pmix_compiled();
     struct dt_world env;
     DT_CHECK(dt_world_from_env(&env, pmix_present));
-    if (!pmix_present) {
-        *w = env;
-        return DT_SUCCESS;
-    }
     *w = env;
+    if (!pmix_present) return DT_SUCCESS;
     DT_CHECK(dt_pmix_world(w));
     w->source = DT_WORLD_PMIX;
     if (env.source != DT_WORLD_SINGLE) {

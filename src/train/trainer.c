@@ -227,15 +227,14 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
         dt_json_num(&tr->json, "tokens_per_s", tok_s);
         dt_json_num(&tr->json, "step_ms", dt * 1e3);
         DT_CHECK(dt_jsonl_write(&tr->events, dt_json_end(&tr->json)));
+        bool last = step + 1 == tr->steps;
         double elapsed = now() - start;
         progress(tr, step, loss, lr, (step + 1) * tokens_per_step / elapsed,
-                 elapsed / (step + 1) * (tr->steps - step - 1), step + 1 == tr->steps);
+                 elapsed / (step + 1) * (tr->steps - step - 1), last);
         res->loss = loss;
         res->steps = step + 1;
-        bool last = step + 1 == tr->steps;
-        if ((tr->eval_every > 0 && (step + 1) % tr->eval_every == 0) || (last && tr->eval_every > 0)) {
+        if (tr->eval_every > 0 && ((step + 1) % tr->eval_every == 0 || last)) {
             if (tr->val.synthetic || tr->val.nshards) {
-                /* the eval forward reuses the model's buffers: the step's gradients are already applied */
                 res->val_loss = evaluate(tr);
                 dt_json_begin(&tr->json);
                 dt_json_str(&tr->json, "type", "eval");

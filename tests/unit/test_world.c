@@ -16,18 +16,25 @@ static int clean(void **state)
     return dt_test_setup(state);
 }
 
+/* What srun sets for one task: rank, tasks, local id, node, nodes, tasks per node. */
+static void slurm_task(const char *procid, const char *ntasks, const char *localid, const char *nodeid,
+                       const char *nnodes, const char *per_node)
+{
+    setenv("SLURM_STEP_ID", "2", 1);
+    setenv("SLURM_PROCID", procid, 1);
+    setenv("SLURM_STEP_NUM_TASKS", ntasks, 1);
+    setenv("SLURM_LOCALID", localid, 1);
+    setenv("SLURM_NODEID", nodeid, 1);
+    setenv("SLURM_STEP_NUM_NODES", nnodes, 1);
+    setenv("SLURM_STEP_TASKS_PER_NODE", per_node, 1);
+}
+
 static void slurm_step(void **state)
 {
     /* rank 5 of -N3 -n6 packed as 4,1(x2): the last node's only task */
     setenv("SLURM_JOB_ID", "77", 1);
-    setenv("SLURM_STEP_ID", "2", 1);
-    setenv("SLURM_PROCID", "5", 1);
-    setenv("SLURM_STEP_NUM_TASKS", "6", 1);
-    setenv("SLURM_LOCALID", "0", 1);
-    setenv("SLURM_NODEID", "2", 1);
-    setenv("SLURM_STEP_NUM_NODES", "3", 1);
-    setenv("SLURM_STEP_TASKS_PER_NODE", "4,1(x2)", 1);
     setenv("SLURM_RESTART_COUNT", "1", 1);
+    slurm_task("5", "6", "0", "2", "3", "4,1(x2)");
     struct dt_world w;
     assert_int_equal(dt_world_from_env(&w, true), DT_SUCCESS);
     char line[256];
@@ -47,13 +54,7 @@ static void slurm_step(void **state)
 
 static void one_task_step_needs_no_pmix(void **state)
 {
-    setenv("SLURM_STEP_ID", "0", 1);
-    setenv("SLURM_PROCID", "0", 1);
-    setenv("SLURM_STEP_NUM_TASKS", "1", 1);
-    setenv("SLURM_LOCALID", "0", 1);
-    setenv("SLURM_NODEID", "0", 1);
-    setenv("SLURM_STEP_NUM_NODES", "1", 1);
-    setenv("SLURM_STEP_TASKS_PER_NODE", "1", 1);
+    slurm_task("0", "1", "0", "0", "1", "1");
     struct dt_world w;
     assert_int_equal(dt_world_from_env(&w, false), DT_SUCCESS);
     assert_int_equal(w.source, DT_WORLD_SLURM);
