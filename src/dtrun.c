@@ -23,12 +23,14 @@
 #include "data/prepare.h"
 #include "kernels/kernels.h"
 #include "launch/alloc.h"
+#include "launch/launch.h"
 #include "launch/world.h"
 #include "train/trainer.h"
 #include "version.h"
 
 static const char usage[] =
     "usage: dtrun [run] [CONFIG] [key=value ...]   train (no CONFIG: the built-in default)\n"
+    "       dtrun -n N [run|info] [CONFIG] ...     N local workers through mpirun, output prefixed by rank\n"
     "       dtrun check [CONFIG] [key=value ...]   validate; print the resolved config as YAML\n"
     "       dtrun prepare TEXT... --out DIR        byte-level token shards (llm.c format) from text\n"
     "       dtrun info                             this process's place in the job (rank, node, source)\n"
@@ -72,8 +74,10 @@ static const char *site_config(void)
     return stat(DT_SYSCONFDIR "/dtrun.yaml", &st) == 0 ? DT_SYSCONFDIR "/dtrun.yaml" : NULL;
 }
 
-/* argv after the subcommand: an optional CONFIG (the first word without '='), then overrides. */
-static dt_status_t load_resolved(struct dt_config *cfg, int argc, char **argv)
+/* argv after the subcommand: an optional CONFIG (the first word without '='), then overrides.
+ * w: the world this process was launched into (its geometry fills "auto" and is checked
+ * against the config); NULL: the allocation's, as the srun wrapper and `check` see it. */
+static dt_status_t load_resolved(struct dt_config *cfg, int argc, char **argv, const struct dt_world *w)
 {
     const char *path = NULL;
     int first = 0;
@@ -86,7 +90,8 @@ static dt_status_t load_resolved(struct dt_config *cfg, int argc, char **argv)
     DT_CHECK(dt_config_init(cfg));
     DT_CHECK(dt_config_load(cfg, site_config(), path, argc - first, argv + first));
     struct dt_geometry geo = {0};
-    dt_alloc_geometry(&geo);
+    if (w && w->source != DT_WORLD_SINGLE) dt_step_geometry(w, &geo);
+    else dt_alloc_geometry(&geo);
     geo.gpus = dt_backend_gpu_count(geo.gpu_note, sizeof geo.gpu_note);
     return dt_config_resolve(cfg, &geo);
 }
@@ -94,7 +99,7 @@ static dt_status_t load_resolved(struct dt_config *cfg, int argc, char **argv)
 static dt_status_t cmd_check(int argc, char **argv)
 {
     struct dt_config cfg;
-    dt_status_t rc = load_resolved(&cfg, argc, argv);
+    dt_status_t rc = load_resolved(&cfg, argc, argv, NULL);
     if (rc == DT_SUCCESS) dt_config_emit(&cfg, stdout);
     dt_config_free(&cfg);
     return rc;
@@ -102,10 +107,12 @@ static dt_status_t cmd_check(int argc, char **argv)
 
 static dt_status_t cmd_run(int argc, char **argv)
 {
+    struct dt_world w;
+    DT_CHECK(dt_world_discover(&w));
     struct dt_config cfg;
-    dt_status_t rc = load_resolved(&cfg, argc, argv);
+    dt_status_t rc = load_resolved(&cfg, argc, argv, &w);
     struct dt_train_result res;
-    if (rc == DT_SUCCESS) rc = dt_train(&cfg, &res);
+    if (rc == DT_SUCCESS) rc = dt_train(&cfg, &w, &res);
     if (rc == DT_SUCCESS) {
         char floor[64] = "", val[64] = "";
         if (!isnan(res.val_loss)) snprintf(val, sizeof val, ", validation %.4f", res.val_loss);
@@ -114,6 +121,7 @@ static dt_status_t cmd_run(int argc, char **argv)
                 res.loss, val, floor, res.tokens_per_s, cfg.run.dir, cfg.events.jsonl ? cfg.events.jsonl : "(off)");
     }
     dt_config_free(&cfg);
+    dt_pmix_finalize();
     return rc;
 }
 
@@ -157,6 +165,35 @@ static dt_status_t cmd_prepare(int argc, char **argv)
     return dt_prepare(n, files, out, val);
 }
 
+/* dtrun -n N [command] ...: the job's exit code is the launcher's. */
+static int cmd_launch(int argc, char **argv)
+{
+    char *end = NULL;
+    long n = argc > 0 ? strtol(argv[0], &end, 10) : 0;
+    dt_status_t rc;
+    int code = 0;
+    if (argc < 1 || *end || n < 1 || n > 1024) {
+        rc = usage_error("-n takes a number of workers from 1 to 1024, e.g. dtrun -n 2 config.yaml");
+    } else {
+        /* the workers run a command: the one given, else "run" */
+        static const char *const commands[] = {"run", "info", "check", "bench", NULL};
+        bool has_cmd = false;
+        for (int i = 0; argc > 1 && commands[i]; i++) has_cmd |= !strcmp(argv[1], commands[i]);
+        char **args = calloc((size_t)argc + 1, sizeof *args);
+        if (!args) return 6;
+        int k = 0;
+        if (!has_cmd) args[k++] = "run";
+        for (int i = 1; i < argc; i++) args[k++] = argv[i];
+        rc = dt_launch_local((int)n, k, args, &code);
+        free(args);
+    }
+    if (rc != DT_SUCCESS) {
+        fprintf(stderr, "%s\n", dt_error_msg());
+        return dt_status_exit_code(rc);
+    }
+    return code;
+}
+
 static bool exists(const char *p)
 {
     struct stat st;
@@ -180,6 +217,7 @@ int main(int argc, char **argv)
         dt_version_print(stdout);
         return 0;
     }
+    if (cmd && !strcmp(cmd, "-n")) return cmd_launch(argc - 2, argv + 2);
     if (cmd && !strcmp(cmd, "check")) rc = cmd_check(argc - 2, argv + 2);
     else if (cmd && !strcmp(cmd, "run")) rc = cmd_run(argc - 2, argv + 2);
     else if (cmd && !strcmp(cmd, "prepare")) rc = cmd_prepare(argc - 2, argv + 2);

@@ -50,7 +50,7 @@ static struct dt_loc loc_of(struct dt_config *cfg, const char *path)
     return (struct dt_loc){"dtrun", 0, 0};
 }
 
-static void resolve_world(struct dt_config *cfg, const struct dt_geometry *geo)
+static void resolve_world(struct dt_config *cfg, const struct dt_geometry *geo, struct dt_diags *d)
 {
     if (cfg->compute.device == DT_DEVICE_AUTO) {
         cfg->compute.device = geo->gpus > 0 ? DT_DEVICE_CUDA : DT_DEVICE_CPU;
@@ -76,6 +76,24 @@ static void resolve_world(struct dt_config *cfg, const struct dt_geometry *geo)
     cfg->resolved.nodes = (int)cfg->compute.num_nodes;
     cfg->resolved.devices_per_node = (int)cfg->compute.num_devices;
     cfg->resolved.world = (int)(cfg->compute.num_nodes * cfg->compute.num_devices);
+    char w1[64], w2[64];
+    if (geo->ranks > 0 && !geo->even && cfg->resolved.world != geo->ranks)
+        dt_diag(d, loc_of(cfg, "compute.num_devices"), "start the step with --ntasks-per-node so every node runs "
+                "the same number of ranks", "the step spreads %d ranks unevenly over %d nodes (%s)", geo->ranks,
+                geo->nodes, geo->source);
+    else if (geo->ranks > 0 && (cfg->resolved.world != geo->ranks || cfg->compute.num_nodes != geo->nodes))
+        dt_diag(d, loc_of(cfg, origin(cfg, "compute.num_nodes")->is_auto ? "compute.num_devices" : "compute.num_nodes"),
+                "remove compute.num_nodes and compute.num_devices (auto takes the step's), or start the step with "
+                "matching -N and --ntasks-per-node",
+                "compute.num_nodes %lld (%s) x compute.num_devices %lld (%s) = %d ranks, but %s started %d rank%s on "
+                "%d node%s", (long long)cfg->compute.num_nodes, where(cfg, "compute.num_nodes", w1, sizeof w1),
+                (long long)cfg->compute.num_devices, where(cfg, "compute.num_devices", w2, sizeof w2),
+                cfg->resolved.world, geo->source, geo->ranks, geo->ranks > 1 ? "s" : "", geo->nodes,
+                geo->nodes > 1 ? "s" : "");
+    else if (geo->ranks == 0 && geo->nodes > 0 && cfg->compute.num_nodes > geo->nodes)
+        dt_diag(d, loc_of(cfg, "compute.num_nodes"), "lower compute.num_nodes, or ask sbatch/salloc for more nodes",
+                "compute.num_nodes is %lld, but the allocation has %d node%s (%s)", (long long)cfg->compute.num_nodes,
+                geo->nodes, geo->nodes > 1 ? "s" : "", geo->source);
 }
 
 static void resolve_strategy(struct dt_config *cfg, struct dt_diags *d)
@@ -201,7 +219,7 @@ static void check_data(struct dt_config *cfg, struct dt_diags *d)
 dt_status_t dt_config_resolve(struct dt_config *cfg, const struct dt_geometry *geo)
 {
     struct dt_diags d = {0};
-    resolve_world(cfg, geo);
+    resolve_world(cfg, geo, &d);
     check_model(cfg, &d);
     check_data(cfg, &d);
     resolve_strategy(cfg, &d);

@@ -13,6 +13,8 @@ struct dt_geometry {
     int nodes;          /* 0: not known (no allocation) */
     int tasks_per_node; /* 0: not known */
     int gpus;           /* GPUs this process can use; 0: none */
+    int ranks;          /* ranks the launcher started (a Slurm step, mpirun); 0: not launched */
+    bool even;          /* ranks are spread evenly over nodes (tasks_per_node holds for every node) */
     char source[128];   /* where the numbers came from, for `dtrun check` */
     char gpu_note[160]; /* why there are no GPUs, when there are none */
 };

@@ -44,6 +44,8 @@ void dt_log_set_rank(int rank, int world) { log_rank = world > 1 ? rank : -1; }
 int dt_log_enabled(enum dt_log_level lv, unsigned subsys)
 {
     if (lv > level) return 0;
+    /* progress and summaries come from rank 0 (Lightning's rank_zero_info); the rest only with DTRUN_DEBUG */
+    if (lv == DT_LOG_INFO && log_rank > 0 && level < DT_LOG_DEBUG) return 0;
     return lv <= DT_LOG_INFO || (subsys & subsys_mask) != 0;
 }
 

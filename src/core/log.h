@@ -22,7 +22,8 @@ enum dt_subsys {
 };
 
 void dt_log_init(void);
-/* Prefix later lines with "[rank R]" when the world has more than one rank. */
+/* Prefix later lines with "[rank R]" when the world has more than one rank; INFO lines then
+ * come from rank 0 only, unless DTRUN_DEBUG asks for more. */
 void dt_log_set_rank(int rank, int world);
 int dt_log_enabled(enum dt_log_level level, unsigned subsys);
 void dt_log(enum dt_log_level level, unsigned subsys, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -59,3 +59,15 @@ void dt_alloc_geometry(struct dt_geometry *geo)
                  getenv("SLURM_JOB_ID") ? getenv("SLURM_JOB_ID") : "?", geo->nodes, geo->nodes > 1 ? "s" : "",
                  tpn ? tpn : "?");
 }
+
+void dt_step_geometry(const struct dt_world *w, struct dt_geometry *geo)
+{
+    geo->ranks = w->size;
+    geo->nodes = w->nnodes;
+    geo->tasks_per_node = w->local_size;
+    geo->even = w->local_size * w->nnodes == w->size;
+    if (w->source == DT_WORLD_MPIRUN || (w->source == DT_WORLD_PMIX && !w->job_id[0]))
+        snprintf(geo->source, sizeof geo->source, "mpirun");
+    else
+        snprintf(geo->source, sizeof geo->source, "Slurm step %s.%s", w->job_id, w->step_id[0] ? w->step_id : "?");
+}

@@ -33,6 +33,7 @@ struct gpt {
     struct dt_gpt_config c;
     int B, T;
     struct dt_param_view views[NP];
+    struct dt_grad_seg *segs; /* lnf, then each layer from the last, then the embeddings */
     float *p[NP], *g[NP]; /* parameter and gradient tensors, inside the flat buffers */
     float *arena;
     float **resid;        /* (L+1) x (B,T,C): resid[0] is the embedding, resid[l+1] block l's output */
@@ -163,11 +164,35 @@ static void gpt_backward(struct dt_model *m)
     k->matmul_backward(g->dln, g->g[WTE], NULL, g->logits, g->lnf, g->p[WTE], BT, C, V);
     k->layernorm_backward(g->dres, g->g[LNFW], g->g[LNFB], g->dln, g->resid[L], g->p[LNFW], g->lnf_mean, g->lnf_rstd,
                           BT, C);
+    dt_model_grads_ready(m, 0);
     for (int l = L - 1; l >= 0; l--) {
         if (g->c.activation_checkpointing) block_forward(g, l, g->resid[l], g->proj);
         block_backward(g, l, g->resid[l]);
+        dt_model_grads_ready(m, L - l);
     }
     k->encoder_backward(g->g[WTE], g->g[WPE], g->dres, g->inputs, B, T, C);
+    dt_model_grads_ready(m, L + 1);
+}
+
+/* Group 0: lnfw, lnfb; group L-l: layer l's slice of each per-layer tensor; group L+1: wte, wpe. */
+static dt_status_t grad_segments(struct gpt *g)
+{
+    int L = g->c.n_layer, n = 0;
+    g->segs = malloc((size_t)(4 + (LNFW - LN1W) * L) * sizeof *g->segs);
+    if (!g->segs) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for gradient segments");
+    g->segs[n++] = (struct dt_grad_seg){g->views[LNFW].offset, g->views[LNFW].numel, 0};
+    g->segs[n++] = (struct dt_grad_seg){g->views[LNFB].offset, g->views[LNFB].numel, 0};
+    for (int l = L - 1; l >= 0; l--)
+        for (int i = LN1W; i < LNFW; i++) {
+            size_t per = g->views[i].numel / (size_t)L;
+            g->segs[n++] = (struct dt_grad_seg){g->views[i].offset + (size_t)l * per, per, L - l};
+        }
+    g->segs[n++] = (struct dt_grad_seg){g->views[WTE].offset, g->views[WTE].numel, L + 1};
+    g->segs[n++] = (struct dt_grad_seg){g->views[WPE].offset, g->views[WPE].numel, L + 1};
+    g->base.segs = g->segs;
+    g->base.nsegs = n;
+    g->base.ngroups = L + 2;
+    return DT_SUCCESS;
 }
 
 static void gpt_free(struct dt_model *m)
@@ -180,6 +205,7 @@ static void gpt_free(struct dt_model *m)
     free(g->blk);
     free(g->inputs);
     free(g->targets);
+    free(g->segs);
     free(g);
 }
 
@@ -232,6 +258,11 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     for (int i = 0; i < NP; i++) {
         g->p[i] = m->params + g->views[i].offset;
         g->g[i] = m->grads + g->views[i].offset;
+    }
+    dt_status_t rc = grad_segments(g);
+    if (rc != DT_SUCCESS) {
+        gpt_free(m);
+        return rc;
     }
     float *cur = g->arena;
     for (int l = 0; l <= L; l++) g->resid[l] = take(&cur, BTC);

@@ -13,6 +13,7 @@ struct mlp {
     int B, nlayers;
     int width[DT_MLP_MAX_LAYERS + 1];
     struct dt_param_view views[2 * DT_MLP_MAX_LAYERS];
+    struct dt_grad_seg segs[DT_MLP_MAX_LAYERS]; /* layer l's weight and bias, finished in reverse order */
     char names[2 * DT_MLP_MAX_LAYERS][8];
     float *pre[DT_MLP_MAX_LAYERS];  /* (B, width[l+1]) */
     float *post[DT_MLP_MAX_LAYERS]; /* GELU(pre[l]), the next layer's input; post[-1] is x */
@@ -58,6 +59,7 @@ static void mlp_backward(struct dt_model *m)
         memset(p->dpost, 0, nin * sizeof(float));
         k->matmul_backward(p->dpost, m->grads + w->offset, m->grads + bias->offset, dcur, in, m->params + w->offset,
                            B, p->width[l], p->width[l + 1]);
+        dt_model_grads_ready(m, p->nlayers - 1 - l);
         if (l == 0) break;
         memset(p->dpre, 0, nin * sizeof(float));
         k->gelu_backward(p->dpre, p->pre[l - 1], p->dpost, nin);
@@ -105,6 +107,7 @@ dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels
         off += (size_t)fo * fi;
         p->views[2 * l + 1] = (struct dt_param_view){p->names[2 * l + 1], off, (size_t)fo, false, 1, {fo, 0, 0}};
         off += (size_t)fo;
+        p->segs[l] = (struct dt_grad_seg){p->views[2 * l].offset, (size_t)fo * fi + fo, p->nlayers - 1 - l};
         p->pre[l] = malloc((size_t)B * fo * sizeof(float));
         p->post[l] = malloc((size_t)B * fo * sizeof(float));
     }
@@ -114,6 +117,8 @@ dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels
     m->nparams = off;
     m->views = p->views;
     m->nviews = 2 * p->nlayers;
+    m->segs = p->segs;
+    m->nsegs = m->ngroups = p->nlayers;
     m->params = calloc(off, sizeof(float));
     m->grads = calloc(off, sizeof(float));
     p->dpre = malloc((size_t)B * maxw * sizeof(float));

@@ -31,6 +31,13 @@ struct dt_batch {
     const float *y;        /* MLP regression: (B, out) */
 };
 
+/* Backward finishes gradients in groups, numbered 0, 1, ... in the order it finishes them;
+ * a segment is a contiguous part of the flat gradient buffer that belongs to one group. */
+struct dt_grad_seg {
+    size_t offset, numel;
+    int group;
+};
+
 struct dt_model;
 
 struct dt_model_i {
@@ -51,8 +58,19 @@ struct dt_model {
     int nviews;
     size_t activation_bytes; /* the activation arena, measured as allocated */
     double flops_per_token;  /* forward + backward, 6N plus attention (PaLM appendix B) */
+    const struct dt_grad_seg *segs;
+    int nsegs, ngroups;
+    /* Called by backward as each group's gradients become final (strategies that overlap
+     * communication with backward set it; NULL: nobody listens). */
+    void (*on_grads_ready)(void *ctx, int group);
+    void *hook_ctx;
     void *impl;
 };
+
+static inline void dt_model_grads_ready(struct dt_model *m, int group)
+{
+    if (m->on_grads_ready) m->on_grads_ready(m->hook_ctx, group);
+}
 
 static inline void dt_model_free(struct dt_model *m)
 {

@@ -15,6 +15,7 @@
 #include "model/mlp.h"
 #include "optim/optimizer.h"
 #include "optim/sched.h"
+#include "strategy/strategy.h"
 #include "train/trainer.h"
 
 struct trainer {
@@ -23,6 +24,7 @@ struct trainer {
     struct dt_optimizer opt;
     struct dt_sched sched;
     struct dt_dataset train, val;
+    struct dt_strat *strategy;
     int rank, world, B, T, gas;
     int64_t steps, eval_every, log_every;
     int32_t *tokens, *labels; /* GPT tokens (B, T+1); MLP labels (B) */
@@ -50,9 +52,10 @@ static dt_status_t supported(const struct dt_config *cfg)
         return dt_error(DT_ERR_CONFIG, "dtrun: error: compute.precision %s: this build trains in 32-true only (mixed "
                         "precision lands with issue #5)\n  hint: set compute.precision: 32-true",
                         dt_enum_str(dt_precision_names, cfg->compute.precision));
-    if (cfg->resolved.world > 1)
-        return dt_error(DT_ERR_CONFIG, "dtrun: error: the world has %d ranks, but this build runs one process "
-                        "(distributed runs land with issue #4)\n%s", cfg->resolved.world, hint);
+    if (cfg->compute.grad_reduce_dtype != DT_DTYPE_FP32)
+        return dt_error(DT_ERR_CONFIG, "dtrun: error: compute.grad_reduce_dtype %s: this build reduces gradients in "
+                        "fp32 only (other types land with mixed precision, issue #5)\n%s",
+                        dt_enum_str(dt_dtype_names, cfg->compute.grad_reduce_dtype), hint);
     if (cfg->model.init_from && cfg->model.type == DT_MODEL_MLP)
         return dt_error(DT_ERR_CONFIG, "dtrun: error: model.init_from loads llm.c GPT weights; an mlp has none\n"
                         "  hint: remove model.init_from");
@@ -70,11 +73,16 @@ static void warn_inert(const struct dt_config *cfg)
                 cfg->events.jsonl ? cfg->events.jsonl : "the console");
 }
 
-static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg)
+static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const struct dt_world *w)
 {
     tr->cfg = cfg;
-    tr->rank = 0;
-    tr->world = cfg->resolved.world;
+    if (w->size != cfg->resolved.world)
+        return dt_error(DT_ERR_INTERNAL, "dtrun: error: the config resolved %d ranks but %d were started",
+                        cfg->resolved.world, w->size);
+    tr->rank = w->rank;
+    tr->world = w->size;
+    dt_log_set_rank(w->rank, w->size);
+    DT_CHECK(dt_strategy_create(cfg, w, &tr->strategy));
     bool mlp = cfg->model.type == DT_MODEL_MLP;
     tr->B = (int)cfg->data.micro_batch_size;
     tr->T = mlp ? 1 : (int)cfg->model.seq_len; /* an MLP's "tokens" are its samples */
@@ -127,9 +135,10 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg)
                                  (float)cfg->optimizer.momentum,
                                  cfg->optimizer.nesterov};
     DT_CHECK(dt_optimizer_init(&tr->opt, &oc, &dt_kernels_cpu, tr->model->nparams));
+    DT_CHECK(tr->strategy->attach(tr->strategy, tr->model));
     tr->tokens = malloc((size_t)tr->B * (tr->T + 1) * sizeof(int32_t)); /* GPT; small for an MLP */
     if (!tr->tokens) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the batch");
-    if (cfg->events.jsonl) {
+    if (cfg->events.jsonl && tr->rank == 0) {
         char path[4096];
         if (cfg->events.jsonl[0] == '/') snprintf(path, sizeof path, "%s", cfg->events.jsonl);
         else snprintf(path, sizeof path, "%s/%s", cfg->run.dir, cfg->events.jsonl);
@@ -138,8 +147,9 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg)
     return DT_SUCCESS;
 }
 
-static void teardown(struct trainer *tr)
+static void teardown(struct trainer *tr, bool clean)
 {
+    dt_strategy_free(tr->strategy, clean);
     dt_model_free(tr->model);
     dt_optimizer_free(&tr->opt);
     dt_dataset_close(&tr->train);
@@ -168,7 +178,7 @@ static struct dt_batch fill(struct trainer *tr, struct dt_dataset *d, int64_t fi
     return b;
 }
 
-static double evaluate(struct trainer *tr)
+static dt_status_t evaluate(struct trainer *tr, double *out)
 {
     const struct dt_config *cfg = tr->cfg;
     double sum = 0;
@@ -181,11 +191,13 @@ static double evaluate(struct trainer *tr)
         struct dt_batch b = fill(tr, &tr->val, ((int64_t)i * tr->world + tr->rank) * tr->B);
         sum += tr->model->iface.forward(tr->model, &b, 0.0f);
     }
-    return n ? sum / n : NAN;
+    *out = n ? sum / n : NAN;
+    return tr->strategy->mean(tr->strategy, out, 1);
 }
 
 static void progress(struct trainer *tr, int64_t step, double loss, double lr, double tok_s, double eta, bool last)
 {
+    if (tr->rank != 0) return;
     char line[256];
     snprintf(line, sizeof line, "step %lld/%lld | loss %.4f | lr %.3e | %.1fk tok/s | ETA %d:%02d:%02d",
              (long long)step + 1, (long long)tr->steps, loss, lr, tok_s / 1000, (int)eta / 3600, (int)eta / 60 % 60,
@@ -201,14 +213,19 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
     double start = now(), tokens_per_step = (double)cfg->resolved.global_batch * tr->T;
     for (int64_t step = 0; step < tr->steps; step++) {
         double t0 = now();
+        struct dt_strat *st = tr->strategy;
+        dt_strategy_set_step(st, step);
         memset(m->grads, 0, m->nparams * sizeof(float));
         double loss = 0;
         for (int micro = 0; micro < tr->gas; micro++) {
             int64_t first = (((step * tr->gas) + micro) * tr->world + tr->rank) * tr->B;
             struct dt_batch b = fill(tr, &tr->train, first);
             loss += m->iface.forward(m, &b, 1.0f / (float)tr->gas) / tr->gas;
+            st->before_backward(st, m, micro == tr->gas - 1);
             m->iface.backward(m);
         }
+        DT_CHECK(st->reduce_grads(st, m));
+        DT_CHECK(st->mean(st, &loss, 1));
         if (!isfinite(loss))
             return dt_error(DT_ERR_TRAIN, "dtrun: error: the loss is %f at step %lld\n  hint: lower optimizer.lr or "
                             "set compute.gradient_clipping", loss, (long long)step + 1);
@@ -235,7 +252,7 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
         res->steps = step + 1;
         if (tr->eval_every > 0 && ((step + 1) % tr->eval_every == 0 || last)) {
             if (tr->val.synthetic || tr->val.nshards) {
-                res->val_loss = evaluate(tr);
+                DT_CHECK(evaluate(tr, &res->val_loss));
                 dt_json_begin(&tr->json);
                 dt_json_str(&tr->json, "type", "eval");
                 dt_json_int(&tr->json, "step", step + 1);
@@ -250,13 +267,13 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
     return DT_SUCCESS;
 }
 
-dt_status_t dt_train(const struct dt_config *cfg, struct dt_train_result *res)
+dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, struct dt_train_result *res)
 {
     *res = (struct dt_train_result){.val_loss = NAN, .loss_floor = NAN};
     DT_CHECK(supported(cfg));
-    warn_inert(cfg);
+    if (w->rank == 0) warn_inert(cfg);
     struct trainer tr = {0};
-    dt_status_t rc = setup(&tr, cfg);
+    dt_status_t rc = setup(&tr, cfg, w);
     if (rc == DT_SUCCESS) {
         res->activation_bytes = tr.model->activation_bytes;
         char source[256], model[128];
@@ -276,12 +293,12 @@ dt_status_t dt_train(const struct dt_config *cfg, struct dt_train_result *res)
                      dt_dataset_windows(&tr.train));
         }
         DT_INFO(DT_SUB_TRAIN, "training %s: %s, %.2fM parameters, %lld steps of %lld x %d tokens, on %d "
-                "CPU thread%s; %s; activations %.1f MiB",
+                "CPU thread%s; %s; activations %.1f MiB; %d rank%s (%s)",
                 cfg->run.name, model, tr.model->nparams / 1e6, (long long)tr.steps,
                 (long long)cfg->resolved.global_batch, tr.T, dt_kernels_threads(), dt_kernels_threads() > 1 ? "s" : "",
-                source, tr.model->activation_bytes / 1048576.0);
+                source, tr.model->activation_bytes / 1048576.0, tr.world, tr.world > 1 ? "s" : "", tr.strategy->name);
         rc = loop(&tr, res);
     }
-    teardown(&tr);
+    teardown(&tr, rc == DT_SUCCESS);
     return rc;
 }

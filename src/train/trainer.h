@@ -8,6 +8,7 @@
 #define DT_TRAINER_H
 
 #include "config/config.h"
+#include "launch/world.h"
 
 struct dt_train_result {
     int64_t steps;
@@ -18,6 +19,7 @@ struct dt_train_result {
     size_t activation_bytes;
 };
 
-dt_status_t dt_train(const struct dt_config *cfg, struct dt_train_result *res);
+/* w: this process's place in the job (dt_world_discover); its size is cfg->resolved.world. */
+dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, struct dt_train_result *res);
 
 #endif

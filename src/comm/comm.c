@@ -1,0 +1,265 @@
+/* comm.c - see comm.h: the request queue, the communication thread and the watchdog. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "comm/comm.h"
+#include "core/error.h"
+#include "core/log.h"
+
+struct dt_comm_sync {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* queue changed, a request finished, or stop */
+    struct dt_comm_req *head, *tail;
+    bool busy, stop;
+    uint64_t next_seq;
+    pthread_t worker, watchdog;
+    /* what is running now, for the watchdog */
+    struct dt_comm_req *_Atomic running;
+    _Atomic int64_t running_since_ns;
+    /* the first failure, carried from the thread that saw it to the one that waits */
+    char err[2048];
+    pthread_mutex_t wd_mu;
+    pthread_cond_t wd_cv;
+    bool wd_stop;
+};
+
+const char *dt_coll_name(enum dt_coll_kind k)
+{
+    static const char *const names[] = {"all-reduce", "reduce-scatter", "all-gather", "broadcast", "barrier"};
+    return names[k];
+}
+
+static int64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Run r on this thread: the backend's call, then the average's division. */
+static void execute(struct dt_comm *c, struct dt_comm_req *r)
+{
+    struct dt_comm_sync *s = c->sync;
+    atomic_store(&r->state, 1);
+    atomic_store(&s->running_since_ns, now_ns());
+    atomic_store(&s->running, r);
+    atomic_store(&c->started, r->seq + 1);
+    r->rc = c->be->run(c, r);
+    if (r->rc == DT_SUCCESS && r->red == DT_RED_AVG &&
+        (r->kind == DT_COLL_ALLREDUCE || r->kind == DT_COLL_REDUCE_SCATTER)) {
+        if (r->dtype == DT_F32) {
+            float *x = r->recv, inv = 1.0f / (float)c->world.size;
+            for (size_t i = 0; i < r->count; i++) x[i] *= inv;
+        } else if (r->dtype == DT_F64) {
+            double *x = r->recv, inv = 1.0 / c->world.size;
+            for (size_t i = 0; i < r->count; i++) x[i] *= inv;
+        }
+    }
+    atomic_store(&s->running, NULL);
+    atomic_store(&c->finished, r->seq + 1);
+    if (r->rc != DT_SUCCESS) {
+        pthread_mutex_lock(&s->mu);
+        if (!s->err[0]) snprintf(s->err, sizeof s->err, "%s", dt_error_msg());
+        pthread_mutex_unlock(&s->mu);
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    struct dt_comm *c = arg;
+    struct dt_comm_sync *s = c->sync;
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        while (!s->stop && !s->head) pthread_cond_wait(&s->cv, &s->mu);
+        if (!s->head) break;
+        struct dt_comm_req *r = s->head;
+        s->head = r->next;
+        if (!s->head) s->tail = NULL;
+        s->busy = true;
+        pthread_mutex_unlock(&s->mu);
+        execute(c, r);
+        pthread_mutex_lock(&s->mu);
+        s->busy = false;
+        atomic_store(&r->state, 2);
+        pthread_cond_broadcast(&s->cv);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
+/*
+ * The watchdog cannot return an error through a thread blocked inside the
+ * backend's collective, so it is the one place besides main that ends the
+ * process: it prints what hung and asks the backend to end every rank.
+ */
+static void trip(struct dt_comm *c, struct dt_comm_req *r)
+{
+    int ranks[64];
+    uint64_t at[64];
+    int n = c->be->laggards(c, r->seq, ranks, at, 64, c->timeout < 5 ? c->timeout : 5);
+    char who[1024] = "";
+    size_t o = 0;
+    for (int i = 0; i < n && o < sizeof who - 100; i++) {
+        if (at[i] == UINT64_MAX)
+            o += (size_t)snprintf(who + o, sizeof who - o, "%srank %d did not answer (stopped, hung or dead)",
+                                  i ? "; " : "", ranks[i]);
+        else
+            o += (size_t)snprintf(who + o, sizeof who - o, "%srank %d has not reached it (it is at request %llu)",
+                                  i ? "; " : "", ranks[i], (unsigned long long)at[i]);
+    }
+    if (!n) snprintf(who, sizeof who, "every rank reached it, so the transport itself is stuck");
+    dt_error(DT_ERR_COMM, "dtrun: rank %d: error: %s of %s (%zu %s elements, request %llu) did not finish within "
+             "%g s at step %lld: %s\n  hint: a stalled or dead rank, or a step that takes longer than "
+             "compute.comm_timeout; raise compute.comm_timeout if steps are legitimately that slow",
+             c->world.rank, dt_coll_name(r->kind), r->what ? r->what : "?", r->count, dt_dtype_str(r->dtype),
+             (unsigned long long)r->seq + 1, c->timeout, (long long)r->step + 1, who);
+    fprintf(stderr, "%s\n", dt_error_msg());
+    fflush(stderr);
+    c->be->abort(c, dt_status_exit_code(DT_ERR_COMM));
+}
+
+static void *watchdog_main(void *arg)
+{
+    struct dt_comm *c = arg;
+    struct dt_comm_sync *s = c->sync;
+    int64_t limit = (int64_t)(c->timeout * 1e9);
+    pthread_mutex_lock(&s->wd_mu);
+    while (!s->wd_stop) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 20 * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&s->wd_cv, &s->wd_mu, &ts);
+        if (s->wd_stop) break;
+        c->be->serve(c);
+        struct dt_comm_req *r = atomic_load(&s->running);
+        if (r && now_ns() - atomic_load(&s->running_since_ns) > limit) {
+            pthread_mutex_unlock(&s->wd_mu);
+            trip(c, r);
+            pthread_mutex_lock(&s->wd_mu);
+        }
+    }
+    pthread_mutex_unlock(&s->wd_mu);
+    return NULL;
+}
+
+dt_status_t dt_comm_open(struct dt_comm **out, const struct dt_world *w, const struct dt_comm_backend *be,
+                         double timeout_s)
+{
+    *out = NULL;
+    if (!be)
+        return dt_error(DT_ERR_COMM, "dtrun: error: %d ranks need a communication backend, and this dtrun was built "
+                        "without MPI\n  hint: install libopenmpi-dev and rebuild (./configure reports what it found)",
+                        w->size);
+    struct dt_comm *c = calloc(1, sizeof *c);
+    struct dt_comm_sync *s = calloc(1, sizeof *s);
+    if (!c || !s) {
+        free(c);
+        free(s);
+        return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the communicator");
+    }
+    c->be = be;
+    c->world = *w;
+    c->timeout = timeout_s;
+    c->sync = s;
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    pthread_mutex_init(&s->wd_mu, NULL);
+    pthread_cond_init(&s->wd_cv, NULL);
+    dt_status_t rc = be->init(c);
+    if (rc != DT_SUCCESS) {
+        free(s);
+        free(c);
+        return rc;
+    }
+    if (pthread_create(&s->worker, NULL, worker_main, c) || pthread_create(&s->watchdog, NULL, watchdog_main, c)) {
+        return dt_error(DT_ERR_SYSTEM, "dtrun: error: cannot start the communication threads\n  hint: the process "
+                        "limit (ulimit -u) may be reached");
+    }
+    DT_INFO(DT_SUB_COMM, "communicator: %s, %d ranks, watchdog %g s", be->name, w->size, timeout_s);
+    *out = c;
+    return DT_SUCCESS;
+}
+
+void dt_comm_close(struct dt_comm *c, bool clean)
+{
+    if (!c || !clean) return;
+    struct dt_comm_sync *s = c->sync;
+    pthread_mutex_lock(&s->mu);
+    s->stop = true;
+    pthread_cond_broadcast(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    pthread_join(s->worker, NULL);
+    pthread_mutex_lock(&s->wd_mu);
+    s->wd_stop = true;
+    pthread_cond_signal(&s->wd_cv);
+    pthread_mutex_unlock(&s->wd_mu);
+    pthread_join(s->watchdog, NULL);
+    c->be->finalize(c);
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->wd_mu);
+    pthread_cond_destroy(&s->wd_cv);
+    free(s);
+    free(c);
+}
+
+void dt_comm_set_step(struct dt_comm *c, int64_t step) { atomic_store(&c->step, step); }
+
+dt_status_t dt_comm_start(struct dt_comm *c, struct dt_comm_req *r)
+{
+    struct dt_comm_sync *s = c->sync;
+    r->step = atomic_load(&c->step);
+    r->next = NULL;
+    atomic_store(&r->state, 0);
+    pthread_mutex_lock(&s->mu);
+    if (s->err[0]) {
+        pthread_mutex_unlock(&s->mu);
+        return dt_error(DT_ERR_COMM, "%s", s->err);
+    }
+    r->seq = s->next_seq++;
+    if (s->tail) s->tail->next = r;
+    else s->head = r;
+    s->tail = r;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+    return DT_SUCCESS;
+}
+
+dt_status_t dt_comm_wait(struct dt_comm *c, struct dt_comm_req *r)
+{
+    struct dt_comm_sync *s = c->sync;
+    /* no timeout here: the watchdog bounds every running request */
+    pthread_mutex_lock(&s->mu);
+    while (atomic_load(&r->state) != 2) pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+    if (r->rc != DT_SUCCESS) return dt_error(r->rc, "%s", s->err);
+    return DT_SUCCESS;
+}
+
+dt_status_t dt_comm_do(struct dt_comm *c, struct dt_comm_req r)
+{
+    struct dt_comm_sync *s = c->sync;
+    pthread_mutex_lock(&s->mu);
+    bool idle = !s->head && !s->busy && !s->err[0];
+    if (idle) {
+        r.seq = s->next_seq++;
+        r.step = atomic_load(&c->step);
+        s->busy = true;
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!idle) {
+        DT_CHECK(dt_comm_start(c, &r));
+        return dt_comm_wait(c, &r);
+    }
+    execute(c, &r);
+    pthread_mutex_lock(&s->mu);
+    s->busy = false;
+    pthread_mutex_unlock(&s->mu);
+    return r.rc;
+}

@@ -1,0 +1,243 @@
+/*
+ * mpi.c - the CPU communication backend: Open MPI, initialized by dtrun with
+ * MPI_THREAD_MULTIPLE (the communication thread and the watchdog both call
+ * MPI). Collectives run on one duplicate of MPI_COMM_WORLD with errors
+ * returned, not fatal; the watchdog's "where are you?" queries on another, so
+ * they never match a training message.
+ *
+ * Collectives are the blocking calls: on this machine Open MPI's
+ * MPI_Iallreduce reaches 50-70% of MPI_Allreduce's bus bandwidth, and the
+ * communication thread gives the overlap the nonblocking call would.
+ */
+#include <limits.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "comm/comm.h"
+#include "core/error.h"
+
+enum { TAG_QUERY = 1, TAG_ANSWER = 2 };
+
+struct mpi_state {
+    MPI_Comm data, ctrl;
+    bool we_initialized;
+    uint64_t query_buf;
+    MPI_Request query;
+};
+
+static MPI_Datatype mpi_type(enum dt_dtype t)
+{
+    switch (t) {
+    case DT_F32: return MPI_FLOAT;
+    case DT_F64: return MPI_DOUBLE;
+    case DT_I32: return MPI_INT;
+    case DT_BF16:
+    case DT_F16: return MPI_UINT16_T; /* moved, never reduced here */
+    case DT_U8: break;
+    }
+    return MPI_BYTE;
+}
+
+static dt_status_t mpi_fail(struct dt_comm *c, int err, const char *call, const struct dt_comm_req *r)
+{
+    char msg[MPI_MAX_ERROR_STRING] = "";
+    int len = 0;
+    MPI_Error_string(err, msg, &len);
+    return dt_error(DT_ERR_COMM, "dtrun: rank %d: error: %s of %s at step %lld failed in %s: %s\n  hint: another "
+                    "rank probably ended first; its own message (above) says why",
+                    c->world.rank, dt_coll_name(r->kind), r->what ? r->what : "?", (long long)r->step + 1, call, msg);
+}
+
+static dt_status_t mpi_init(struct dt_comm *c)
+{
+    struct mpi_state *m = calloc(1, sizeof *m);
+    if (!m) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for MPI state");
+    int inited = 0, provided = 0;
+    MPI_Initialized(&inited);
+    if (!inited) {
+        if (MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
+            free(m);
+            return dt_error(DT_ERR_COMM, "dtrun: rank %d: error: MPI_Init_thread failed\n  hint: start dtrun "
+                            "through `dtrun -n N`, mpirun, or `srun --mpi=pmix`", c->world.rank);
+        }
+        m->we_initialized = true;
+    } else {
+        MPI_Query_thread(&provided);
+    }
+    if (provided < MPI_THREAD_MULTIPLE) {
+        free(m);
+        return dt_error(DT_ERR_COMM, "dtrun: rank %d: error: this MPI grants thread level %d, and dtrun's "
+                        "communication thread needs MPI_THREAD_MULTIPLE (%d)\n  hint: use an Open MPI built with "
+                        "thread support (Debian's is)", c->world.rank, provided, MPI_THREAD_MULTIPLE);
+    }
+    int rank, size;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    if (rank != c->world.rank || size != c->world.size) {
+        free(m);
+        return dt_error(DT_ERR_COMM, "dtrun: error: MPI says rank %d of %d, but %s said rank %d of %d\n  hint: the "
+                        "launcher and MPI disagree; start dtrun with `srun --mpi=pmix` or `dtrun -n N`", rank, size,
+                        dt_world_source_str(c->world.source), c->world.rank, c->world.size);
+    }
+    MPI_Comm_dup(MPI_COMM_WORLD, &m->data);
+    MPI_Comm_dup(MPI_COMM_WORLD, &m->ctrl);
+    MPI_Comm_set_errhandler(m->data, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(m->ctrl, MPI_ERRORS_RETURN);
+    MPI_Irecv(&m->query_buf, 1, MPI_UINT64_T, MPI_ANY_SOURCE, TAG_QUERY, m->ctrl, &m->query);
+    c->impl = m;
+    return DT_SUCCESS;
+}
+
+/* Element counts beyond INT_MAX go in pieces (all-reduce and broadcast are elementwise). */
+static dt_status_t mpi_run(struct dt_comm *c, struct dt_comm_req *r)
+{
+    struct mpi_state *m = c->impl;
+    MPI_Datatype t = mpi_type(r->dtype);
+    size_t esz = dt_dtype_size(r->dtype);
+    int err = MPI_SUCCESS;
+    const char *call = "";
+    if ((r->kind == DT_COLL_ALLREDUCE || r->kind == DT_COLL_REDUCE_SCATTER) &&
+        (r->dtype == DT_BF16 || r->dtype == DT_F16 || r->dtype == DT_U8))
+        return dt_error(DT_ERR_INTERNAL, "dtrun: error: %s of %s in %s: reductions in this type land with mixed "
+                        "precision (issue #5)\n  hint: set compute.grad_reduce_dtype: fp32", dt_coll_name(r->kind),
+                        r->what, dt_dtype_str(r->dtype));
+    MPI_Op op = r->red == DT_RED_MAX ? MPI_MAX : MPI_SUM;
+    const size_t chunk = (size_t)1 << 30;
+    switch (r->kind) {
+    case DT_COLL_ALLREDUCE:
+        call = "MPI_Allreduce";
+        for (size_t o = 0; o < r->count && err == MPI_SUCCESS; o += chunk) {
+            int n = (int)(r->count - o < chunk ? r->count - o : chunk);
+            char *recv = (char *)r->recv + o * esz;
+            const void *send = r->send ? (const char *)r->send + o * esz : MPI_IN_PLACE;
+            err = MPI_Allreduce(send, recv, n, t, op, m->data);
+        }
+        break;
+    case DT_COLL_BROADCAST:
+        call = "MPI_Bcast";
+        for (size_t o = 0; o < r->count && err == MPI_SUCCESS; o += chunk) {
+            int n = (int)(r->count - o < chunk ? r->count - o : chunk);
+            err = MPI_Bcast((char *)r->recv + o * esz, n, t, r->root, m->data);
+        }
+        break;
+    case DT_COLL_REDUCE_SCATTER:
+    case DT_COLL_ALLGATHER:
+        if (r->count > INT_MAX)
+            return dt_error(DT_ERR_INTERNAL, "dtrun: error: %s of %s: %zu elements per rank is more than MPI's int "
+                            "count\n  hint: use more ranks or smaller buckets", dt_coll_name(r->kind), r->what,
+                            r->count);
+        if (r->kind == DT_COLL_REDUCE_SCATTER) {
+            call = "MPI_Reduce_scatter_block";
+            err = MPI_Reduce_scatter_block(r->send ? r->send : MPI_IN_PLACE, r->recv, (int)r->count, t, op, m->data);
+        } else {
+            call = "MPI_Allgather";
+            err = MPI_Allgather(r->send ? r->send : MPI_IN_PLACE, (int)r->count, t, r->recv, (int)r->count, t,
+                                m->data);
+        }
+        break;
+    case DT_COLL_BARRIER:
+        call = "MPI_Barrier";
+        err = MPI_Barrier(m->data);
+        break;
+    }
+    return err == MPI_SUCCESS ? DT_SUCCESS : mpi_fail(c, err, call, r);
+}
+
+/* Answer every pending query with how many requests this rank has started. */
+static void mpi_serve(struct dt_comm *c)
+{
+    struct mpi_state *m = c->impl;
+    for (;;) {
+        int done = 0;
+        MPI_Status st;
+        if (MPI_Test(&m->query, &done, &st) != MPI_SUCCESS || !done) return;
+        uint64_t started = atomic_load(&c->started);
+        MPI_Request ans;
+        if (MPI_Isend(&started, 1, MPI_UINT64_T, st.MPI_SOURCE, TAG_ANSWER, m->ctrl, &ans) == MPI_SUCCESS)
+            MPI_Request_free(&ans); /* 8 bytes go eagerly; the value is copied */
+        MPI_Irecv(&m->query_buf, 1, MPI_UINT64_T, MPI_ANY_SOURCE, TAG_QUERY, m->ctrl, &m->query);
+    }
+}
+
+static int mpi_laggards(struct dt_comm *c, uint64_t seq, int *ranks, uint64_t *at, int max, double wait_s)
+{
+    struct mpi_state *m = c->impl;
+    int n = c->world.size;
+    uint64_t *got = calloc((size_t)n, sizeof *got);
+    MPI_Request *rq = calloc((size_t)n, sizeof *rq);
+    int *answered = calloc((size_t)n, sizeof *answered);
+    if (!got || !rq || !answered) {
+        free(got);
+        free(rq);
+        free(answered);
+        return 0;
+    }
+    uint64_t ask = seq;
+    for (int i = 0; i < n; i++) {
+        rq[i] = MPI_REQUEST_NULL;
+        if (i == c->world.rank) continue;
+        MPI_Request s;
+        if (MPI_Isend(&ask, 1, MPI_UINT64_T, i, TAG_QUERY, m->ctrl, &s) == MPI_SUCCESS) MPI_Request_free(&s);
+        MPI_Irecv(&got[i], 1, MPI_UINT64_T, i, TAG_ANSWER, m->ctrl, &rq[i]);
+    }
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int pending = n - 1;
+    while (pending > 0) {
+        mpi_serve(c); /* everyone may be asking at once */
+        for (int i = 0; i < n; i++) {
+            int done = 0;
+            if (rq[i] != MPI_REQUEST_NULL && MPI_Test(&rq[i], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && done) {
+                answered[i] = 1;
+                pending--;
+            }
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) * 1e-9 > wait_s) break;
+        nanosleep(&(struct timespec){0, 2000000}, NULL);
+    }
+    int k = 0;
+    for (int i = 0; i < n && k < max; i++) {
+        if (i == c->world.rank) continue;
+        if (!answered[i]) {
+            ranks[k] = i;
+            at[k++] = UINT64_MAX;
+        } else if (got[i] <= seq) {
+            ranks[k] = i;
+            at[k++] = got[i];
+        }
+    }
+    free(got);
+    free(rq);
+    free(answered);
+    return k;
+}
+
+static void mpi_abort(struct dt_comm *c, int code)
+{
+    (void)c;
+    MPI_Abort(MPI_COMM_WORLD, code);
+    _Exit(code);
+}
+
+static void mpi_finalize(struct dt_comm *c)
+{
+    struct mpi_state *m = c->impl;
+    MPI_Cancel(&m->query);
+    MPI_Request_free(&m->query);
+    MPI_Comm_free(&m->ctrl);
+    MPI_Comm_free(&m->data);
+    if (m->we_initialized) MPI_Finalize();
+    free(m);
+}
+
+const struct dt_comm_backend dt_comm_mpi = {
+    .name = "mpi",
+    .init = mpi_init,
+    .run = mpi_run,
+    .serve = mpi_serve,
+    .laggards = mpi_laggards,
+    .abort = mpi_abort,
+    .finalize = mpi_finalize,
+};

@@ -1,0 +1,206 @@
+/*
+ * local.c - `dtrun -n N`: start N workers on this machine through Open MPI's
+ * mpirun (which also serves PMIx to them), stream their output prefixed by
+ * rank, and end with the exit code of the first worker that failed (mpirun
+ * stops the others when one fails). Ctrl-C or SIGTERM stops every worker:
+ * SIGTERM to mpirun, SIGKILL to its process group after a grace period.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include "core/error.h"
+#include "launch/launch.h"
+
+static volatile sig_atomic_t got_signal;
+static void on_signal(int sig) { got_signal = sig; }
+
+struct stream {
+    int fd;
+    FILE *out;
+    char buf[65536];
+    size_t len;
+};
+
+struct failure {
+    int rank, code, sig;
+    char signame[32];
+};
+
+/* mpirun tags worker lines "[job,rank]<stdout>:" (--tag-output); ours say "[rank R] ". */
+static void emit_line(char *line, FILE *out, struct failure *f)
+{
+    int job, rank, n = 0;
+    char which[8];
+    if (sscanf(line, "[%d,%d]<%7[a-z]>:%n", &job, &rank, which, &n) == 3 && n > 0) {
+        char own[32];
+        int k = snprintf(own, sizeof own, "[rank %d]", rank);
+        if (strncmp(line + n, own, (size_t)k) == 0) fprintf(out, "%s\n", line + n);
+        else fprintf(out, "[rank %d] %s\n", rank, line + n);
+        return;
+    }
+    /* mpirun's own report of who failed first */
+    int r, pid, sig;
+    char name[32];
+    if (sscanf(line, "mpirun noticed that process rank %d with PID %d on node %*s exited on signal %d (%31[^)])", &r,
+               &pid, &sig, name) == 4 && f->rank < 0) {
+        f->rank = r;
+        f->sig = sig;
+        snprintf(f->signame, sizeof f->signame, "%s", name);
+    }
+    int a, b;
+    if (sscanf(line, "  Process name: [[%d,%d],%d]", &a, &b, &r) == 3 && f->rank < 0) f->rank = r;
+    if (sscanf(line, "  Exit code: %d", &a) == 1) f->code = a;
+    fprintf(out, "%s\n", line);
+}
+
+/* Read what is there; write out each complete line. Returns false at end of file. */
+static bool pump(struct stream *s, struct failure *f, bool flush)
+{
+    ssize_t r = read(s->fd, s->buf + s->len, sizeof s->buf - 1 - s->len);
+    if (r < 0 && (errno == EINTR || errno == EAGAIN)) return true;
+    bool eof = r <= 0;
+    if (r > 0) s->len += (size_t)r;
+    size_t start = 0;
+    for (size_t i = 0; i < s->len; i++) {
+        if (s->buf[i] != '\n') continue;
+        s->buf[i] = '\0';
+        emit_line(s->buf + start, s->out, f);
+        start = i + 1;
+    }
+    if (start == 0 && (s->len == sizeof s->buf - 1 || ((eof || flush) && s->len > 0))) {
+        s->buf[s->len] = '\0'; /* a line longer than the buffer, or the last one without '\n' */
+        emit_line(s->buf, s->out, f);
+        start = s->len;
+    }
+    memmove(s->buf, s->buf + start, s->len - start);
+    s->len -= start;
+    fflush(s->out);
+    return !eof;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+dt_status_t dt_launch_local(int n, int argc, char **argv, int *exit_code)
+{
+    *exit_code = 0;
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) return dt_error(DT_ERR_SYSTEM, "dtrun: error: cannot find this program (/proc/self/exe): %s",
+                                  strerror(errno));
+    self[len] = '\0';
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    int threads = cpus > n ? (int)(cpus / n) : 1;
+    char nbuf[16], tbuf[16];
+    snprintf(nbuf, sizeof nbuf, "%d", n);
+    snprintf(tbuf, sizeof tbuf, "%d", threads);
+    /* one core per worker when they fit (Open MPI binds to cores for n <= 2 anyway), else none */
+    const char *bind = cpus >= n ? "core" : "none";
+    char **args = calloc((size_t)argc + 16, sizeof *args);
+    if (!args) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory");
+    int k = 0;
+    args[k++] = "mpirun";
+    args[k++] = "-n";
+    args[k++] = nbuf;
+    args[k++] = "--oversubscribe";
+    args[k++] = "--tag-output";
+    args[k++] = "--bind-to";
+    args[k++] = (char *)bind;
+    args[k++] = "-x";
+    args[k++] = "OMP_NUM_THREADS";
+    args[k++] = self;
+    for (int i = 0; i < argc; i++) args[k++] = argv[i];
+    args[k] = NULL;
+
+    int out[2], err[2];
+    if (pipe(out) || pipe(err)) {
+        free(args);
+        return dt_error(DT_ERR_SYSTEM, "dtrun: error: pipe: %s", strerror(errno));
+    }
+    pid_t pid = fork();
+    if (pid < 0) {
+        free(args);
+        return dt_error(DT_ERR_SYSTEM, "dtrun: error: fork: %s", strerror(errno));
+    }
+    if (pid == 0) {
+        setpgid(0, 0);                    /* Ctrl-C reaches the launcher, which stops the job in order */
+        prctl(PR_SET_PDEATHSIG, SIGTERM); /* and a killed launcher takes mpirun with it */
+        dup2(out[1], STDOUT_FILENO);
+        dup2(err[1], STDERR_FILENO);
+        close(out[0]);
+        close(err[0]);
+        close(out[1]);
+        close(err[1]);
+        setenv("OMP_NUM_THREADS", tbuf, 0);
+        if (geteuid() == 0) { /* Open MPI refuses root unless told twice */
+            setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+            setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+        }
+        execvp("mpirun", args);
+        fprintf(stderr, "dtrun: error: cannot run mpirun: %s\n  hint: `dtrun -n N` starts its workers through Open "
+                "MPI; install openmpi-bin\n", strerror(errno));
+        _exit(127);
+    }
+    free(args);
+    close(out[1]);
+    close(err[1]);
+    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+
+    struct stream so = {.fd = out[0], .out = stdout}, se = {.fd = err[0], .out = stderr};
+    struct failure f = {.rank = -1};
+    bool open_out = true, open_err = true;
+    double kill_at = 0;
+    int forwarded = 0;
+    while (open_out || open_err) {
+        struct pollfd p[2] = {{open_out ? so.fd : -1, POLLIN, 0}, {open_err ? se.fd : -1, POLLIN, 0}};
+        int r = poll(p, 2, 100);
+        if (r > 0) {
+            if (p[0].revents) open_out = pump(&so, &f, false);
+            if (p[1].revents) open_err = pump(&se, &f, false);
+        }
+        if (got_signal && !forwarded) {
+            forwarded = got_signal;
+            fprintf(stderr, "dtrun: %s: stopping %d worker%s\n", strsignal(forwarded), n, n > 1 ? "s" : "");
+            kill(pid, SIGTERM);
+            kill_at = now() + 10;
+        }
+        if (kill_at > 0 && now() > kill_at) {
+            kill(-pid, SIGKILL);
+            kill_at = 0;
+        }
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    close(out[0]);
+    close(err[0]);
+    if (forwarded) {
+        *exit_code = 128 + forwarded;
+        return DT_SUCCESS;
+    }
+    *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (*exit_code == 127 && f.rank < 0) return DT_SUCCESS; /* mpirun missing: the child said so */
+    if (f.rank >= 0 && f.sig)
+        fprintf(stderr, "dtrun: rank %d was killed by signal %d (%s); the other ranks were stopped (exit %d)\n",
+                f.rank, f.sig, f.signame, *exit_code);
+    else if (f.rank >= 0)
+        fprintf(stderr, "dtrun: rank %d failed first (exit code %d); the other ranks were stopped\n", f.rank,
+                f.code ? f.code : *exit_code);
+    return DT_SUCCESS;
+}
