@@ -116,7 +116,7 @@ static dt_status_t ddp_attach(struct dt_strat *s, struct dt_model *m)
             return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for gradient bucket %d (%zu elements)", i + 1,
                             d->plan.b[i].numel);
     }
-    DT_INFO(DT_SUB_COMM, "ddp: %d gradient bucket%s of at most %.1f MiB over %zu parameters", n, n > 1 ? "s" : "",
+    DT_INFO(DT_SUB_COMM, "ddp: %d gradient bucket%s of at most %.2f MiB over %zu parameters", n, n > 1 ? "s" : "",
             d->cap * 4.0 / 1048576, m->nparams);
     return dt_comm_do(s->comm, dt_coll_broadcast(m->params, m->nparams, DT_F32, 0, "initial parameters"));
 }

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# DDP through the local launcher (dtrun -n N, real mpirun and Open MPI):
+# DESIGN.md invariant 1 across ranks (N ranks = 1 rank accumulating N
+# micro-batches, within 1e-5 relative per step), several overlapped buckets,
+# accumulation with DDP, and the failure modes: a rank killed with SIGKILL, a
+# stalled rank (SIGSTOP) tripping the watchdog, errors every rank hits, a
+# config that disagrees with the launcher, Ctrl-C.
+. "$(dirname "$0")/tap.sh"
+cd "$TMP" || exit 1
+if ! "$DTRUN" --version | grep -q '^comm: mpi'; then
+    echo "1..0 # SKIP this dtrun was built without MPI"
+    exit 0
+fi
+base=(model.n_layer=2 model.n_embd=64 model.n_head=4 model.seq_len=32 run.eval_interval=0ba data.micro_batch_size=4
+    run.max_duration=50ba)
+losses() { sed -n 's/.*"loss":\([0-9.e+-]*\).*/\1/p' "$1/events.jsonl"; }
+maxrel() { paste <(losses "$1") <(losses "$2") | awk '{ d = ($1 - $2) / $2; d = d < 0 ? -d : d; if (d > m) m = d } END { printf "%.2e", m + 0 }'; }
+within() { awk -v x="$1" -v lim="$2" 'BEGIN { exit !(x <= lim) }'; }
+# the pid of rank $1 of a running job started from directory $2
+rank_pid() {
+    local p
+    for p in $(pgrep -f "run.dir=$2" 2>/dev/null); do
+        tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" && { echo "$p"; return; }
+    done
+}
+wait_for_steps() { for _ in $(seq 300); do [ -s "$1/events.jsonl" ] && return; sleep 0.1; done; }
+gone() { ! pgrep -f "run.dir=$1" >/dev/null; }
+
+run "1 rank, accumulation 2" 0 "$DTRUN" run "${base[@]}" compute.gradient_accumulation_steps=2 run.dir=a2
+run "dtrun -n 2" 0 timeout 300 "$DTRUN" -n 2 "${base[@]}" run.dir=d2
+same "50 steps each" "$(losses a2 | wc -l) $(losses d2 | wc -l)" "50 50"
+has "rank 0 reports the world" "$err" "[rank 0] dtrun: training "
+has "ddp on 2 ranks" "$err" "; 2 ranks (ddp)"
+[ "$(grep -c 'dtrun: training' <<<"$err")" = 1 ] && ok "only rank 0 logs progress" || not_ok "ranks > 0 logged" "$err"
+d=$(maxrel d2 a2)
+within "$d" 1e-5 && ok "2 ranks trace 1 rank x 2 micro-batches (max relative difference $d)" ||
+    not_ok "2 ranks vs 1 rank differ by $d"
+
+run "1 rank, accumulation 4" 0 "$DTRUN" run "${base[@]}" compute.gradient_accumulation_steps=4 run.dir=a4
+run "dtrun -n 4" 0 timeout 300 "$DTRUN" -n 4 "${base[@]}" run.dir=d4
+d=$(maxrel d4 a4)
+within "$d" 1e-5 && ok "4 ranks trace 1 rank x 4 micro-batches (max relative difference $d)" ||
+    not_ok "4 ranks vs 1 rank differ by $d"
+run "dtrun -n 2, accumulation 2" 0 timeout 300 "$DTRUN" -n 2 "${base[@]}" compute.gradient_accumulation_steps=2 \
+    run.dir=d2a2
+d=$(maxrel d2a2 a4)
+within "$d" 1e-5 && ok "2 ranks x 2 micro-batches trace 1 rank x 4 (max relative difference $d)" ||
+    not_ok "2x2 vs 1x4 differ by $d"
+run "dtrun -n 2, 0.05 MiB buckets" 0 timeout 300 "$DTRUN" -n 2 "${base[@]}" compute.gradient_accumulation_steps=2 \
+    compute.strategy_config.bucket_cap_mb=0.05 run.dir=d2b
+has "many buckets" "$err" "ddp: 10 gradient buckets of at most 0.05 MiB over 118528 parameters"
+d=$(maxrel d2b a4)
+within "$d" 1e-5 && ok "overlapped buckets trace the same losses (max relative difference $d)" ||
+    not_ok "small buckets differ by $d"
+
+run "1 rank MLP, accumulation 2" 0 "$DTRUN" run "$DT_SRCDIR/templates/mlp-regression.yaml" run.max_duration=50ba \
+    compute.gradient_accumulation_steps=2 run.dir=m1
+run "dtrun -n 2 MLP" 0 timeout 300 "$DTRUN" -n 2 "$DT_SRCDIR/templates/mlp-regression.yaml" run.max_duration=50ba \
+    run.dir=m2
+d=$(maxrel m2 m1)
+within "$d" 1e-5 && ok "MLP on 2 ranks traces 1 rank (max relative difference $d)" || not_ok "MLP differs by $d"
+
+# a rank killed mid-run ends the job, named
+"$DTRUN" -n 2 "${base[@]}" run.max_duration=100000ba run.dir=k >k.out 2>k.err &
+launcher=$!
+wait_for_steps k
+t0=$(date +%s)
+kill -9 "$(rank_pid 1 k)"
+timeout 60 tail --pid="$launcher" -f /dev/null
+wait "$launcher"
+rc=$?
+secs=$(($(date +%s) - t0))
+[ "$rc" = 137 ] && ok "kill -9 of rank 1: exit 137" || not_ok "kill -9 of rank 1: exit $rc" "$(cat k.err)"
+[ "$secs" -le 30 ] && ok "the job ended ${secs} s after the kill" || not_ok "the job took ${secs} s to end"
+has "the launcher names the rank" "$(cat k.err)" "dtrun: rank 1 was killed by signal 9 (Killed); the other ranks were stopped (exit 137)"
+gone k && ok "no worker left behind" || not_ok "workers still running: $(pgrep -af run.dir=k)"
+
+# a stalled rank trips the watchdog, which names the operation and the rank
+"$DTRUN" -n 2 "${base[@]}" run.max_duration=100000ba compute.comm_timeout=2 run.dir=s >s.out 2>s.err &
+launcher=$!
+wait_for_steps s
+t0=$(date +%s)
+kill -STOP "$(rank_pid 1 s)"
+timeout 60 tail --pid="$launcher" -f /dev/null
+wait "$launcher"
+rc=$?
+secs=$(($(date +%s) - t0))
+[ "$rc" = 4 ] && ok "SIGSTOP of rank 1: exit 4" || not_ok "SIGSTOP of rank 1: exit $rc" "$(cat s.err)"
+[ "$secs" -le 30 ] && ok "the watchdog ended the job ${secs} s after the stall" || not_ok "it took ${secs} s"
+msg=$(grep 'did not finish' s.err)
+has "the watchdog names the operation" "$msg" "[rank 0] dtrun: rank 0: error: all-reduce of "
+has "the watchdog names the timeout and the step" "$msg" "did not finish within 2 s at step "
+has "the watchdog names the stalled rank" "$msg" ": rank 1 did not answer (stopped, hung or dead)"
+gone s && ok "the stopped worker was ended too" || { not_ok "workers left: $(pgrep -af run.dir=s)"; pkill -9 -f run.dir=s; }
+
+# errors every rank sees come out once per rank, with the workers' exit code
+run "missing data on every rank" 3 timeout 120 "$DTRUN" -n 2 "${base[@]}" data.train=/nonexistent/x_*.bin run.dir=e
+has "rank-prefixed error" "$err" "[rank 0] data.train: error: '/nonexistent/x_*.bin' matches no file"
+run "a config that wants 4 ranks, started with 2" 2 timeout 120 "$DTRUN" -n 2 "${base[@]}" compute.num_devices=4 \
+    run.dir=e2
+has "the mismatch is named" "$err" "compute.num_nodes 1 (auto) x compute.num_devices 4 (override 'compute.num_devices=4') = 4 ranks, but mpirun started 2 ranks on 1 node"
+run "-n without a number" 2 "$DTRUN" -n x
+has "usage" "$err" "dtrun: error: -n takes a number of workers from 1 to 1024, e.g. dtrun -n 2 config.yaml"
+
+# Ctrl-C (SIGINT to the launcher) ends every worker
+"$DTRUN" -n 2 "${base[@]}" run.max_duration=100000ba run.dir=c >c.out 2>c.err &
+launcher=$!
+wait_for_steps c
+kill -INT "$launcher"
+timeout 60 tail --pid="$launcher" -f /dev/null
+wait "$launcher"
+rc=$?
+[ "$rc" = 130 ] && ok "Ctrl-C: exit 130" || not_ok "Ctrl-C: exit $rc" "$(cat c.err)"
+has "Ctrl-C is reported" "$(cat c.err)" "dtrun: Interrupt: stopping 2 workers"
+sleep 1
+gone c && ok "Ctrl-C left no worker" || { not_ok "workers left: $(pgrep -af run.dir=c)"; pkill -9 -f run.dir=c; }
+finish
