@@ -64,6 +64,58 @@ dt_status_t dt_pmix_world(struct dt_world *w)
     return DT_SUCCESS;
 }
 
+dt_status_t dt_pmix_share(const char *key, void *blob, size_t n, int root, int timeout_s)
+{
+    if (!initialized)
+        return dt_error(DT_ERR_INTERNAL, "dtrun: error: the PMIx bootstrap was asked for before PMIx_Init");
+    pmix_status_t rc;
+    if ((int)me.rank == root) {
+        pmix_value_t v;
+        PMIX_VALUE_CONSTRUCT(&v);
+        v.type = PMIX_BYTE_OBJECT;
+        v.data.bo.bytes = blob;
+        v.data.bo.size = n;
+        rc = PMIx_Put(PMIX_GLOBAL, key, &v);
+        if (rc == PMIX_SUCCESS) rc = PMIx_Commit();
+        if (rc != PMIX_SUCCESS)
+            return dt_error(DT_ERR_COMM, "dtrun: rank %d: error: PMIx_Put/Commit of '%s' failed: %s", root, key,
+                            PMIx_Error_string(rc));
+    }
+    pmix_proc_t all;
+    PMIX_PROC_CONSTRUCT(&all);
+    memcpy(all.nspace, me.nspace, sizeof all.nspace);
+    all.rank = PMIX_RANK_WILDCARD;
+    pmix_info_t info[2];
+    bool collect = true;
+    PMIX_INFO_CONSTRUCT(&info[0]);
+    PMIX_INFO_CONSTRUCT(&info[1]);
+    PMIX_INFO_LOAD(&info[0], PMIX_COLLECT_DATA, &collect, PMIX_BOOL);
+    PMIX_INFO_LOAD(&info[1], PMIX_TIMEOUT, &timeout_s, PMIX_INT);
+    rc = PMIx_Fence(&all, 1, info, 2);
+    if (rc != PMIX_SUCCESS)
+        return dt_error(DT_ERR_COMM, "dtrun: rank %u: error: PMIx_Fence (collecting '%s') failed after at most %d s: "
+                        "%s\n  hint: a rank did not reach the bootstrap; look for its own error, or check that "
+                        "every task runs dtrun", me.rank, key, timeout_s, PMIx_Error_string(rc));
+    if ((int)me.rank == root) return DT_SUCCESS;
+    pmix_proc_t from;
+    PMIX_PROC_CONSTRUCT(&from);
+    memcpy(from.nspace, me.nspace, sizeof from.nspace);
+    from.rank = (pmix_rank_t)root;
+    pmix_value_t *val = NULL;
+    rc = PMIx_Get(&from, key, &info[1], 1, &val);
+    if (rc != PMIX_SUCCESS || !val)
+        return dt_error(DT_ERR_COMM, "dtrun: rank %u: error: PMIx_Get of '%s' from rank %d failed: %s", me.rank, key,
+                        root, PMIx_Error_string(rc));
+    bool fits = val->type == PMIX_BYTE_OBJECT && val->data.bo.size == n;
+    if (fits) memcpy(blob, val->data.bo.bytes, n);
+    size_t got = val->type == PMIX_BYTE_OBJECT ? val->data.bo.size : 0;
+    PMIX_VALUE_RELEASE(val);
+    if (!fits)
+        return dt_error(DT_ERR_COMM, "dtrun: rank %u: error: '%s' from rank %d holds %zu bytes, not %zu", me.rank, key,
+                        root, got, n);
+    return DT_SUCCESS;
+}
+
 void dt_pmix_finalize(void)
 {
     if (initialized) PMIx_Finalize(NULL, 0);

@@ -41,6 +41,9 @@ void dt_world_describe(const struct dt_world *w, char *buf, size_t n);
 /* PMIx queries (launch/pmix.c; world_reg.c says whether it is compiled in). */
 bool dt_pmix_compiled(void);
 dt_status_t dt_pmix_world(struct dt_world *w);
+/* The key-value bootstrap (put, commit, fence collecting data, get): rank root's n bytes
+ * reach every rank under key; how NCCL's ncclUniqueId travels. Waits at most timeout_s. */
+dt_status_t dt_pmix_share(const char *key, void *blob, size_t n, int root, int timeout_s);
 void dt_pmix_finalize(void);
 
 #endif
