@@ -34,6 +34,7 @@
 static const char usage[] =
     "usage: dtrun [run] [CONFIG] [key=value ...]   train (no CONFIG: the built-in default)\n"
     "       dtrun -n N [run|info] [CONFIG] ...     N local workers through mpirun, output prefixed by rank\n"
+    "       dtrun [run] CONFIG --dry-run           in a Slurm allocation: print the srun line dtrun would run\n"
     "       dtrun check [CONFIG] [key=value ...]   validate; print the resolved config as YAML\n"
     "       dtrun prepare TEXT... --out DIR        byte-level token shards (llm.c format) from text\n"
     "       dtrun info                             this process's place in the job (rank, node, source)\n"
@@ -108,12 +109,45 @@ static dt_status_t cmd_check(int argc, char **argv)
     return rc;
 }
 
+/* A Slurm allocation outside a step: become one srun step (or print it with --dry-run). */
+static dt_status_t run_srun(int argc, char **argv, bool dry_run, bool *done)
+{
+    struct dt_config cfg;
+    dt_status_t rc = load_resolved(&cfg, argc, argv, NULL);
+    *done = rc != DT_SUCCESS || dry_run || cfg.resolved.world > 1;
+    if (rc == DT_SUCCESS && *done) rc = dt_srun(&cfg, argc, argv, dry_run);
+    if (rc == DT_SUCCESS && !*done) DT_INFO(DT_SUB_LAUNCH, "one rank: training in this process, not through srun");
+    dt_config_free(&cfg);
+    return rc;
+}
+
 static dt_status_t cmd_run(int argc, char **argv)
 {
+    bool dry_run = false;
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--dry-run")) dry_run = true;
+        else argv[n++] = argv[i];
+    }
+    argc = n;
+    if (dt_srun_wanted()) {
+        bool done;
+        dt_status_t rc = run_srun(argc, argv, dry_run, &done);
+        if (done) return rc;
+    } else if (dry_run) {
+        printf("dtrun: not in a Slurm allocation outside a step, so dtrun trains here, without srun\n");
+        return DT_SUCCESS;
+    }
     struct dt_world w;
     DT_CHECK(dt_world_discover(&w));
     struct dt_config cfg;
     dt_status_t rc = load_resolved(&cfg, argc, argv, &w);
+    struct dt_devmap dev;
+    if (rc == DT_SUCCESS && cfg.compute.device == DT_DEVICE_CUDA && (rc = dt_device_map(&w, &dev)) == DT_SUCCESS) {
+        char line[256];
+        dt_device_describe(&dev, line, sizeof line);
+        fprintf(stderr, "[rank %d] dtrun: device %s\n", w.rank, line);
+    }
     struct dt_train_result res;
     if (rc == DT_SUCCESS) rc = dt_train(&cfg, &w, &res);
     if (rc == DT_SUCCESS) {

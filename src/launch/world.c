@@ -23,6 +23,9 @@ static dt_status_t from_slurm(struct dt_world *w, bool pmix_present)
 {
     int size = dt_env_int("SLURM_STEP_NUM_TASKS");
     if (size < 1) size = 1;
+    if (size > 1 && !pmix_present && getenv("PMIX_RANK"))
+        return dt_error(DT_ERR_COMM, "dtrun: error: srun started %d tasks with PMIx, but this dtrun was built without "
+                        "PMIx, so they cannot find each other\n  hint: install libpmix-dev and rebuild dtrun", size);
     if (size > 1 && !pmix_present)
         return dt_error(DT_ERR_COMM, "dtrun: error: srun started %d tasks without PMIx, so they cannot find each other "
                         "(each would train alone)\n  hint: run `srun --mpi=pmix dtrun ...`, or set MpiDefault=pmix "

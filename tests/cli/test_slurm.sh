@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# dtrun on a real Slurm cluster (scripts/testbed: slurmctld and three slurmd
+# on this machine, PMIx, fake GPUs): DDP across "nodes" through
+# `srun --mpi=pmix` against the 1-rank run, the PMIx bootstrap over 3 nodes,
+# the device map, what is refused (no PMIx, ranks sharing a GPU, more nodes
+# than the allocation), the srun wrapper in a batch script, and a rank killed
+# under --kill-on-bad-exit. scripts/test starts the testbed and exports
+# SLURM_CONF; without it these tests are skipped.
+. "$(dirname "$0")/tap.sh"
+cd "$TMP" || exit 1
+if [ -z "${SLURM_CONF:-}" ] || ! sinfo -h >/dev/null 2>&1; then
+    echo "1..0 # SKIP no Slurm testbed (scripts/testbed start, then export SLURM_CONF)"
+    exit 0
+fi
+if ! "$DTRUN" --version | grep -q '^comm: mpi' || ! "$DTRUN" --version | grep -q '^bootstrap: pmix'; then
+    echo "1..0 # SKIP this dtrun was built without MPI or PMIx"
+    exit 0
+fi
+# Open MPI's shared-memory transport is confused by two "nodes" on one host (TESTBED.md)
+export OMPI_MCA_btl=self,tcp OMP_NUM_THREADS=1
+base=(model.n_layer=2 model.n_embd=64 model.n_head=4 model.seq_len=32 run.eval_interval=0ba data.micro_batch_size=4
+    run.max_duration=50ba)
+losses() { sed -n 's/.*"loss":\([0-9.e+-]*\).*/\1/p' "$1/events.jsonl"; }
+maxrel() { paste <(losses "$1") <(losses "$2") | awk '{ d = ($1 - $2) / $2; d = d < 0 ? -d : d; if (d > m) m = d } END { printf "%.2e", m + 0 }'; }
+within() { awk -v x="$1" -v lim="$2" 'BEGIN { exit !(x <= lim) }'; }
+info() { sed 's/; [0-9]* CPU threads*//; s/; no GPU: [^;]*//; s/Slurm job [0-9]* step [0-9]*/Slurm job J step S/' | sort; }
+
+run "1 rank, accumulation 4" 0 "$DTRUN" run "${base[@]}" compute.gradient_accumulation_steps=4 run.dir=a4
+run "srun -N2 -n4 --mpi=pmix" 0 timeout 300 srun -N2 -n4 --ntasks-per-node=2 --mpi=pmix "$DTRUN" "${base[@]}" run.dir=s4
+has "4 ranks on 2 nodes" "$err" "; 4 ranks (ddp)"
+same "50 steps" "$(losses s4 | wc -l)" 50
+d=$(maxrel s4 a4)
+within "$d" 1e-5 && ok "srun -N2 -n4 traces 1 rank x 4 micro-batches (max relative difference $d)" ||
+    not_ok "srun -N2 -n4 vs 1 rank differ by $d"
+
+run "dtrun info on 3 nodes" 0 timeout 60 srun -N3 -n3 --mpi=pmix "$DTRUN" info
+sums=$(sed -n 's/.*bootstrap pmix: 128 bytes from rank 0, FNV-1a \([0-9a-f]*\)$/\1/p' <<<"$out" | sort -u)
+[ "$(wc -l <<<"$out")" = 3 ] && [ "$(wc -w <<<"$sums")" = 1 ] &&
+    ok "rank 0's 128-byte blob reached every node through PMIx (FNV-1a $sums)" ||
+    not_ok "the bootstrap blob differs across ranks" "$out"
+same "each rank's place" "$(sed 's/;.*//' <<<"$out" | sort)" \
+"dtrun info: rank 0/3 (local 0/1, node 0/3) from pmix
+dtrun info: rank 1/3 (local 0/1, node 1/3) from pmix
+dtrun info: rank 2/3 (local 0/1, node 2/3) from pmix"
+
+run "dtrun info, one fake GPU per task" 0 timeout 60 srun -N2 -n4 --ntasks-per-node=2 --gpus-per-task=1 --mpi=pmix \
+    "$DTRUN" info
+same "each rank drives its own GPU" "$(sed 's/.*(local \([0-9]\)\/2, node \([0-9]\)\/2).*device \([^;]*\);.*/node \2 local \1: \3/' <<<"$out" | sed 's/, CUDA_VISIBLE.*//' | sort)" \
+"node 0 local 0: cuda:0 (GPU 0 of the node
+node 0 local 1: cuda:0 (GPU 1 of the node
+node 1 local 0: cuda:0 (GPU 0 of the node
+node 1 local 1: cuda:0 (GPU 1 of the node"
+run "dtrun info, 2 GPUs for the node's 2 tasks" 0 timeout 60 srun -N1 -n2 --gres=gpu:2 --mpi=pmix "$DTRUN" info
+has "local rank 1 takes the second GPU" "$out" "rank 1/2 (local 1/2, node 0/1) from pmix; Slurm job"
+has "local rank 1: cuda:1" "$(grep 'rank 1/2' <<<"$out")" "device cuda:1 (GPU 1 of the node; CUDA_VISIBLE_DEVICES=0,1, SLURM_STEP_GPUS=0,1)"
+run "2 tasks, 1 GPU" 2 timeout 60 srun -N1 -n2 --gres=gpu:1 --mpi=pmix "$DTRUN" info
+has "sharing a GPU is refused" "$err" "error: 2 ranks on this node but the step has 1 GPU here (SLURM_GPUS_ON_NODE=1; CUDA_VISIBLE_DEVICES=0, SLURM_STEP_GPUS=0), so ranks would share a GPU"
+
+run "srun -n 2 without PMIx" 4 timeout 60 srun -n 2 --mpi=none "$DTRUN" "${base[@]}" run.dir=np
+has "says how to fix it" "$err" "dtrun: error: srun started 2 tasks without PMIx, so they cannot find each other (each would train alone)
+  hint: run \`srun --mpi=pmix dtrun ...\`, or set MpiDefault=pmix in slurm.conf"
+[ ! -e np/events.jsonl ] && ok "nothing trained" || not_ok "np/events.jsonl exists"
+
+# the srun wrapper, from a batch script of 2 nodes x 1 task
+cat >job.sh <<EOS
+#!/bin/bash
+"$DTRUN" ${base[*]} --dry-run
+"$DTRUN" ${base[*]} compute.num_nodes=3 run.dir=$TMP/big; echo "too many nodes: exit \$?"
+"$DTRUN" ${base[*]} run.dir=$TMP/w2; echo "wrapper: exit \$?"
+EOS
+run "sbatch -N2 with dtrun CONFIG inside" 0 timeout 300 sbatch -N2 --ntasks-per-node=1 -o job.out --wait job.sh
+job=$(cat job.out)
+has "--dry-run prints the srun line" "$job" "srun --mpi=pmix --kill-on-bad-exit=1 --nodes=2 --ntasks-per-node=1 $DTRUN run ${base[*]}"
+has "more nodes than the allocation is refused" "$job" "override 'compute.num_nodes=3': error: compute.num_nodes is 3, but the allocation has 2 nodes (Slurm job"
+has "... before training" "$job" "too many nodes: exit 2"
+[ ! -e big ] && ok "no run directory for the refused config" || not_ok "big/ was created"
+has "the wrapper says what it runs" "$job" "running: srun --mpi=pmix --kill-on-bad-exit=1 --nodes=2 --ntasks-per-node=1"
+has "the wrapped step trains" "$job" "wrapper: exit 0"
+run "1 rank, accumulation 2" 0 "$DTRUN" run "${base[@]}" compute.gradient_accumulation_steps=2 run.dir=a2
+d=$(maxrel w2 a2)
+within "$d" 1e-5 && ok "the wrapper's 2-node step traces 1 rank x 2 (max relative difference $d)" ||
+    not_ok "wrapper vs 1 rank differ by $d"
+
+# kill -9 of one rank under --kill-on-bad-exit ends the step
+srun -N2 -n2 --mpi=pmix --kill-on-bad-exit=1 "$DTRUN" "${base[@]}" run.max_duration=100000ba run.dir=$TMP/k \
+    >k.out 2>k.err &
+step=$!
+for _ in $(seq 300); do [ -s k/events.jsonl ] && break; sleep 0.1; done
+victim=""
+for p in $(pgrep -f "run.dir=$TMP/k"); do
+    tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx SLURM_PROCID=1 && victim=$p
+done
+t0=$(date +%s)
+kill -9 "$victim"
+timeout 60 tail --pid="$step" -f /dev/null
+wait "$step"
+rc=$?
+secs=$(($(date +%s) - t0))
+[ "$rc" != 0 ] && ok "srun exits non-zero ($rc)" || not_ok "srun exit 0 after a rank was killed"
+[ "$secs" -le 30 ] && ok "the step ended ${secs} s after the kill" || not_ok "the step took ${secs} s"
+has "srun names the rank" "$(cat k.err)" "task 1: Killed"
+finish
