@@ -40,6 +40,7 @@ struct dt_kernels {
     void (*residual_forward)(float *out, const float *a, const float *b, size_t N);
     /* out(B,T,C) = wte[inp] + wpe[t] */
     void (*encoder_forward)(float *out, const int32_t *inp, const float *wte, const float *wpe, int B, int T, int C);
+    /* dwte[inp] += dout, dwpe[t] += dout; dwte NULL: the positions only */
     void (*encoder_backward)(float *dwte, float *dwpe, const float *dout, const int32_t *inp, int B, int T, int C);
     /*
      * Fused softmax + cross-entropy over rows of V. losses(BT) = -log softmax(logits)[target].

@@ -25,12 +25,14 @@ void dt_cpu_encoder_backward(float *dwte, float *dwpe, const float *dout, const 
         for (int b = 0; b < B; b++) {
             for (int t = 0; t < T; t++) {
                 const float *d = dout + ((size_t)b * T + t) * C;
-                float *te = dwte + (size_t)inp[b * T + t] * C, *pe = dwpe + (size_t)t * C;
-                #pragma omp simd
-                for (int c = c0; c < c1; c++) {
-                    te[c] += d[c];
-                    pe[c] += d[c];
+                float *pe = dwpe + (size_t)t * C;
+                if (dwte) {
+                    float *te = dwte + (size_t)inp[b * T + t] * C;
+                    #pragma omp simd
+                    for (int c = c0; c < c1; c++) te[c] += d[c];
                 }
+                #pragma omp simd
+                for (int c = c0; c < c1; c++) pe[c] += d[c];
             }
         }
     }

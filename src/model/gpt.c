@@ -159,39 +159,47 @@ static void gpt_backward(struct dt_model *m)
     const struct dt_kernels *k = m->k;
     int B = g->B, T = g->T, C = g->c.n_embd, V = g->c.vocab_size, L = g->c.n_layer, BT = B * T;
     size_t BTC = (size_t)BT * C;
+    /* reporting groups as they finish needs the token embedding's rows handed over at the end */
+    bool report = m->on_grads_ready && m->on_sparse_grads;
     memset(g->dln, 0, BTC * sizeof(float));
     memset(g->dres, 0, BTC * sizeof(float));
     k->matmul_backward(g->dln, g->g[WTE], NULL, g->logits, g->lnf, g->p[WTE], BT, C, V);
+    if (report) dt_model_grads_ready(m, 0);
     k->layernorm_backward(g->dres, g->g[LNFW], g->g[LNFB], g->dln, g->resid[L], g->p[LNFW], g->lnf_mean, g->lnf_rstd,
                           BT, C);
-    dt_model_grads_ready(m, 0);
+    if (report) dt_model_grads_ready(m, 1);
     for (int l = L - 1; l >= 0; l--) {
         if (g->c.activation_checkpointing) block_forward(g, l, g->resid[l], g->proj);
         block_backward(g, l, g->resid[l]);
-        dt_model_grads_ready(m, L - l);
+        if (report) dt_model_grads_ready(m, L - l + 1);
     }
-    k->encoder_backward(g->g[WTE], g->g[WPE], g->dres, g->inputs, B, T, C);
-    dt_model_grads_ready(m, L + 1);
+    k->encoder_backward(report ? NULL : g->g[WTE], g->g[WPE], g->dres, g->inputs, B, T, C);
+    if (report) {
+        m->on_sparse_grads(m->hook_ctx, g->views[WTE].offset, g->inputs, g->dres, BT, C);
+        dt_model_grads_ready(m, L + 2);
+    }
 }
 
-/* Group 0: lnfw, lnfb; group L-l: layer l's slice of each per-layer tensor; group L+1: wte, wpe. */
+/* Group 0: wte (final after the LM head but for the input tokens' rows, handed over
+ * separately); group 1: lnfw, lnfb; group L-l+1: layer l's slice of each per-layer tensor;
+ * group L+2: wpe. */
 static dt_status_t grad_segments(struct gpt *g)
 {
     int L = g->c.n_layer, n = 0;
     g->segs = malloc((size_t)(4 + (LNFW - LN1W) * L) * sizeof *g->segs);
     if (!g->segs) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for gradient segments");
-    g->segs[n++] = (struct dt_grad_seg){g->views[LNFW].offset, g->views[LNFW].numel, 0};
-    g->segs[n++] = (struct dt_grad_seg){g->views[LNFB].offset, g->views[LNFB].numel, 0};
+    g->segs[n++] = (struct dt_grad_seg){g->views[WTE].offset, g->views[WTE].numel, 0};
+    g->segs[n++] = (struct dt_grad_seg){g->views[LNFW].offset, g->views[LNFW].numel, 1};
+    g->segs[n++] = (struct dt_grad_seg){g->views[LNFB].offset, g->views[LNFB].numel, 1};
     for (int l = L - 1; l >= 0; l--)
         for (int i = LN1W; i < LNFW; i++) {
             size_t per = g->views[i].numel / (size_t)L;
-            g->segs[n++] = (struct dt_grad_seg){g->views[i].offset + (size_t)l * per, per, L - l};
+            g->segs[n++] = (struct dt_grad_seg){g->views[i].offset + (size_t)l * per, per, L - l + 1};
         }
-    g->segs[n++] = (struct dt_grad_seg){g->views[WTE].offset, g->views[WTE].numel, L + 1};
-    g->segs[n++] = (struct dt_grad_seg){g->views[WPE].offset, g->views[WPE].numel, L + 1};
+    g->segs[n++] = (struct dt_grad_seg){g->views[WPE].offset, g->views[WPE].numel, L + 2};
     g->base.segs = g->segs;
     g->base.nsegs = n;
-    g->base.ngroups = L + 2;
+    g->base.ngroups = L + 3;
     return DT_SUCCESS;
 }
 

@@ -63,6 +63,11 @@ struct dt_model {
     /* Called by backward as each group's gradients become final (strategies that overlap
      * communication with backward set it; NULL: nobody listens). */
     void (*on_grads_ready)(void *ctx, int group);
+    /* Set together with on_grads_ready. Rows a model adds to a gradient after reporting its group
+     * (the GPT's token embedding: the LM head makes it final but for the rows of the input tokens,
+     * which backward reaches last) come here instead of being added:
+     * grads[offset + rows[i] * width + c] += vals[i * width + c]. */
+    void (*on_sparse_grads)(void *ctx, size_t offset, const int32_t *rows, const float *vals, int nrows, int width);
     void *hook_ctx;
     void *impl;
 };

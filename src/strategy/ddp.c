@@ -2,10 +2,9 @@
  * ddp.c - data parallel: every rank holds the whole model and optimizer, the
  * sampler gives it its own micro-batches, and gradients are averaged in
  * buckets (bucket.h). Backward calls on_ready as each group of gradients
- * becomes final; every bucket that group completes is copied into its staging
- * buffer (or, when it is one contiguous piece, used in place) and its
- * all-reduce starts on the communication thread while backward goes on with
- * earlier layers. With gradient accumulation only the last micro-step arms the
+ * becomes final; the all-reduce of every bucket that group completes starts
+ * on the communication thread, in place on the gradient buffer, while
+ * backward goes on with earlier layers. With gradient accumulation only the last micro-step arms the
  * hook: the others accumulate locally (PyTorch's no_sync).
  */
 #include <stdio.h>
@@ -18,33 +17,34 @@
 
 struct ddp {
     struct dt_bucket_plan plan;
-    struct dt_comm_req *req; /* one per bucket */
-    float **staging;         /* per bucket; NULL when the bucket is one piece, reduced in place */
-    char (*what)[40];
+    struct dt_comm_req *req; /* one per piece */
+    char (*what)[40];        /* per bucket */
     int next;          /* first bucket not yet started this step */
     dt_status_t error; /* the first failed start, reported by reduce_grads */
     struct dt_model *m;
     size_t cap; /* elements per bucket */
+    /* sparse rows (the GPT's input-token embedding rows), gathered from every rank */
+    struct dt_comm_req sreq[2];
+    int32_t *rows_all;
+    float *vals_all;
+    size_t sparse_cap; /* rows that fit rows_all / vals_all per rank */
+    bool sparse;
+    size_t sparse_off;
+    int sparse_rows, sparse_width;
 };
 
+/* Each piece is reduced in place: no staging copies. Backward already divided the gradients by
+ * the world size (dt_strat.grad_divisor), so a sum is the mean. */
 static void start_bucket(struct dt_strat *s, int i)
 {
     struct ddp *d = s->impl;
     const struct dt_bucket *b = &d->plan.b[i];
-    float *buf;
-    if (d->staging[i]) {
-        size_t o = 0;
-        for (int j = 0; j < b->npieces; j++) {
-            memcpy(d->staging[i] + o, d->m->grads + b->pieces[j].offset, b->pieces[j].numel * sizeof(float));
-            o += b->pieces[j].numel;
-        }
-        buf = d->staging[i];
-    } else {
-        buf = d->m->grads + b->pieces[0].offset;
+    for (int j = 0; j < b->npieces; j++) {
+        struct dt_comm_req *r = &d->req[b->pieces - d->plan.pieces + j];
+        *r = dt_coll_allreduce(d->m->grads + b->pieces[j].offset, b->pieces[j].numel, DT_F32, DT_RED_SUM, d->what[i]);
+        dt_status_t rc = dt_comm_start(s->comm, r);
+        if (rc != DT_SUCCESS && d->error == DT_SUCCESS) d->error = rc;
     }
-    d->req[i] = dt_coll_allreduce(buf, b->numel, DT_F32, DT_RED_AVG, d->what[i]);
-    dt_status_t rc = dt_comm_start(s->comm, &d->req[i]);
-    if (rc != DT_SUCCESS && d->error == DT_SUCCESS) d->error = rc;
 }
 
 static void on_ready(void *ctx, int group)
@@ -54,12 +54,45 @@ static void on_ready(void *ctx, int group)
     while (d->next < d->plan.n && d->plan.b[d->next].ready_group <= group) start_bucket(s, d->next++);
 }
 
+/* Every rank's rows go to every rank; reduce_grads adds them, in rank order, once the dense
+ * part of that gradient is reduced. */
+static void on_sparse(void *ctx, size_t offset, const int32_t *rows, const float *vals, int nrows, int width)
+{
+    struct dt_strat *s = ctx;
+    struct ddp *d = s->impl;
+    size_t need = (size_t)nrows * (size_t)s->world;
+    if (nrows > 0 && (size_t)nrows * (size_t)width > d->sparse_cap) {
+        free(d->rows_all);
+        free(d->vals_all);
+        d->rows_all = malloc(need * sizeof *d->rows_all);
+        d->vals_all = malloc(need * (size_t)width * sizeof *d->vals_all);
+        d->sparse_cap = d->rows_all && d->vals_all ? (size_t)nrows * (size_t)width : 0;
+        if (!d->sparse_cap) {
+            if (d->error == DT_SUCCESS)
+                d->error = dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for %zu embedding rows", need);
+            return;
+        }
+    }
+    d->sparse = true;
+    d->sparse_off = offset;
+    d->sparse_rows = nrows;
+    d->sparse_width = width;
+    d->sreq[0] = dt_coll_allgather(rows, d->rows_all, (size_t)nrows, DT_I32, "embedding rows");
+    d->sreq[1] = dt_coll_allgather(vals, d->vals_all, (size_t)nrows * width, DT_F32, "embedding row gradients");
+    for (int i = 0; i < 2; i++) {
+        dt_status_t rc = dt_comm_start(s->comm, &d->sreq[i]);
+        if (rc != DT_SUCCESS && d->error == DT_SUCCESS) d->error = rc;
+    }
+}
+
 static void ddp_before_backward(struct dt_strat *s, struct dt_model *m, bool last)
 {
     struct ddp *d = s->impl;
     d->next = 0;
     d->error = DT_SUCCESS;
+    d->sparse = false;
     m->on_grads_ready = last ? on_ready : NULL;
+    m->on_sparse_grads = last ? on_sparse : NULL;
     m->hook_ctx = s;
 }
 
@@ -67,17 +100,19 @@ static dt_status_t ddp_reduce_grads(struct dt_strat *s, struct dt_model *m)
 {
     struct ddp *d = s->impl;
     m->on_grads_ready = NULL;
+    m->on_sparse_grads = NULL;
     while (d->next < d->plan.n) start_bucket(s, d->next++); /* a backward that did not report every group */
     if (d->error != DT_SUCCESS) return d->error;
-    for (int i = 0; i < d->plan.n; i++) {
-        DT_CHECK(dt_comm_wait(s->comm, &d->req[i]));
-        if (!d->staging[i]) continue;
-        const struct dt_bucket *b = &d->plan.b[i];
-        size_t o = 0;
-        for (int j = 0; j < b->npieces; j++) {
-            memcpy(m->grads + b->pieces[j].offset, d->staging[i] + o, b->pieces[j].numel * sizeof(float));
-            o += b->pieces[j].numel;
-        }
+    for (int i = 0; i < d->plan.npieces; i++) DT_CHECK(dt_comm_wait(s->comm, &d->req[i]));
+    if (!d->sparse) return DT_SUCCESS;
+    DT_CHECK(dt_comm_wait(s->comm, &d->sreq[0]));
+    DT_CHECK(dt_comm_wait(s->comm, &d->sreq[1]));
+    size_t w = (size_t)d->sparse_width, n = (size_t)d->sparse_rows * (size_t)s->world;
+    float *g = m->grads + d->sparse_off;
+    for (size_t i = 0; i < n; i++) {
+        float *row = g + (size_t)d->rows_all[i] * w;
+        const float *v = d->vals_all + i * w;
+        for (size_t c = 0; c < w; c++) row[c] += v[c];
     }
     return DT_SUCCESS;
 }
@@ -90,10 +125,10 @@ static dt_status_t ddp_mean(struct dt_strat *s, double *v, int n)
 static void ddp_free_impl(struct ddp *d)
 {
     if (!d) return;
-    for (int i = 0; d->staging && i < d->plan.n; i++) free(d->staging[i]);
-    free(d->staging);
     free(d->req);
     free(d->what);
+    free(d->rows_all);
+    free(d->vals_all);
     dt_bucket_plan_free(&d->plan);
     free(d);
 }
@@ -106,16 +141,10 @@ static dt_status_t ddp_attach(struct dt_strat *s, struct dt_model *m)
     d->m = m;
     DT_CHECK(dt_bucket_plan(m, d->cap, &d->plan));
     int n = d->plan.n;
-    d->req = calloc((size_t)n, sizeof *d->req);
-    d->staging = calloc((size_t)n, sizeof *d->staging);
+    d->req = calloc((size_t)d->plan.npieces, sizeof *d->req);
     d->what = calloc((size_t)n, sizeof *d->what);
-    if (!d->req || !d->staging || !d->what) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for buckets");
-    for (int i = 0; i < n; i++) {
-        snprintf(d->what[i], sizeof d->what[i], "gradient bucket %d/%d", i + 1, n);
-        if (d->plan.b[i].npieces > 1 && !(d->staging[i] = malloc(d->plan.b[i].numel * sizeof(float))))
-            return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for gradient bucket %d (%zu elements)", i + 1,
-                            d->plan.b[i].numel);
-    }
+    if (!d->req || !d->what) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for buckets");
+    for (int i = 0; i < n; i++) snprintf(d->what[i], sizeof d->what[i], "gradient bucket %d/%d", i + 1, n);
     DT_INFO(DT_SUB_COMM, "ddp: %d gradient bucket%s of at most %.2f MiB over %zu parameters", n, n > 1 ? "s" : "",
             d->cap * 4.0 / 1048576, m->nparams);
     return dt_comm_do(s->comm, dt_coll_broadcast(m->params, m->nparams, DT_F32, 0, "initial parameters"));
@@ -133,7 +162,8 @@ dt_status_t dt_strategy_ddp(struct dt_comm *c, double bucket_cap_mb, struct dt_s
     d->cap = (size_t)(bucket_cap_mb * 1048576.0 / sizeof(float));
     *s = (struct dt_strat){.name = "ddp", .attach = ddp_attach, .before_backward = ddp_before_backward,
                               .reduce_grads = ddp_reduce_grads, .mean = ddp_mean, .free = ddp_free, .comm = c,
-                              .rank = c->world.rank, .world = c->world.size, .impl = d};
+                              .rank = c->world.rank, .world = c->world.size, .grad_divisor = c->world.size,
+                              .impl = d};
     *out = s;
     return DT_SUCCESS;
 }

@@ -41,7 +41,7 @@ dt_status_t dt_strategy_single(struct dt_strat **out)
     if (!s) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the strategy");
     *s = (struct dt_strat){.name = "single", .attach = single_attach, .before_backward = single_before_backward,
                               .reduce_grads = single_reduce_grads, .mean = single_mean, .free = single_free,
-                              .world = 1};
+                              .world = 1, .grad_divisor = 1};
     *out = s;
     return DT_SUCCESS;
 }

@@ -30,6 +30,10 @@ struct dt_strat {
     void (*free)(struct dt_strat *s);
     struct dt_comm *comm; /* NULL for single */
     int rank, world;
+    /* backward scales the loss gradient by 1/(accumulation x grad_divisor), so that summing
+     * over ranks gives the mean without another pass over the gradients (PyTorch DDP divides
+     * before its all-reduce the same way) */
+    int grad_divisor;
     void *impl;
 };
 

@@ -220,7 +220,7 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
         for (int micro = 0; micro < tr->gas; micro++) {
             int64_t first = (((step * tr->gas) + micro) * tr->world + tr->rank) * tr->B;
             struct dt_batch b = fill(tr, &tr->train, first);
-            loss += m->iface.forward(m, &b, 1.0f / (float)tr->gas) / tr->gas;
+            loss += m->iface.forward(m, &b, 1.0f / (float)(tr->gas * st->grad_divisor)) / tr->gas;
             st->before_backward(st, m, micro == tr->gas - 1);
             m->iface.backward(m);
         }

@@ -65,14 +65,15 @@ static void segments_must_cover_the_model(void **state)
                                         "  hint: this is a bug in the model's segment list");
 }
 
-/* The GPT lists every parameter once, in backward's order: lnf, layers from the last, embeddings. */
+/* The GPT lists every parameter once, in backward's order: wte (after the LM head), lnf, layers from
+ * the last, wpe. */
 static void gpt_segments(void **state)
 {
     (void)state;
     struct dt_gpt_config c = {3, 2, 8, 11, 5, false, false};
     struct dt_model *m;
     assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, 2, 5, &m), DT_SUCCESS);
-    assert_int_equal(m->ngroups, 5);
+    assert_int_equal(m->ngroups, 6);
     char *seen = calloc(m->nparams, 1);
     int last = 0;
     for (int i = 0; i < m->nsegs; i++) {
@@ -81,8 +82,13 @@ static void gpt_segments(void **state)
         for (size_t j = 0; j < m->segs[i].numel; j++) seen[m->segs[i].offset + j]++;
     }
     for (size_t j = 0; j < m->nparams; j++) assert_int_equal(seen[j], 1);
-    assert_string_equal(m->views[m->nviews - 1].name, "lnfb");
-    assert_int_equal(m->segs[0].offset, m->views[m->nviews - 2].offset); /* lnfw first */
+    assert_string_equal(m->views[0].name, "wte");
+    assert_int_equal(m->segs[0].offset, m->views[0].offset);
+    assert_int_equal(m->segs[0].numel, m->views[0].numel);
+    assert_string_equal(m->views[m->nviews - 2].name, "lnfw");
+    assert_int_equal(m->segs[1].offset, m->views[m->nviews - 2].offset);
+    assert_string_equal(m->views[1].name, "wpe");
+    assert_int_equal(m->segs[m->nsegs - 1].offset, m->views[1].offset);
     free(seen);
     dt_model_free(m);
 }
