@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "comm/bench.h"
 #include "config/config.h"
 #include "config/emit.h"
 #include "config/reference.h"
@@ -38,6 +39,7 @@ static const char usage[] =
     "       dtrun check [CONFIG] [key=value ...]   validate; print the resolved config as YAML\n"
     "       dtrun prepare TEXT... --out DIR        byte-level token shards (llm.c format) from text\n"
     "       dtrun info                             this process's place in the job (rank, node, source)\n"
+    "       dtrun -n 2 bench comm [--max-size MIB] all-reduce bus bandwidth, dtrun's next to plain MPI's\n"
     "       dtrun help config                      the config reference (every key, default, range)\n"
     "       dtrun --help | --version\n"
     "\n"
@@ -191,6 +193,33 @@ static dt_status_t cmd_info(void)
     return rc;
 }
 
+/* dtrun bench comm [--max-size MiB] [--rounds N]: under a launcher, every rank runs it. */
+static dt_status_t cmd_bench(int argc, char **argv)
+{
+    if (argc < 1 || strcmp(argv[0], "comm"))
+        return usage_error("usage: dtrun -n N bench comm [--max-size MIB] [--rounds N]");
+    long max_mib = 256, rounds = 5;
+    for (int i = 1; i < argc; i++) {
+        char *end = NULL;
+        long *v = !strcmp(argv[i], "--max-size") ? &max_mib : !strcmp(argv[i], "--rounds") ? &rounds : NULL;
+        if (!v || i + 1 >= argc) return usage_error("bench comm: unknown option '%s'", argv[i]);
+        *v = strtol(argv[++i], &end, 10);
+        if (*end || *v < 1 || *v > 4096) return usage_error("bench comm: %s takes a number from 1 to 4096", argv[i - 1]);
+    }
+    struct dt_world w;
+    DT_CHECK(dt_world_discover(&w));
+    dt_log_set_rank(w.rank, w.size);
+    if (w.size < 2)
+        return dt_error(DT_ERR_USAGE, "dtrun: error: bench comm measures collectives between ranks, and this world "
+                        "has one\n  hint: dtrun -n 2 bench comm, or srun -n 2 --mpi=pmix dtrun bench comm");
+    struct dt_comm *c;
+    DT_CHECK(dt_comm_open(&c, &w, dt_comm_cpu_backend(), 600));
+    dt_status_t rc = dt_comm_bench(c, (size_t)max_mib << 20, (int)rounds, stdout);
+    dt_comm_close(c, rc == DT_SUCCESS);
+    dt_pmix_finalize();
+    return rc;
+}
+
 static dt_status_t cmd_prepare(int argc, char **argv)
 {
     const char *out = NULL;
@@ -271,6 +300,7 @@ int main(int argc, char **argv)
     else if (cmd && !strcmp(cmd, "run")) rc = cmd_run(argc - 2, argv + 2);
     else if (cmd && !strcmp(cmd, "prepare")) rc = cmd_prepare(argc - 2, argv + 2);
     else if (cmd && !strcmp(cmd, "info")) rc = cmd_info();
+    else if (cmd && !strcmp(cmd, "bench")) rc = cmd_bench(argc - 2, argv + 2);
     else if (cmd && cmd[0] == '-') rc = usage_error("unknown option '%s'", cmd);
     else if (cmd && !strchr(cmd, '=') && !exists(cmd) && !strpbrk(cmd, "./"))
         rc = usage_error("'%s' is neither a command nor a config file", cmd);
