@@ -96,8 +96,12 @@ static dt_status_t load_resolved(struct dt_config *cfg, int argc, char **argv, c
     DT_CHECK(dt_config_init(cfg));
     DT_CHECK(dt_config_load(cfg, site_config(), path, argc - first, argv + first));
     struct dt_geometry geo = {0};
-    if (w && w->source != DT_WORLD_SINGLE) dt_step_geometry(w, &geo);
-    else dt_alloc_geometry(&geo);
+    if (w && w->source != DT_WORLD_SINGLE) {
+        dt_step_geometry(w, &geo);
+    } else {
+        dt_alloc_geometry(&geo);
+        if (w) geo.ranks = 1; /* training here, as one process */
+    }
     geo.gpus = dt_backend_gpu_count(geo.gpu_note, sizeof geo.gpu_note);
     return dt_config_resolve(cfg, &geo);
 }

@@ -77,12 +77,21 @@ static void resolve_world(struct dt_config *cfg, const struct dt_geometry *geo, 
     cfg->resolved.devices_per_node = (int)cfg->compute.num_devices;
     cfg->resolved.world = (int)(cfg->compute.num_nodes * cfg->compute.num_devices);
     char w1[64], w2[64];
-    if (geo->ranks > 0 && !geo->even && cfg->resolved.world != geo->ranks)
+    if (geo->ranks == 1 && cfg->resolved.world == 1)
+        return;
+    if (geo->ranks > 1 && !geo->even && cfg->resolved.world != geo->ranks)
         dt_diag(d, loc_of(cfg, "compute.num_devices"), "start the step with --ntasks-per-node so every node runs "
                 "the same number of ranks", "the step spreads %d ranks unevenly over %d nodes (%s)", geo->ranks,
                 geo->nodes, geo->source);
-    else if (geo->ranks > 0 && (cfg->resolved.world != geo->ranks || cfg->compute.num_nodes != geo->nodes))
-        dt_diag(d, loc_of(cfg, origin(cfg, "compute.num_nodes")->is_auto ? "compute.num_devices" : "compute.num_nodes"),
+    else if (geo->ranks == 1 && cfg->resolved.world > 1)
+        dt_diag(d, loc_of(cfg, user_set(origin(cfg, "compute.num_nodes")) ? "compute.num_nodes" : "compute.num_devices"),
+                "start the ranks: `dtrun -n N CONFIG` on this machine, `srun --mpi=pmix dtrun CONFIG` in Slurm",
+                "compute.num_nodes %lld (%s) x compute.num_devices %lld (%s) = %d ranks, but dtrun was started as "
+                "one process", (long long)cfg->compute.num_nodes, where(cfg, "compute.num_nodes", w1, sizeof w1),
+                (long long)cfg->compute.num_devices, where(cfg, "compute.num_devices", w2, sizeof w2),
+                cfg->resolved.world);
+    else if (geo->ranks > 1 && (cfg->resolved.world != geo->ranks || cfg->compute.num_nodes != geo->nodes))
+        dt_diag(d, loc_of(cfg, user_set(origin(cfg, "compute.num_nodes")) ? "compute.num_nodes" : "compute.num_devices"),
                 "remove compute.num_nodes and compute.num_devices (auto takes the step's), or start the step with "
                 "matching -N and --ntasks-per-node",
                 "compute.num_nodes %lld (%s) x compute.num_devices %lld (%s) = %d ranks, but %s started %d rank%s on "

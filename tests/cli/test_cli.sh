@@ -76,6 +76,8 @@ run "run refuses what this build cannot train" 2 "$DTRUN" run compute.precision=
 same "run: says what is missing" "$err" "dtrun: error: compute.precision bf16-mixed: this build trains in 32-true only (mixed precision lands with issue #5)
   hint: set compute.precision: 32-true"
 run "run refuses a world it cannot start" 2 "$DTRUN" run compute.num_devices=2
-has "run: distributed arrives with issue 4" "$err" "dtrun: error: the world has 2 ranks, but this build runs one process (distributed runs land with issue #4)"
+same "run: says how to start the ranks" "$err" "override 'compute.num_devices=2': error: compute.num_nodes 1 (auto) x compute.num_devices 2 (override 'compute.num_devices=2') = 2 ranks, but dtrun was started as one process
+  hint: start the ranks: \`dtrun -n N CONFIG\` on this machine, \`srun --mpi=pmix dtrun CONFIG\` in Slurm"
+run "check accepts a config for more ranks than it runs in" 0 "$DTRUN" check compute.num_devices=2
 
 finish

@@ -98,7 +98,7 @@ run "missing data on every rank" 3 timeout 120 "$DTRUN" -n 2 "${base[@]}" data.t
 has "rank-prefixed error" "$err" "[rank 0] data.train: error: '/nonexistent/x_*.bin' matches no file"
 run "a config that wants 4 ranks, started with 2" 2 timeout 120 "$DTRUN" -n 2 "${base[@]}" compute.num_devices=4 \
     run.dir=e2
-has "the mismatch is named" "$err" "compute.num_nodes 1 (auto) x compute.num_devices 4 (override 'compute.num_devices=4') = 4 ranks, but mpirun started 2 ranks on 1 node"
+has "the mismatch is named" "$err" "[rank 0] override 'compute.num_devices=4': error: compute.num_nodes 1 (auto) x compute.num_devices 4 (override 'compute.num_devices=4') = 4 ranks, but mpirun started 2 ranks on 1 node"
 run "-n without a number" 2 "$DTRUN" -n x
 has "usage" "$err" "dtrun: error: -n takes a number of workers from 1 to 1024, e.g. dtrun -n 2 config.yaml"
 
