@@ -58,7 +58,8 @@ static const char usage[] =
     "environment:\n"
     "  DTRUN_SITE_CONFIG   site defaults file (default: " DT_SYSCONFDIR "/dtrun.yaml if present)\n"
     "  DTRUN_DEBUG         ERROR, WARN, INFO (default), DEBUG or TRACE\n"
-    "  DTRUN_DEBUG_SUBSYS  limit DEBUG/TRACE to CONFIG,LAUNCH,COMM,TRAIN,EVENTS,CKPT,KERNELS\n";
+    "  DTRUN_DEBUG_SUBSYS  limit DEBUG/TRACE to CONFIG,LAUNCH,COMM,TRAIN,EVENTS,CKPT,KERNELS\n"
+    "  DTRUN_NO_SRUN       set: in a Slurm allocation outside a step, train here instead of calling srun\n";
 
 static dt_status_t usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static dt_status_t usage_error(const char *fmt, ...)

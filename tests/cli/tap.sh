@@ -2,6 +2,7 @@
 #   run NAME EXPECTED_RC CMD...   runs CMD, keeps $out, $err, $rc, $ms; checks the exit code
 #   same NAME ACTUAL EXPECTED     compares two texts, shows a diff on failure
 #   has NAME TEXT NEEDLE          TEXT contains NEEDLE
+#   signal_and_wait SIG PID JOB   signals PID, waits for background JOB; sets $rc, $secs
 #   finish                        prints the plan; exits 0 (failures are counted by the harness)
 set -u
 : "${DTRUN:?DTRUN must name the built dtrun}"
@@ -40,6 +41,18 @@ same() {
 
 has() {
     case "$2" in *"$3"*) ok "$1" ;; *) not_ok "$1" "expected to find: $3" "in: $2" ;; esac
+}
+
+# signal_and_wait SIG PID JOB: send SIG to PID, wait up to 60 s for the background JOB;
+# sets $rc (JOB's exit code) and $secs (seconds from the signal to JOB's end)
+signal_and_wait() {
+    local t0
+    t0=$(date +%s)
+    kill "-$1" "$2"
+    timeout 60 tail --pid="$3" -f /dev/null
+    wait "$3"
+    rc=$?
+    secs=$(($(date +%s) - t0))
 }
 
 finish() { echo "1..$tap_n"; exit 0; }

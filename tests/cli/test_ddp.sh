@@ -64,12 +64,7 @@ within "$d" 1e-5 && ok "MLP on 2 ranks traces 1 rank (max relative difference $d
 "$DTRUN" -n 2 "${base[@]}" run.max_duration=100000ba run.dir=k >k.out 2>k.err &
 launcher=$!
 wait_for_steps k
-t0=$(date +%s)
-kill -9 "$(rank_pid 1 k)"
-timeout 60 tail --pid="$launcher" -f /dev/null
-wait "$launcher"
-rc=$?
-secs=$(($(date +%s) - t0))
+signal_and_wait 9 "$(rank_pid 1 k)" "$launcher"
 [ "$rc" = 137 ] && ok "kill -9 of rank 1: exit 137" || not_ok "kill -9 of rank 1: exit $rc" "$(cat k.err)"
 [ "$secs" -le 30 ] && ok "the job ended ${secs} s after the kill" || not_ok "the job took ${secs} s to end"
 has "the launcher names the rank" "$(cat k.err)" "dtrun: rank 1 was killed by signal 9 (Killed); the other ranks were stopped (exit 137)"
@@ -79,12 +74,7 @@ gone k && ok "no worker left behind" || not_ok "workers still running: $(pgrep -
 "$DTRUN" -n 2 "${base[@]}" run.max_duration=100000ba compute.comm_timeout=2 run.dir=s >s.out 2>s.err &
 launcher=$!
 wait_for_steps s
-t0=$(date +%s)
-kill -STOP "$(rank_pid 1 s)"
-timeout 60 tail --pid="$launcher" -f /dev/null
-wait "$launcher"
-rc=$?
-secs=$(($(date +%s) - t0))
+signal_and_wait STOP "$(rank_pid 1 s)" "$launcher"
 [ "$rc" = 4 ] && ok "SIGSTOP of rank 1: exit 4" || not_ok "SIGSTOP of rank 1: exit $rc" "$(cat s.err)"
 [ "$secs" -le 30 ] && ok "the watchdog ended the job ${secs} s after the stall" || not_ok "it took ${secs} s"
 msg=$(grep 'did not finish' s.err)
@@ -106,10 +96,7 @@ has "usage" "$err" "dtrun: error: -n takes a number of workers from 1 to 1024, e
 "$DTRUN" -n 2 "${base[@]}" run.max_duration=100000ba run.dir=c >c.out 2>c.err &
 launcher=$!
 wait_for_steps c
-kill -INT "$launcher"
-timeout 60 tail --pid="$launcher" -f /dev/null
-wait "$launcher"
-rc=$?
+signal_and_wait INT "$launcher" "$launcher"
 [ "$rc" = 130 ] && ok "Ctrl-C: exit 130" || not_ok "Ctrl-C: exit $rc" "$(cat c.err)"
 has "Ctrl-C is reported" "$(cat c.err)" "dtrun: Interrupt: stopping 2 workers"
 sleep 1

@@ -90,12 +90,7 @@ victim=""
 for p in $(pgrep -f "run.dir=$TMP/k"); do
     tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx SLURM_PROCID=1 && victim=$p
 done
-t0=$(date +%s)
-kill -9 "$victim"
-timeout 60 tail --pid="$step" -f /dev/null
-wait "$step"
-rc=$?
-secs=$(($(date +%s) - t0))
+signal_and_wait 9 "$victim" "$step"
 [ "$rc" != 0 ] && ok "srun exits non-zero ($rc)" || not_ok "srun exit 0 after a rank was killed"
 [ "$secs" -le 30 ] && ok "the step ended ${secs} s after the kill" || not_ok "the step took ${secs} s"
 has "srun names the rank" "$(cat k.err)" "task 1: Killed"
