@@ -181,7 +181,8 @@ dt_status_t dt_comm_open(struct dt_comm **out, const struct dt_world *w, const s
         return dt_error(DT_ERR_SYSTEM, "dtrun: error: cannot start the communication threads\n  hint: the process "
                         "limit (ulimit -u) may be reached");
     }
-    DT_INFO(DT_SUB_COMM, "communicator: %s, %d ranks, watchdog %g s", be->name, w->size, timeout_s);
+    DT_INFO(DT_SUB_COMM, "communicator: %s, %d ranks found through %s, watchdog %g s", be->name, w->size,
+            dt_world_source_str(w->source), timeout_s);
     *out = c;
     return DT_SUCCESS;
 }

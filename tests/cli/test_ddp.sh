@@ -26,6 +26,12 @@ rank_pid() {
 wait_for_steps() { for _ in $(seq 300); do [ -s "$1/events.jsonl" ] && return; sleep 0.1; done; }
 gone() { ! pgrep -f "run.dir=$1" >/dev/null; }
 
+run "dtrun -n 2 info" 0 timeout 60 "$DTRUN" -n 2 info
+sums=$(sed -n 's/.*bootstrap pmix: 128 bytes from rank 0, FNV-1a \([0-9a-f]*\)$/\1/p' <<<"$out" | sort -u)
+[ "$(grep -c '^\[rank [01]\] dtrun info: rank' <<<"$out")" = 2 ] && [ "$(wc -w <<<"$sums")" = 1 ] &&
+    ok "rank 0's 128-byte blob reached rank 1 through mpirun's PMIx (FNV-1a $sums)" ||
+    not_ok "the bootstrap blob differs across ranks" "$out"
+
 run "1 rank, accumulation 2" 0 "$DTRUN" run "${base[@]}" compute.gradient_accumulation_steps=2 run.dir=a2
 run "dtrun -n 2" 0 timeout 300 "$DTRUN" -n 2 "${base[@]}" run.dir=d2
 same "50 steps each" "$(losses a2 | wc -l) $(losses d2 | wc -l)" "50 50"
