@@ -106,8 +106,9 @@ dt_status_t dt_launch_local(int n, int argc, char **argv, int *exit_code)
     char nbuf[16], tbuf[16];
     snprintf(nbuf, sizeof nbuf, "%d", n);
     snprintf(tbuf, sizeof tbuf, "%d", threads);
-    /* one core per worker when they fit (Open MPI binds to cores for n <= 2 anyway), else none */
-    const char *bind = cpus >= n ? "core" : "none";
+    /* No binding: a rank's communication thread then runs wherever a core is free instead of taking
+     * turns with its compute thread (bench/ddp_overhead.sh: a few percent of the step). */
+    const char *bind = "none";
     char **args = calloc((size_t)argc + 16, sizeof *args);
     if (!args) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory");
     int k = 0;
