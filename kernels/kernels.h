@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "core/dtype.h"
 
 struct dt_kernels {
     const char *name;
@@ -24,6 +25,12 @@ struct dt_kernels {
     /* dinp += dout @ weight; dweight += dout^T @ inp; dbias += sum_BT dout (dbias may be NULL) */
     void (*matmul_backward)(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                             const float *weight, int BT, int C, int OC);
+    /* The same two with inp, weight and dout rounded to lp (DT_BF16 or DT_F16, nearest even) and the
+     * products accumulated in fp32: the matmuls of mixed precision. */
+    void (*matmul_forward_lp)(float *out, const float *inp, const float *weight, const float *bias, int BT, int C,
+                              int OC, enum dt_dtype lp);
+    void (*matmul_backward_lp)(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                               const float *weight, int BT, int C, int OC, enum dt_dtype lp);
     /* out = (inp - mean) * rstd * weight + bias, per row of C; mean, rstd (BT) kept for backward */
     void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *inp, const float *weight,
                               const float *bias, int BT, int C);

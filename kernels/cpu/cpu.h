@@ -10,6 +10,12 @@ void dt_cpu_colsum(float *out, const float *x, int R, int C);
 void dt_cpu_matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int BT, int C, int OC);
 void dt_cpu_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                             const float *weight, int BT, int C, int OC);
+void dt_cpu_matmul_forward_lp(float *out, const float *inp, const float *weight, const float *bias, int BT, int C,
+                              int OC, enum dt_dtype t);
+void dt_cpu_matmul_backward_lp(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                               const float *weight, int BT, int C, int OC, enum dt_dtype t);
+/* which path the 16-bit matmuls of type t take here, for logs and benchmarks */
+const char *dt_cpu_matmul_lp_path(enum dt_dtype t);
 void dt_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
                               const float *bias, int BT, int C);
 void dt_cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,

@@ -1,0 +1,186 @@
+/*
+ * matmul_lp.c - the linear layers of mixed precision: inputs, weights and
+ * output gradients rounded to bf16 or fp16 (round to nearest even, real
+ * 16-bit buffers), products accumulated in fp32, results in fp32.
+ *
+ * bf16 runs on oneDNN's matmul primitive (bf16 in, f32 out: this CPU's bf16
+ * dot products run at about twice its fp32 rate, ../shared/PERF.md), one
+ * primitive per shape, cached. fp16, and bf16 where oneDNN cannot, widen the
+ * 16-bit operands back to fp32 and use sgemm: the product of two 16-bit
+ * values is exact in fp32, so both paths compute the same sums, in different
+ * orders (the test compares them).
+ */
+#include <omp.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include "dt_build_config.h"
+#include "core/dtype.h"
+#include "kernels/cpu/cpu.h"
+#ifdef HAVE_DNNL
+#include <dnnl.h>
+#endif
+
+/* Growing scratch for the 16-bit copies; kernels are called from one thread at a time. */
+struct scratch {
+    void *p;
+    size_t n;
+};
+static struct scratch s_a, s_b, s_c, s_wa, s_wb;
+
+static void *grow(struct scratch *s, size_t bytes)
+{
+    if (bytes > s->n) {
+        free(s->p);
+        s->p = malloc(bytes);
+        s->n = s->p ? bytes : 0;
+    }
+    return s->p;
+}
+
+static void to_lp(enum dt_dtype t, uint16_t *dst, const float *src, size_t n)
+{
+    static const struct dt_convert *cv;
+    if (!cv) cv = dt_convert_fast();
+    /* conversion is memory bound: split it over the pool */
+    #pragma omp parallel
+    {
+        int nt = omp_get_num_threads(), th = omp_get_thread_num();
+        size_t a = n * (size_t)th / (size_t)nt, b = n * (size_t)(th + 1) / (size_t)nt;
+        if (t == DT_BF16) cv->bf16_from_f32(dst + a, src + a, b - a);
+        else cv->f16_from_f32(dst + a, src + a, b - a);
+    }
+}
+
+static void from_lp(enum dt_dtype t, float *dst, const uint16_t *src, size_t n)
+{
+    static const struct dt_convert *cv;
+    if (!cv) cv = dt_convert_fast();
+    #pragma omp parallel
+    {
+        int nt = omp_get_num_threads(), th = omp_get_thread_num();
+        size_t a = n * (size_t)th / (size_t)nt, b = n * (size_t)(th + 1) / (size_t)nt;
+        if (t == DT_BF16) cv->f32_from_bf16(dst + a, src + a, b - a);
+        else cv->f32_from_f16(dst + a, src + a, b - a);
+    }
+}
+
+#ifdef HAVE_DNNL
+struct prim {
+    char ta, tb;
+    int M, N, K, lda, ldb, ldc;
+    bool accumulate;
+    dnnl_primitive_t p;
+    dnnl_memory_t a, b, c;
+};
+static struct prim cache[64];
+static int ncache;
+static dnnl_engine_t engine;
+static dnnl_stream_t stream;
+static bool no_bf16; /* oneDNN has no bf16 matmul on this CPU */
+
+static struct prim *bf16_prim(char ta, char tb, int M, int N, int K, int lda, int ldb, int ldc, bool accumulate)
+{
+    for (int i = 0; i < ncache; i++) {
+        struct prim *q = &cache[i];
+        if (q->ta == ta && q->tb == tb && q->M == M && q->N == N && q->K == K && q->lda == lda && q->ldb == ldb &&
+            q->ldc == ldc && q->accumulate == accumulate)
+            return q;
+    }
+    if (no_bf16 || ncache == (int)(sizeof cache / sizeof cache[0])) return NULL;
+    if (!engine && (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success ||
+                    dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) != dnnl_success)) {
+        no_bf16 = true;
+        return NULL;
+    }
+    dnnl_memory_desc_t ad, bd, cd;
+    dnnl_dims_t adims = {M, K}, bdims = {K, N}, cdims = {M, N};
+    dnnl_dims_t as = {ta == 'N' ? lda : 1, ta == 'N' ? 1 : lda}, bs = {tb == 'N' ? ldb : 1, tb == 'N' ? 1 : ldb},
+                cs = {ldc, 1};
+    dnnl_memory_desc_init_by_strides(&ad, 2, adims, dnnl_bf16, as);
+    dnnl_memory_desc_init_by_strides(&bd, 2, bdims, dnnl_bf16, bs);
+    dnnl_memory_desc_init_by_strides(&cd, 2, cdims, dnnl_f32, cs);
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t ops = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    bool ok = dnnl_matmul_desc_init(&md, &ad, &bd, NULL, &cd) == dnnl_success &&
+              dnnl_primitive_attr_create(&attr) == dnnl_success;
+    if (ok && accumulate)
+        ok = dnnl_post_ops_create(&ops) == dnnl_success && dnnl_post_ops_append_sum(ops, 1.0f) == dnnl_success &&
+             dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success;
+    ok = ok && dnnl_primitive_desc_create(&pd, &md, attr, engine, NULL) == dnnl_success;
+    struct prim *q = &cache[ncache];
+    *q = (struct prim){ta, tb, M, N, K, lda, ldb, ldc, accumulate, NULL, NULL, NULL, NULL};
+    ok = ok && dnnl_primitive_create(&q->p, pd) == dnnl_success &&
+         dnnl_memory_create(&q->a, &ad, engine, DNNL_MEMORY_NONE) == dnnl_success &&
+         dnnl_memory_create(&q->b, &bd, engine, DNNL_MEMORY_NONE) == dnnl_success &&
+         dnnl_memory_create(&q->c, &cd, engine, DNNL_MEMORY_NONE) == dnnl_success;
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (ops) dnnl_post_ops_destroy(ops);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (!ok) {
+        no_bf16 = true;
+        return NULL;
+    }
+    ncache++;
+    return q;
+}
+#endif
+
+/* C(M,N) = op(A) op(B) [+ C], A and B 16-bit of type t, row-major like dt_cpu_gemm. */
+static void gemm_lp(enum dt_dtype t, char ta, char tb, int M, int N, int K, const uint16_t *A, int lda,
+                    const uint16_t *B, int ldb, bool accumulate, float *C, int ldc)
+{
+#ifdef HAVE_DNNL
+    struct prim *q = t == DT_BF16 ? bf16_prim(ta, tb, M, N, K, lda, ldb, ldc, accumulate) : NULL;
+    if (q) {
+        dnnl_memory_set_data_handle(q->a, (void *)A);
+        dnnl_memory_set_data_handle(q->b, (void *)B);
+        dnnl_memory_set_data_handle(q->c, C);
+        dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, q->a}, {DNNL_ARG_WEIGHTS, q->b}, {DNNL_ARG_DST, q->c}};
+        dnnl_primitive_execute(q->p, stream, 3, args);
+        dnnl_stream_wait(stream);
+        return;
+    }
+#endif
+    size_t na = (size_t)(ta == 'N' ? M : K) * lda, nb = (size_t)(tb == 'N' ? K : N) * ldb;
+    float *a = grow(&s_wa, na * sizeof(float)), *b = grow(&s_wb, nb * sizeof(float));
+    from_lp(t, a, A, na);
+    from_lp(t, b, B, nb);
+    dt_cpu_gemm(ta, tb, M, N, K, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, C, ldc);
+}
+
+void dt_cpu_matmul_forward_lp(float *out, const float *inp, const float *weight, const float *bias, int BT, int C,
+                              int OC, enum dt_dtype t)
+{
+    uint16_t *x = grow(&s_a, (size_t)BT * C * 2), *w = grow(&s_b, (size_t)OC * C * 2);
+    to_lp(t, x, inp, (size_t)BT * C);
+    to_lp(t, w, weight, (size_t)OC * C);
+    if (bias) {
+        #pragma omp parallel for
+        for (int i = 0; i < BT; i++) memcpy(out + (size_t)i * OC, bias, (size_t)OC * sizeof *out);
+    }
+    gemm_lp(t, 'N', 'T', BT, OC, C, x, C, w, C, bias != NULL, out, OC);
+}
+
+void dt_cpu_matmul_backward_lp(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                               const float *weight, int BT, int C, int OC, enum dt_dtype t)
+{
+    uint16_t *x = grow(&s_a, (size_t)BT * C * 2), *w = grow(&s_b, (size_t)OC * C * 2),
+             *d = grow(&s_c, (size_t)BT * OC * 2);
+    to_lp(t, x, inp, (size_t)BT * C);
+    to_lp(t, w, weight, (size_t)OC * C);
+    to_lp(t, d, dout, (size_t)BT * OC);
+    gemm_lp(t, 'N', 'N', BT, C, OC, d, OC, w, C, true, dinp, C);
+    gemm_lp(t, 'T', 'N', OC, C, BT, d, OC, x, C, true, dweight, C);
+    if (dbias) dt_cpu_colsum(dbias, dout, BT, OC);
+}
+
+const char *dt_cpu_matmul_lp_path(enum dt_dtype t)
+{
+#ifdef HAVE_DNNL
+    if (t == DT_BF16 && bf16_prim('N', 'T', 16, 16, 16, 16, 16, 16, false)) return "oneDNN bf16 matmul";
+#endif
+    return "fp32 sgemm on widened 16-bit operands";
+}

@@ -1,0 +1,88 @@
+/*
+ * test_matmul_lp.c - mixed-precision matmuls against their definition: the
+ * operands rounded to bf16/fp16 by the portable conversion, widened back and
+ * multiplied in fp32 (exact products, so only the summation order may differ),
+ * forward and backward; and rounding really happens (fp32 gives other values).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/rng.h"
+#include "dt_test.h"
+#include "kernels/cpu/cpu.h"
+
+enum { BT = 64, C = 96, OC = 160 };
+
+static float *randn(size_t n, uint64_t stream)
+{
+    float *x = malloc(n * sizeof *x);
+    struct dt_rng r = dt_rng_make(11, stream);
+    for (size_t i = 0; i < n; i++) x[i] = 2.0f * dt_rng_uniform(&r) - 1.0f;
+    return x;
+}
+
+/* x rounded to t and widened again, as a new array */
+static float *rounded(const float *x, size_t n, enum dt_dtype t)
+{
+    float *y = malloc(n * sizeof *y);
+    for (size_t i = 0; i < n; i++) y[i] = t == DT_BF16 ? dt_f32_from_bf16(dt_bf16_from_f32(x[i]))
+                                                       : dt_f32_from_f16(dt_f16_from_f32(x[i]));
+    return y;
+}
+
+/* max |a - b| / max |b| */
+static double rel(const float *a, const float *b, size_t n)
+{
+    double d = 0, m = 0;
+    for (size_t i = 0; i < n; i++) {
+        d = fmax(d, fabs((double)a[i] - b[i]));
+        m = fmax(m, fabs((double)b[i]));
+    }
+    return d / m;
+}
+
+static void check(enum dt_dtype t)
+{
+    float *x = randn(BT * C, 1), *w = randn(OC * C, 2), *bias = randn(OC, 3), *dout = randn(BT * OC, 4);
+    float *xr = rounded(x, BT * C, t), *wr = rounded(w, OC * C, t), *dr = rounded(dout, BT * OC, t);
+    float out[BT * OC], ref[BT * OC], full[BT * OC];
+    dt_cpu_matmul_forward_lp(out, x, w, bias, BT, C, OC, t);
+    dt_cpu_matmul_forward(ref, xr, wr, bias, BT, C, OC);
+    dt_cpu_matmul_forward(full, x, w, bias, BT, C, OC);
+    double e = rel(out, ref, BT * OC), r = rel(full, ref, BT * OC);
+    if (e > 1e-6) fail_msg("%s forward differs from rounded fp32 by %g", dt_dtype_str(t), e);
+    if (r < 1e-4) fail_msg("%s forward equals fp32 (%g): nothing was rounded", dt_dtype_str(t), r);
+
+    static float dx[BT * C], dw[OC * C], db[OC], rdx[BT * C], rdw[OC * C], rdb[OC];
+    for (int i = 0; i < BT * C; i++) dx[i] = rdx[i] = 0.5f; /* backward accumulates */
+    for (int i = 0; i < OC * C; i++) dw[i] = rdw[i] = -0.25f;
+    for (int i = 0; i < OC; i++) db[i] = rdb[i] = 1.0f;
+    dt_cpu_matmul_backward_lp(dx, dw, db, dout, x, w, BT, C, OC, t);
+    /* the bias gradient sums the fp32 output gradient */
+    dt_cpu_matmul_backward(rdx, rdw, NULL, dr, xr, wr, BT, C, OC);
+    dt_cpu_colsum(rdb, dout, BT, OC);
+    if ((e = rel(dx, rdx, BT * C)) > 1e-6) fail_msg("%s dinp differs by %g", dt_dtype_str(t), e);
+    if ((e = rel(dw, rdw, OC * C)) > 1e-6) fail_msg("%s dweight differs by %g", dt_dtype_str(t), e);
+    assert_memory_equal(db, rdb, sizeof db);
+    free(x);
+    free(w);
+    free(bias);
+    free(dout);
+    free(xr);
+    free(wr);
+    free(dr);
+}
+
+static void bf16(void **state)
+{
+    (void)state;
+    check(DT_BF16);
+}
+
+static void fp16(void **state)
+{
+    (void)state;
+    check(DT_F16);
+}
+
+DT_TESTS(T(bf16), T(fp16))
