@@ -95,14 +95,14 @@ static void block_forward(struct gpt *g, int l, const float *x, float *out)
     size_t BTC = (size_t)BT * C;
     struct block *b = &g->blk[l];
     k->layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, x, g->p[LN1W] + l * C, g->p[LN1B] + l * C, BT, C);
-    k->matmul_forward(b->qkv, b->ln1, g->p[QKVW] + (size_t)l * 3 * C * C, g->p[QKVB] + l * 3 * C, BT, C, 3 * C);
+    dt_mm_forward(&g->base, b->qkv, b->ln1, g->p[QKVW] + (size_t)l * 3 * C * C, g->p[QKVB] + l * 3 * C, BT, C, 3 * C);
     k->attention_forward(b->atty, b->att, b->qkv, B, T, C, NH);
-    k->matmul_forward(g->proj, b->atty, g->p[ATTPROJW] + (size_t)l * C * C, g->p[ATTPROJB] + l * C, BT, C, C);
+    dt_mm_forward(&g->base, g->proj, b->atty, g->p[ATTPROJW] + (size_t)l * C * C, g->p[ATTPROJB] + l * C, BT, C, C);
     k->residual_forward(b->res2, x, g->proj, BTC);
     k->layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->res2, g->p[LN2W] + l * C, g->p[LN2B] + l * C, BT, C);
-    k->matmul_forward(b->fch, b->ln2, g->p[FCW] + (size_t)l * 4 * C * C, g->p[FCB] + l * 4 * C, BT, C, 4 * C);
+    dt_mm_forward(&g->base, b->fch, b->ln2, g->p[FCW] + (size_t)l * 4 * C * C, g->p[FCB] + l * 4 * C, BT, C, 4 * C);
     k->gelu_forward(b->fch_gelu, b->fch, 4 * BTC);
-    k->matmul_forward(g->proj, b->fch_gelu, g->p[FCPROJW] + (size_t)l * 4 * C * C, g->p[FCPROJB] + l * C, BT, 4 * C,
+    dt_mm_forward(&g->base, g->proj, b->fch_gelu, g->p[FCPROJW] + (size_t)l * 4 * C * C, g->p[FCPROJB] + l * C, BT, 4 * C,
                       C);
     k->residual_forward(out, b->res2, g->proj, BTC);
 }
@@ -115,23 +115,23 @@ static void block_backward(struct gpt *g, int l, const float *x)
     size_t BTC = (size_t)BT * C;
     struct block *b = &g->blk[l];
     memset(g->dfch_gelu, 0, 4 * BTC * sizeof(float));
-    k->matmul_backward(g->dfch_gelu, g->g[FCPROJW] + (size_t)l * 4 * C * C, g->g[FCPROJB] + l * C, g->dres,
+    dt_mm_backward(&g->base, g->dfch_gelu, g->g[FCPROJW] + (size_t)l * 4 * C * C, g->g[FCPROJB] + l * C, g->dres,
                        b->fch_gelu, g->p[FCPROJW] + (size_t)l * 4 * C * C, BT, 4 * C, C);
     memset(g->dfch, 0, 4 * BTC * sizeof(float));
     k->gelu_backward(g->dfch, b->fch, g->dfch_gelu, 4 * BTC);
     memset(g->dln, 0, BTC * sizeof(float));
-    k->matmul_backward(g->dln, g->g[FCW] + (size_t)l * 4 * C * C, g->g[FCB] + l * 4 * C, g->dfch, b->ln2,
+    dt_mm_backward(&g->base, g->dln, g->g[FCW] + (size_t)l * 4 * C * C, g->g[FCB] + l * 4 * C, g->dfch, b->ln2,
                        g->p[FCW] + (size_t)l * 4 * C * C, BT, C, 4 * C);
     /* the residual path: dres becomes dL/d res2 */
     k->layernorm_backward(g->dres, g->g[LN2W] + l * C, g->g[LN2B] + l * C, g->dln, b->res2, g->p[LN2W] + l * C,
                           b->ln2_mean, b->ln2_rstd, BT, C);
     memset(g->datty, 0, BTC * sizeof(float));
-    k->matmul_backward(g->datty, g->g[ATTPROJW] + (size_t)l * C * C, g->g[ATTPROJB] + l * C, g->dres, b->atty,
+    dt_mm_backward(&g->base, g->datty, g->g[ATTPROJW] + (size_t)l * C * C, g->g[ATTPROJB] + l * C, g->dres, b->atty,
                        g->p[ATTPROJW] + (size_t)l * C * C, BT, C, C);
     memset(g->dqkv, 0, 3 * BTC * sizeof(float));
     k->attention_backward(g->dqkv, g->datty, b->qkv, b->att, g->attn_scratch, B, T, C, NH);
     memset(g->dln, 0, BTC * sizeof(float));
-    k->matmul_backward(g->dln, g->g[QKVW] + (size_t)l * 3 * C * C, g->g[QKVB] + l * 3 * C, g->dqkv, b->ln1,
+    dt_mm_backward(&g->base, g->dln, g->g[QKVW] + (size_t)l * 3 * C * C, g->g[QKVB] + l * 3 * C, g->dqkv, b->ln1,
                        g->p[QKVW] + (size_t)l * 3 * C * C, BT, C, 3 * C);
     k->layernorm_backward(g->dres, g->g[LN1W] + l * C, g->g[LN1B] + l * C, g->dln, x, g->p[LN1W] + l * C,
                           b->ln1_mean, b->ln1_rstd, BT, C);
@@ -149,7 +149,7 @@ static float gpt_forward(struct dt_model *m, const struct dt_batch *batch, float
     k->encoder_forward(g->resid[0], g->inputs, g->p[WTE], g->p[WPE], B, T, C);
     for (int l = 0; l < L; l++) block_forward(g, l, g->resid[l], g->resid[l + 1]);
     k->layernorm_forward(g->lnf, g->lnf_mean, g->lnf_rstd, g->resid[L], g->p[LNFW], g->p[LNFB], BT, C);
-    k->matmul_forward(g->logits, g->lnf, g->p[WTE], NULL, BT, C, V);
+    dt_mm_forward(&g->base, g->logits, g->lnf, g->p[WTE], NULL, BT, C, V);
     return k->softmax_xent(g->losses, g->logits, g->targets, grad_scale / (float)BT, BT, V);
 }
 
@@ -163,7 +163,7 @@ static void gpt_backward(struct dt_model *m)
     bool report = m->on_grads_ready && m->on_sparse_grads;
     memset(g->dln, 0, BTC * sizeof(float));
     memset(g->dres, 0, BTC * sizeof(float));
-    k->matmul_backward(g->dln, g->g[WTE], NULL, g->logits, g->lnf, g->p[WTE], BT, C, V);
+    dt_mm_backward(&g->base, g->dln, g->g[WTE], NULL, g->logits, g->lnf, g->p[WTE], BT, C, V);
     if (report) dt_model_grads_ready(m, 0);
     k->layernorm_backward(g->dres, g->g[LNFW], g->g[LNFB], g->dln, g->resid[L], g->p[LNFW], g->lnf_mean, g->lnf_rstd,
                           BT, C);

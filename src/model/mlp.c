@@ -32,7 +32,7 @@ static float mlp_forward(struct dt_model *m, const struct dt_batch *b, float gra
     const float *in = b->x;
     for (int l = 0; l < L; l++) {
         const struct dt_param_view *w = &p->views[2 * l], *bias = &p->views[2 * l + 1];
-        k->matmul_forward(p->pre[l], in, m->params + w->offset, m->params + bias->offset, B, p->width[l],
+        dt_mm_forward(m, p->pre[l], in, m->params + w->offset, m->params + bias->offset, B, p->width[l],
                           p->width[l + 1]);
         if (l + 1 < L) {
             k->gelu_forward(p->post[l], p->pre[l], (size_t)B * p->width[l + 1]);
@@ -57,7 +57,7 @@ static void mlp_backward(struct dt_model *m)
         const float *in = l ? p->post[l - 1] : p->x;
         size_t nin = (size_t)B * p->width[l];
         memset(p->dpost, 0, nin * sizeof(float));
-        k->matmul_backward(p->dpost, m->grads + w->offset, m->grads + bias->offset, dcur, in, m->params + w->offset,
+        dt_mm_backward(m, p->dpost, m->grads + w->offset, m->grads + bias->offset, dcur, in, m->params + w->offset,
                            B, p->width[l], p->width[l + 1]);
         dt_model_grads_ready(m, p->nlayers - 1 - l);
         if (l == 0) break;

@@ -60,6 +60,9 @@ struct dt_model {
     double flops_per_token;  /* forward + backward, 6N plus attention (PaLM appendix B) */
     const struct dt_grad_seg *segs;
     int nsegs, ngroups;
+    /* the operands of every matmul: DT_F32, or DT_BF16 / DT_F16 (mixed precision: rounded to
+     * 16 bits, products accumulated in fp32) */
+    enum dt_dtype compute;
     /* Called by backward as each group's gradients become final (strategies that overlap
      * communication with backward set it; NULL: nobody listens). */
     void (*on_grads_ready)(void *ctx, int group);
@@ -71,6 +74,20 @@ struct dt_model {
     void *hook_ctx;
     void *impl;
 };
+
+static inline void dt_mm_forward(const struct dt_model *m, float *out, const float *inp, const float *w,
+                                 const float *b, int BT, int C, int OC)
+{
+    if (m->compute == DT_F32) m->k->matmul_forward(out, inp, w, b, BT, C, OC);
+    else m->k->matmul_forward_lp(out, inp, w, b, BT, C, OC, m->compute);
+}
+
+static inline void dt_mm_backward(const struct dt_model *m, float *dinp, float *dw, float *db, const float *dout,
+                                  const float *inp, const float *w, int BT, int C, int OC)
+{
+    if (m->compute == DT_F32) m->k->matmul_backward(dinp, dw, db, dout, inp, w, BT, C, OC);
+    else m->k->matmul_backward_lp(dinp, dw, db, dout, inp, w, BT, C, OC, m->compute);
+}
 
 static inline void dt_model_grads_ready(struct dt_model *m, int group)
 {

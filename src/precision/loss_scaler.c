@@ -6,13 +6,14 @@
  * an overflow (and at iteration `window` from the start). Before that PR the
  * test was (cur_iter - last_overflow_iter) % window == 0, one step earlier.
  */
+#include <math.h>
 #include "core/error.h"
 #include "precision/loss_scaler.h"
 
 void dt_loss_scaler_init(struct dt_loss_scaler *s, const struct dt_loss_scaler_config *c)
 {
     *s = (struct dt_loss_scaler){.dynamic = c->loss_scale == 0,
-                                 .scale = c->loss_scale == 0 ? (double)(1ull << c->initial_scale_power) : c->loss_scale,
+                                 .scale = c->loss_scale == 0 ? ldexp(1.0, (int)c->initial_scale_power) : c->loss_scale,
                                  .min_scale = c->min_loss_scale,
                                  .window = c->loss_scale_window,
                                  .delayed_shift = c->hysteresis,

@@ -15,6 +15,7 @@
 #include "model/mlp.h"
 #include "optim/optimizer.h"
 #include "optim/sched.h"
+#include "precision/policy.h"
 #include "strategy/strategy.h"
 #include "train/trainer.h"
 
@@ -25,6 +26,11 @@ struct trainer {
     struct dt_sched sched;
     struct dt_dataset train, val;
     struct dt_strat *strategy;
+    struct dt_prec_policy prec;
+    struct dt_loss_scaler scaler;
+    int64_t opt_steps;          /* optimizer steps taken (skipped ones excluded): the LR schedule's clock */
+    int64_t inject_step;        /* test hook: DTRUN_TEST_INF_AT=STEP:RANK writes inf into that rank's */
+    int inject_rank;            /* reduced gradient at that step (1-based), to test the global skip */
     int rank, world, B, T, gas;
     int64_t steps, eval_every, log_every;
     int32_t *tokens, *labels; /* GPT tokens (B, T+1); MLP labels (B) */
@@ -48,10 +54,6 @@ static dt_status_t supported(const struct dt_config *cfg)
     if (cfg->compute.device == DT_DEVICE_CUDA)
         return dt_error(DT_ERR_CONFIG, "dtrun: error: compute.device is cuda, but this build trains on the CPU only "
                         "(%s)\n  hint: set compute.device: cpu", cfg->resolved.device_note);
-    if (cfg->compute.precision != DT_PREC_32_TRUE)
-        return dt_error(DT_ERR_CONFIG, "dtrun: error: compute.precision %s: this build trains in 32-true only (mixed "
-                        "precision lands with issue #5)\n  hint: set compute.precision: 32-true",
-                        dt_enum_str(dt_precision_names, cfg->compute.precision));
     if (cfg->compute.grad_reduce_dtype != DT_DTYPE_FP32)
         return dt_error(DT_ERR_CONFIG, "dtrun: error: compute.grad_reduce_dtype %s: this build reduces gradients in "
                         "fp32 only (other types land with mixed precision, issue #5)\n%s",
@@ -81,6 +83,11 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
                         cfg->resolved.world, w->size);
     tr->rank = w->rank;
     tr->world = w->size;
+    DT_CHECK(dt_precision_from_config(cfg, &tr->prec));
+    dt_loss_scaler_init(&tr->scaler, &tr->prec.scaler);
+    tr->inject_step = -1;
+    const char *inj = getenv("DTRUN_TEST_INF_AT");
+    if (inj && sscanf(inj, "%lld:%d", (long long *)&tr->inject_step, &tr->inject_rank) == 2) tr->inject_step--;
     dt_log_set_rank(w->rank, w->size);
     DT_CHECK(dt_strategy_create(cfg, w, &tr->strategy));
     bool mlp = cfg->model.type == DT_MODEL_MLP;
@@ -134,6 +141,7 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
                                  (float)cfg->optimizer.weight_decay,
                                  (float)cfg->optimizer.momentum,
                                  cfg->optimizer.nesterov};
+    tr->model->compute = tr->prec.compute;
     DT_CHECK(dt_optimizer_init(&tr->opt, &oc, &dt_kernels_cpu, tr->model->nparams));
     DT_CHECK(tr->strategy->attach(tr->strategy, tr->model));
     tr->tokens = malloc((size_t)tr->B * (tr->T + 1) * sizeof(int32_t)); /* GPT; small for an MLP */
@@ -206,6 +214,48 @@ static void progress(struct trainer *tr, int64_t step, double loss, double lr, d
     else if ((step + 1) % tr->log_every == 0 || last) fprintf(stderr, "%s\n", line);
 }
 
+/* Said once per change of the scaler, never once per skipped step (REFERENCE.md problems 28-30). */
+static void report_scale(const struct trainer *tr, int64_t step, enum dt_scale_event ev, double before)
+{
+    const struct dt_loss_scaler *s = &tr->scaler;
+    if (ev == DT_SCALE_CREDIT_USED)
+        DT_INFO(DT_SUB_TRAIN, "step %lld: fp16 gradients overflowed; step skipped, loss scale kept at %g (hysteresis "
+                "left %lld of %lld; %lld skipped so far)", (long long)step + 1, s->scale, (long long)s->cur_hysteresis,
+                (long long)s->delayed_shift, (long long)s->skipped);
+    else if (ev == DT_SCALE_REDUCED)
+        DT_INFO(DT_SUB_TRAIN, "step %lld: fp16 gradients overflowed; step skipped, loss scale %g -> %g (%lld skipped "
+                "so far)", (long long)step + 1, before, s->scale, (long long)s->skipped);
+    else if (ev == DT_SCALE_GREW)
+        DT_DEBUG(DT_SUB_TRAIN, "step %lld: loss scale %g -> %g after %lld clean steps", (long long)step + 1, before,
+                 s->scale, (long long)s->window);
+}
+
+/* Unscale, decide overflow for every rank at once, clip, step; an overflowing step leaves the
+ * parameters and the LR schedule where they were. norm is NaN for a skipped step. */
+static dt_status_t apply_step(struct trainer *tr, int64_t step, float *norm, double *lr)
+{
+    struct dt_model *m = tr->model;
+    double scale = tr->scaler.scale;
+    if (step == tr->inject_step && tr->rank == tr->inject_rank) m->grads[m->nparams / 2] = INFINITY;
+    bool overflow = false;
+    if (tr->prec.scaled) {
+        double any = m->k->nonfinite(m->grads, m->nparams) > 0; /* mean over ranks > 0: some rank overflowed */
+        DT_CHECK(tr->strategy->mean(tr->strategy, &any, 1));
+        overflow = any > 0;
+    }
+    enum dt_scale_event ev;
+    DT_CHECK(dt_loss_scaler_update(&tr->scaler, overflow, step, &ev));
+    report_scale(tr, step, ev, scale);
+    *lr = dt_sched_lr(&tr->sched, tr->opt_steps);
+    *norm = NAN;
+    if (overflow) return DT_SUCCESS;
+    float clip = (float)(tr->cfg->compute.gradient_clipping * scale), f;
+    *norm = dt_grad_norm(m, clip, &f) / (float)scale;
+    dt_optimizer_step(&tr->opt, m, (float)*lr, f / (float)scale);
+    tr->opt_steps++;
+    return DT_SUCCESS;
+}
+
 static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
 {
     const struct dt_config *cfg = tr->cfg;
@@ -220,7 +270,7 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
         for (int micro = 0; micro < tr->gas; micro++) {
             int64_t first = (((step * tr->gas) + micro) * tr->world + tr->rank) * tr->B;
             struct dt_batch b = fill(tr, &tr->train, first);
-            loss += m->iface.forward(m, &b, 1.0f / (float)(tr->gas * st->grad_divisor)) / tr->gas;
+            loss += m->iface.forward(m, &b, (float)tr->scaler.scale / (float)(tr->gas * st->grad_divisor)) / tr->gas;
             st->before_backward(st, m, micro == tr->gas - 1);
             m->iface.backward(m);
         }
@@ -229,10 +279,9 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
         if (!isfinite(loss))
             return dt_error(DT_ERR_TRAIN, "dtrun: error: the loss is %f at step %lld\n  hint: lower optimizer.lr or "
                             "set compute.gradient_clipping", loss, (long long)step + 1);
-        float gscale;
-        float norm = dt_grad_norm(m, (float)cfg->compute.gradient_clipping, &gscale);
-        double lr = dt_sched_lr(&tr->sched, step);
-        dt_optimizer_step(&tr->opt, m, (float)lr, gscale);
+        float norm;
+        double lr, scale = tr->scaler.scale;
+        DT_CHECK(apply_step(tr, step, &norm, &lr));
         double dt = now() - t0, tok_s = tokens_per_step / dt;
         dt_json_begin(&tr->json);
         dt_json_str(&tr->json, "type", "metrics");
@@ -241,6 +290,8 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
         dt_json_num(&tr->json, "loss", loss);
         dt_json_num(&tr->json, "lr", lr);
         dt_json_num(&tr->json, "grad_norm", norm);
+        dt_json_num(&tr->json, "loss_scale", scale);
+        dt_json_int(&tr->json, "skipped_steps", tr->scaler.skipped);
         dt_json_num(&tr->json, "tokens_per_s", tok_s);
         dt_json_num(&tr->json, "step_ms", dt * 1e3);
         DT_CHECK(dt_jsonl_write(&tr->events, dt_json_end(&tr->json)));
@@ -293,10 +344,11 @@ dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, stru
                      dt_dataset_windows(&tr.train));
         }
         DT_INFO(DT_SUB_TRAIN, "training %s: %s, %.2fM parameters, %lld steps of %lld x %d tokens, on %d "
-                "CPU thread%s; %s; activations %.1f MiB; %d rank%s (%s)",
+                "CPU thread%s; %s; activations %.1f MiB; %d rank%s (%s); precision %s",
                 cfg->run.name, model, tr.model->nparams / 1e6, (long long)tr.steps,
                 (long long)cfg->resolved.global_batch, tr.T, dt_kernels_threads(), dt_kernels_threads() > 1 ? "s" : "",
-                source, tr.model->activation_bytes / 1048576.0, tr.world, tr.world > 1 ? "s" : "", tr.strategy->name);
+                source, tr.model->activation_bytes / 1048576.0, tr.world, tr.world > 1 ? "s" : "", tr.strategy->name,
+                tr.prec.name);
         rc = loop(&tr, res);
     }
     teardown(&tr, rc == DT_SUCCESS);
