@@ -31,6 +31,9 @@ struct dt_kernels {
                               int OC, enum dt_dtype lp);
     void (*matmul_backward_lp)(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, int BT, int C, int OC, enum dt_dtype lp);
+    /* fp32 <-> bf16/fp16 (t), round to nearest even */
+    void (*cast_to_lp)(uint16_t *dst, const float *src, size_t n, enum dt_dtype t);
+    void (*cast_from_lp)(float *dst, const uint16_t *src, size_t n, enum dt_dtype t);
     /* out = (inp - mean) * rstd * weight + bias, per row of C; mean, rstd (BT) kept for backward */
     void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *inp, const float *weight,
                               const float *bias, int BT, int C);

@@ -14,6 +14,8 @@ void dt_cpu_matmul_forward_lp(float *out, const float *inp, const float *weight,
                               int OC, enum dt_dtype t);
 void dt_cpu_matmul_backward_lp(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, int BT, int C, int OC, enum dt_dtype t);
+void dt_cpu_cast_to_lp(uint16_t *dst, const float *src, size_t n, enum dt_dtype t);
+void dt_cpu_cast_from_lp(float *dst, const uint16_t *src, size_t n, enum dt_dtype t);
 /* which path the 16-bit matmuls of type t take here, for logs and benchmarks */
 const char *dt_cpu_matmul_lp_path(enum dt_dtype t);
 void dt_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,

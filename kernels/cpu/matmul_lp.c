@@ -10,7 +10,6 @@
  * values is exact in fp32, so both paths compute the same sums, in different
  * orders (the test compares them).
  */
-#include <omp.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,33 +35,6 @@ static void *grow(struct scratch *s, size_t bytes)
         s->n = s->p ? bytes : 0;
     }
     return s->p;
-}
-
-static void to_lp(enum dt_dtype t, uint16_t *dst, const float *src, size_t n)
-{
-    static const struct dt_convert *cv;
-    if (!cv) cv = dt_convert_fast();
-    /* conversion is memory bound: split it over the pool */
-    #pragma omp parallel
-    {
-        int nt = omp_get_num_threads(), th = omp_get_thread_num();
-        size_t a = n * (size_t)th / (size_t)nt, b = n * (size_t)(th + 1) / (size_t)nt;
-        if (t == DT_BF16) cv->bf16_from_f32(dst + a, src + a, b - a);
-        else cv->f16_from_f32(dst + a, src + a, b - a);
-    }
-}
-
-static void from_lp(enum dt_dtype t, float *dst, const uint16_t *src, size_t n)
-{
-    static const struct dt_convert *cv;
-    if (!cv) cv = dt_convert_fast();
-    #pragma omp parallel
-    {
-        int nt = omp_get_num_threads(), th = omp_get_thread_num();
-        size_t a = n * (size_t)th / (size_t)nt, b = n * (size_t)(th + 1) / (size_t)nt;
-        if (t == DT_BF16) cv->f32_from_bf16(dst + a, src + a, b - a);
-        else cv->f32_from_f16(dst + a, src + a, b - a);
-    }
 }
 
 #ifdef HAVE_DNNL
@@ -146,8 +118,8 @@ static void gemm_lp(enum dt_dtype t, char ta, char tb, int M, int N, int K, cons
 #endif
     size_t na = (size_t)(ta == 'N' ? M : K) * lda, nb = (size_t)(tb == 'N' ? K : N) * ldb;
     float *a = grow(&s_wa, na * sizeof(float)), *b = grow(&s_wb, nb * sizeof(float));
-    from_lp(t, a, A, na);
-    from_lp(t, b, B, nb);
+    dt_cpu_cast_from_lp(a, A, na, t);
+    dt_cpu_cast_from_lp(b, B, nb, t);
     dt_cpu_gemm(ta, tb, M, N, K, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, C, ldc);
 }
 
@@ -155,8 +127,8 @@ void dt_cpu_matmul_forward_lp(float *out, const float *inp, const float *weight,
                               int OC, enum dt_dtype t)
 {
     uint16_t *x = grow(&s_a, (size_t)BT * C * 2), *w = grow(&s_b, (size_t)OC * C * 2);
-    to_lp(t, x, inp, (size_t)BT * C);
-    to_lp(t, w, weight, (size_t)OC * C);
+    dt_cpu_cast_to_lp(x, inp, (size_t)BT * C, t);
+    dt_cpu_cast_to_lp(w, weight, (size_t)OC * C, t);
     if (bias) {
         #pragma omp parallel for
         for (int i = 0; i < BT; i++) memcpy(out + (size_t)i * OC, bias, (size_t)OC * sizeof *out);
@@ -169,9 +141,9 @@ void dt_cpu_matmul_backward_lp(float *dinp, float *dweight, float *dbias, const 
 {
     uint16_t *x = grow(&s_a, (size_t)BT * C * 2), *w = grow(&s_b, (size_t)OC * C * 2),
              *d = grow(&s_c, (size_t)BT * OC * 2);
-    to_lp(t, x, inp, (size_t)BT * C);
-    to_lp(t, w, weight, (size_t)OC * C);
-    to_lp(t, d, dout, (size_t)BT * OC);
+    dt_cpu_cast_to_lp(x, inp, (size_t)BT * C, t);
+    dt_cpu_cast_to_lp(w, weight, (size_t)OC * C, t);
+    dt_cpu_cast_to_lp(d, dout, (size_t)BT * OC, t);
     gemm_lp(t, 'N', 'N', BT, C, OC, d, OC, w, C, true, dinp, C);
     gemm_lp(t, 'T', 'N', OC, C, BT, d, OC, x, C, true, dweight, C);
     if (dbias) dt_cpu_colsum(dbias, dout, BT, OC);

@@ -36,6 +36,8 @@ struct gpt {
     struct dt_grad_seg *segs; /* lnf, then each layer from the last, then the embeddings */
     float *p[NP], *g[NP]; /* parameter and gradient tensors, inside the flat buffers */
     float *arena;
+    uint16_t *packed;     /* L x per_block 16-bit activations (c.activations != DT_F32), else NULL */
+    size_t per_block;     /* floats of one block's activations, contiguous from blk[l].ln1 */
     float **resid;        /* (L+1) x (B,T,C): resid[0] is the embedding, resid[l+1] block l's output */
     struct block *blk;    /* L entries; all equal under activation checkpointing */
     float *proj;          /* (B,T,C) scratch for projections before the residual add */
@@ -147,7 +149,10 @@ static float gpt_forward(struct dt_model *m, const struct dt_batch *batch, float
         memcpy(g->targets + b * T, batch->tokens + (size_t)b * (T + 1) + 1, (size_t)T * sizeof(int32_t));
     }
     k->encoder_forward(g->resid[0], g->inputs, g->p[WTE], g->p[WPE], B, T, C);
-    for (int l = 0; l < L; l++) block_forward(g, l, g->resid[l], g->resid[l + 1]);
+    for (int l = 0; l < L; l++) {
+        block_forward(g, l, g->resid[l], g->resid[l + 1]);
+        if (g->packed) k->cast_to_lp(g->packed + (size_t)l * g->per_block, g->blk[0].ln1, g->per_block, g->c.activations);
+    }
     k->layernorm_forward(g->lnf, g->lnf_mean, g->lnf_rstd, g->resid[L], g->p[LNFW], g->p[LNFB], BT, C);
     dt_mm_forward(&g->base, g->logits, g->lnf, g->p[WTE], NULL, BT, C, V);
     return k->softmax_xent(g->losses, g->logits, g->targets, grad_scale / (float)BT, BT, V);
@@ -170,6 +175,8 @@ static void gpt_backward(struct dt_model *m)
     if (report) dt_model_grads_ready(m, 1);
     for (int l = L - 1; l >= 0; l--) {
         if (g->c.activation_checkpointing) block_forward(g, l, g->resid[l], g->proj);
+        else if (g->packed)
+            k->cast_from_lp(g->blk[0].ln1, g->packed + (size_t)l * g->per_block, g->per_block, g->c.activations);
         block_backward(g, l, g->resid[l]);
         if (report) dt_model_grads_ready(m, L - l + 1);
     }
@@ -209,6 +216,7 @@ static void gpt_free(struct dt_model *m)
     dt_free_big(m->params);
     dt_free_big(m->grads);
     dt_free_big(g->arena);
+    dt_free_big(g->packed);
     free(g->resid);
     free(g->blk);
     free(g->inputs);
@@ -243,7 +251,9 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     size_t nparams = g->views[NP - 1].offset + g->views[NP - 1].numel;
     size_t per_block = BTC /* ln1 */ + 2 * BT + 3 * BTC + BTC + (size_t)B * NH * T * T + BTC /* res2 */ + BTC +
                        2 * BT + 8 * BTC;
-    size_t nblocks = c->activation_checkpointing ? 1 : (size_t)L;
+    /* one fp32 block when block activations are recomputed or kept packed in 16 bits */
+    bool pack = c->activations != DT_F32 && !c->activation_checkpointing;
+    size_t nblocks = c->activation_checkpointing || pack ? 1 : (size_t)L;
     size_t nacts = (size_t)(L + 1) * BTC + nblocks * per_block + BTC + BTC + 2 * BT + BT * V + BT;
     /* dres, dln, datty (BTC each), dqkv (3 BTC), dfch and dfch_gelu (4 BTC each), attention scratch */
     size_t ngrad_scratch = 14 * BTC + dt_kernels_attention_scratch(T);
@@ -251,13 +261,15 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     m->params = dt_alloc_big(nparams * sizeof(float));
     m->grads = dt_alloc_big(nparams * sizeof(float));
     g->arena = dt_alloc_big((nacts + ngrad_scratch) * sizeof(float));
+    g->per_block = per_block;
+    if (pack) g->packed = dt_alloc_big((size_t)L * per_block * sizeof(uint16_t));
     g->resid = calloc((size_t)L + 1, sizeof *g->resid);
     g->blk = calloc((size_t)L, sizeof *g->blk);
     g->inputs = malloc(BT * sizeof(int32_t));
     g->targets = malloc(BT * sizeof(int32_t));
     m->iface = (struct dt_model_i){.forward = gpt_forward, .backward = gpt_backward, .free = gpt_free};
     m->impl = g;
-    if (!m->params || !m->grads || !g->arena || !g->resid || !g->blk || !g->inputs || !g->targets) {
+    if (!m->params || !m->grads || !g->arena || (pack && !g->packed) || !g->resid || !g->blk || !g->inputs || !g->targets) {
         gpt_free(m);
         return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the model (%zu parameters, %zu MiB of "
                         "activations); lower data.micro_batch_size or enable model.activation_checkpointing",
@@ -307,7 +319,7 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     m->nparams = nparams;
     m->views = g->views;
     m->nviews = NP;
-    m->activation_bytes = nacts * sizeof(float);
+    m->activation_bytes = nacts * sizeof(float) + (pack ? (size_t)L * per_block * sizeof(uint16_t) : 0);
     m->flops_per_token = 6.0 * (double)nparams + 12.0 * L * C * T;
     *out = m;
     return DT_SUCCESS;

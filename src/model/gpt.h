@@ -13,6 +13,9 @@ struct dt_gpt_config {
     int n_layer, n_head, n_embd, vocab_size, max_seq_len;
     bool activation_checkpointing; /* keep only block inputs; recompute the rest in backward */
     bool decay_embeddings;         /* weight decay on wte/wpe (default off) */
+    /* DT_F32, or DT_BF16 / DT_F16: each block's activations are kept in 16 bits from forward to
+     * backward (mixed precision), computed in one fp32 work block */
+    enum dt_dtype activations;
 };
 
 /* Sized for micro-batches of B sequences of T tokens (T <= max_seq_len). */

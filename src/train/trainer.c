@@ -127,7 +127,7 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     } else {
         struct dt_gpt_config gc = {(int)cfg->model.n_layer, (int)cfg->model.n_head,   (int)cfg->model.n_embd,
                                    (int)cfg->model.vocab_size, (int)cfg->model.seq_len,
-                                   cfg->model.activation_checkpointing, false};
+                                   cfg->model.activation_checkpointing, false, tr->prec.compute};
         DT_CHECK(dt_gpt_create(&gc, &dt_kernels_cpu, tr->B, tr->T, &tr->model));
         if (cfg->model.init_from) DT_CHECK(dt_gpt_load_llmc(tr->model, cfg->model.init_from));
         else dt_gpt_init(tr->model, (uint64_t)cfg->run.seed);

@@ -1,0 +1,55 @@
+/*
+ * matmul_lp_bench.c - one linear layer's forward and backward, fp32 (sgemm)
+ * against bf16-mixed (16-bit operands through oneDNN's matmul primitive,
+ * conversions included), on the GPT-2 124M shapes at B*T rows.
+ * usage: bench/matmul_lp_bench [ROWS] [REPS]   (defaults 256 10)
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include "kernels/cpu/cpu.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int main(int argc, char **argv)
+{
+    int BT = argc > 1 ? atoi(argv[1]) : 256, reps = argc > 2 ? atoi(argv[2]) : 10;
+    static const struct { const char *name; int C, OC; } shapes[] = {
+        {"qkv", 768, 2304}, {"attproj", 768, 768}, {"fc", 768, 3072}, {"fcproj", 3072, 768}, {"lm head", 768, 50257}};
+    dt_kernels_cpu.init();
+    printf("%d rows; GFLOP/s of forward+backward (6 x rows x C x OC per rep); bf16 path: %s\n", BT,
+           dt_cpu_matmul_lp_path(DT_BF16));
+    printf("%-8s %6s %6s %10s %10s %7s\n", "layer", "C", "OC", "fp32", "bf16", "ratio");
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int C = shapes[s].C, OC = shapes[s].OC;
+        float *x = calloc((size_t)BT * C, 4), *w = calloc((size_t)OC * C, 4), *b = calloc(OC, 4);
+        float *o = calloc((size_t)BT * OC, 4), *dx = calloc((size_t)BT * C, 4), *dw = calloc((size_t)OC * C, 4);
+        float *db = calloc(OC, 4);
+        for (size_t i = 0; i < (size_t)OC * C; i++) w[i] = (float)(i % 7) * 0.01f;
+        for (size_t i = 0; i < (size_t)BT * C; i++) x[i] = (float)(i % 5) * 0.1f;
+        double best[2] = {1e30, 1e30};
+        for (int r = 0; r < reps; r++)
+            for (int lp = 0; lp < 2; lp++) {
+                double t0 = now();
+                if (lp) {
+                    dt_cpu_matmul_forward_lp(o, x, w, b, BT, C, OC, DT_BF16);
+                    dt_cpu_matmul_backward_lp(dx, dw, db, o, x, w, BT, C, OC, DT_BF16);
+                } else {
+                    dt_cpu_matmul_forward(o, x, w, b, BT, C, OC);
+                    dt_cpu_matmul_backward(dx, dw, db, o, x, w, BT, C, OC);
+                }
+                double t = now() - t0;
+                if (t < best[lp]) best[lp] = t;
+            }
+        double flop = 6.0 * BT * C * OC;
+        printf("%-8s %6d %6d %10.1f %10.1f %6.2fx\n", shapes[s].name, C, OC, flop / best[0] / 1e9,
+               flop / best[1] / 1e9, best[0] / best[1]);
+        free(x), free(w), free(b), free(o), free(dx), free(dw), free(db);
+    }
+    return 0;
+}
