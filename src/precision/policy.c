@@ -21,9 +21,12 @@ dt_status_t dt_precision_from_config(const struct dt_config *cfg, struct dt_prec
                                                    cfg->compute.loss_scaler.consecutive_hysteresis,
                                                    cfg->compute.loss_scaler.min_loss_scale};
         break;
+    case DT_PREC_BF16_TRUE:
+        p->compute = DT_BF16;
+        p->bf16_params = true;
+        break;
     default:
-        return dt_error(DT_ERR_CONFIG, "dtrun: error: compute.precision %s: parameters stored in bf16 are not in this "
-                        "build yet (issue #5)\n  hint: use compute.precision: bf16-mixed", p->name);
+        return dt_error(DT_ERR_INTERNAL, "dtrun: error: unknown compute.precision %d", cfg->compute.precision);
     }
     return DT_SUCCESS;
 }

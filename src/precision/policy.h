@@ -5,7 +5,10 @@
  *               its operands rounded to bf16 and accumulates in fp32
  *   16-mixed    the same with fp16, and the loss scaled by DeepSpeed's scaler
  *               (compute.loss_scaler; a DeepSpeed JSON's fp16 block fills it)
- *   bf16-true   parameters stored in bf16 (not in this build yet)
+ *   bf16-true   parameters stored in bf16: after every optimizer step they are
+ *               rounded to bf16 (the fp32 optimizer state is kept; the kernels
+ *               read an fp32 copy of the bf16 values), bf16 matmuls and
+ *               activations as in bf16-mixed
  */
 #ifndef DT_POLICY_H
 #define DT_POLICY_H
@@ -19,6 +22,7 @@ struct dt_prec_policy {
     const char *name;
     enum dt_dtype compute; /* matmul operands */
     bool scaled;           /* fp16: the loss is scaled and overflowing steps are skipped */
+    bool bf16_params;      /* bf16-true */
     struct dt_loss_scaler_config scaler;
 };
 

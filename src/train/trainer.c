@@ -28,6 +28,7 @@ struct trainer {
     struct dt_strat *strategy;
     struct dt_prec_policy prec;
     struct dt_loss_scaler scaler;
+    uint16_t *params_bf16;      /* bf16-true: the parameters as stored */
     int64_t opt_steps;          /* optimizer steps taken (skipped ones excluded): the LR schedule's clock */
     int64_t inject_step;        /* test hook: DTRUN_TEST_INF_AT=STEP:RANK writes inf into that rank's */
     int inject_rank;            /* reduced gradient at that step (1-based), to test the global skip */
@@ -73,6 +74,14 @@ static void warn_inert(const struct dt_config *cfg)
     if (cfg->events.webhook.url)
         DT_WARN("events.webhook.url is set, but this build sends no webhooks yet (issue #6); events go to %s only",
                 cfg->events.jsonl ? cfg->events.jsonl : "the console");
+}
+
+/* bf16-true: the parameters are what bf16 can hold; the kernels read them back as fp32 */
+static void store_bf16(struct trainer *tr)
+{
+    const struct dt_kernels *k = tr->model->k;
+    k->cast_to_lp(tr->params_bf16, tr->model->params, tr->model->nparams, DT_BF16);
+    k->cast_from_lp(tr->model->params, tr->params_bf16, tr->model->nparams, DT_BF16);
 }
 
 static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const struct dt_world *w)
@@ -144,6 +153,11 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     tr->model->compute = tr->prec.compute;
     DT_CHECK(dt_optimizer_init(&tr->opt, &oc, &dt_kernels_cpu, tr->model->nparams));
     DT_CHECK(tr->strategy->attach(tr->strategy, tr->model));
+    if (tr->prec.bf16_params) {
+        if (!(tr->params_bf16 = malloc(tr->model->nparams * sizeof *tr->params_bf16)))
+            return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for bf16 parameters");
+        store_bf16(tr);
+    }
     tr->tokens = malloc((size_t)tr->B * (tr->T + 1) * sizeof(int32_t)); /* GPT; small for an MLP */
     if (!tr->tokens) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the batch");
     if (cfg->events.jsonl && tr->rank == 0) {
@@ -157,6 +171,7 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
 
 static void teardown(struct trainer *tr, bool clean)
 {
+    free(tr->params_bf16);
     dt_strategy_free(tr->strategy, clean);
     dt_model_free(tr->model);
     dt_optimizer_free(&tr->opt);
@@ -252,6 +267,7 @@ static dt_status_t apply_step(struct trainer *tr, int64_t step, float *norm, dou
     float clip = (float)(tr->cfg->compute.gradient_clipping * scale), f;
     *norm = dt_grad_norm(m, clip, &f) / (float)scale;
     dt_optimizer_step(&tr->opt, m, (float)*lr, f / (float)scale);
+    if (tr->prec.bf16_params) store_bf16(tr);
     tr->opt_steps++;
     return DT_SUCCESS;
 }
