@@ -15,12 +15,14 @@
 #include <stdlib.h>
 #include <time.h>
 #include "comm/comm.h"
+#include "core/dtype.h"
 #include "core/error.h"
 
 enum { TAG_QUERY = 1, TAG_ANSWER = 2 };
 
 struct mpi_state {
     MPI_Comm data, ctrl;
+    MPI_Op sum_bf16, sum_f16; /* 16-bit sums, added in fp32 and rounded once per addition */
     bool we_initialized;
     uint64_t query_buf;
     MPI_Request query;
@@ -37,6 +39,22 @@ static MPI_Datatype mpi_type(enum dt_dtype t)
     case DT_U8: break;
     }
     return MPI_BYTE;
+}
+
+static void sum_bf16(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    const uint16_t *a = in;
+    uint16_t *b = inout;
+    for (int i = 0; i < *len; i++) b[i] = dt_bf16_from_f32(dt_f32_from_bf16(a[i]) + dt_f32_from_bf16(b[i]));
+}
+
+static void sum_f16(void *in, void *inout, int *len, MPI_Datatype *type)
+{
+    (void)type;
+    const uint16_t *a = in;
+    uint16_t *b = inout;
+    for (int i = 0; i < *len; i++) b[i] = dt_f16_from_f32(dt_f32_from_f16(a[i]) + dt_f32_from_f16(b[i]));
 }
 
 static dt_status_t mpi_fail(struct dt_comm *c, int err, const char *call, const struct dt_comm_req *r)
@@ -89,6 +107,8 @@ static dt_status_t mpi_init(struct dt_comm *c)
     MPI_Comm_set_errhandler(m->data, MPI_ERRORS_RETURN);
     MPI_Comm_set_errhandler(m->ctrl, MPI_ERRORS_RETURN);
     MPI_Irecv(&m->query_buf, 1, MPI_UINT64_T, MPI_ANY_SOURCE, TAG_QUERY, m->ctrl, &m->query);
+    MPI_Op_create(sum_bf16, 1, &m->sum_bf16);
+    MPI_Op_create(sum_f16, 1, &m->sum_f16);
     c->impl = m;
     return DT_SUCCESS;
 }
@@ -101,12 +121,15 @@ static dt_status_t mpi_run(struct dt_comm *c, struct dt_comm_req *r)
     size_t esz = dt_dtype_size(r->dtype);
     int err = MPI_SUCCESS;
     const char *call = "";
-    if ((r->kind == DT_COLL_ALLREDUCE || r->kind == DT_COLL_REDUCE_SCATTER) &&
-        (r->dtype == DT_BF16 || r->dtype == DT_F16 || r->dtype == DT_U8))
-        return dt_error(DT_ERR_INTERNAL, "dtrun: error: %s of %s in %s: reductions in this type land with mixed "
-                        "precision (issue #5)\n  hint: set compute.grad_reduce_dtype: fp32", dt_coll_name(r->kind),
-                        r->what, dt_dtype_str(r->dtype));
-    MPI_Op op = r->red == DT_RED_MAX ? MPI_MAX : MPI_SUM;
+    bool half = r->dtype == DT_BF16 || r->dtype == DT_F16;
+    bool reduces = r->kind == DT_COLL_ALLREDUCE || r->kind == DT_COLL_REDUCE_SCATTER;
+    if (reduces && (r->dtype == DT_U8 || (half && r->red == DT_RED_MAX)))
+        return dt_error(DT_ERR_INTERNAL, "dtrun: error: %s of %s: no %s reduction in %s", dt_coll_name(r->kind),
+                        r->what, r->red == DT_RED_MAX ? "max" : "sum", dt_dtype_str(r->dtype));
+    MPI_Op op = r->red == DT_RED_MAX ? MPI_MAX
+              : r->dtype == DT_BF16  ? m->sum_bf16
+              : r->dtype == DT_F16   ? m->sum_f16
+                                     : MPI_SUM;
     const size_t chunk = (size_t)1 << 30;
     switch (r->kind) {
     case DT_COLL_ALLREDUCE:
@@ -230,6 +253,8 @@ static void mpi_finalize(struct dt_comm *c)
     struct mpi_state *m = c->impl;
     MPI_Cancel(&m->query);
     MPI_Request_free(&m->query);
+    MPI_Op_free(&m->sum_bf16);
+    MPI_Op_free(&m->sum_f16);
     MPI_Comm_free(&m->ctrl);
     MPI_Comm_free(&m->data);
     if (m->we_initialized) MPI_Finalize();

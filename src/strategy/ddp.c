@@ -22,7 +22,9 @@ struct ddp {
     int next;          /* first bucket not yet started this step */
     dt_status_t error; /* the first failed start, reported by reduce_grads */
     struct dt_model *m;
-    size_t cap; /* elements per bucket */
+    size_t cap;          /* elements per bucket */
+    enum dt_dtype rdt;   /* the gradient all-reduce's type (compute.grad_reduce_dtype) */
+    uint16_t **lp;       /* per bucket, when rdt is 16-bit: the bucket rounded to rdt */
     /* sparse rows (the GPT's input-token embedding rows), gathered from every rank */
     struct dt_comm_req sreq[2];
     int32_t *rows_all;
@@ -39,12 +41,25 @@ static void start_bucket(struct dt_strat *s, int i)
 {
     struct ddp *d = s->impl;
     const struct dt_bucket *b = &d->plan.b[i];
-    for (int j = 0; j < b->npieces; j++) {
+    dt_status_t rc = DT_SUCCESS;
+    if (d->rdt != DT_F32) {
+        /* a 16-bit reduction: the bucket's pieces rounded into one buffer, one request */
+        size_t o = 0;
+        for (int j = 0; j < b->npieces; j++) {
+            d->m->k->cast_to_lp(d->lp[i] + o, d->m->grads + b->pieces[j].offset, b->pieces[j].numel, d->rdt);
+            o += b->pieces[j].numel;
+        }
+        d->req[i] = dt_coll_allreduce(d->lp[i], b->numel, d->rdt, DT_RED_SUM, d->what[i]);
+        rc = dt_comm_start(s->comm, &d->req[i]);
+    }
+    /* fp32: each piece is reduced in place, no copies. Backward already divided the gradients by
+     * the world size (dt_strat.grad_divisor), so a sum is the mean. */
+    for (int j = 0; d->rdt == DT_F32 && j < b->npieces && rc == DT_SUCCESS; j++) {
         struct dt_comm_req *r = &d->req[b->pieces - d->plan.pieces + j];
         *r = dt_coll_allreduce(d->m->grads + b->pieces[j].offset, b->pieces[j].numel, DT_F32, DT_RED_SUM, d->what[i]);
-        dt_status_t rc = dt_comm_start(s->comm, r);
-        if (rc != DT_SUCCESS && d->error == DT_SUCCESS) d->error = rc;
+        rc = dt_comm_start(s->comm, r);
     }
+    if (rc != DT_SUCCESS && d->error == DT_SUCCESS) d->error = rc;
 }
 
 static void on_ready(void *ctx, int group)
@@ -103,7 +118,19 @@ static dt_status_t ddp_reduce_grads(struct dt_strat *s, struct dt_model *m)
     m->on_sparse_grads = NULL;
     while (d->next < d->plan.n) start_bucket(s, d->next++); /* a backward that did not report every group */
     if (d->error != DT_SUCCESS) return d->error;
-    for (int i = 0; i < d->plan.npieces; i++) DT_CHECK(dt_comm_wait(s->comm, &d->req[i]));
+    if (d->rdt == DT_F32) {
+        for (int i = 0; i < d->plan.npieces; i++) DT_CHECK(dt_comm_wait(s->comm, &d->req[i]));
+    } else {
+        for (int i = 0; i < d->plan.n; i++) {
+            DT_CHECK(dt_comm_wait(s->comm, &d->req[i]));
+            const struct dt_bucket *b = &d->plan.b[i];
+            size_t o = 0;
+            for (int j = 0; j < b->npieces; j++) {
+                m->k->cast_from_lp(m->grads + b->pieces[j].offset, d->lp[i] + o, b->pieces[j].numel, d->rdt);
+                o += b->pieces[j].numel;
+            }
+        }
+    }
     if (!d->sparse) return DT_SUCCESS;
     DT_CHECK(dt_comm_wait(s->comm, &d->sreq[0]));
     DT_CHECK(dt_comm_wait(s->comm, &d->sreq[1]));
@@ -125,6 +152,8 @@ static dt_status_t ddp_mean(struct dt_strat *s, double *v, int n)
 static void ddp_free_impl(struct ddp *d)
 {
     if (!d) return;
+    for (int i = 0; d->lp && i < d->plan.n; i++) free(d->lp[i]);
+    free(d->lp);
     free(d->req);
     free(d->what);
     free(d->rows_all);
@@ -145,12 +174,19 @@ static dt_status_t ddp_attach(struct dt_strat *s, struct dt_model *m)
     d->what = calloc((size_t)n, sizeof *d->what);
     if (!d->req || !d->what) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for buckets");
     for (int i = 0; i < n; i++) snprintf(d->what[i], sizeof d->what[i], "gradient bucket %d/%d", i + 1, n);
-    DT_INFO(DT_SUB_COMM, "ddp: %d gradient bucket%s of at most %.2f MiB over %zu parameters", n, n > 1 ? "s" : "",
-            d->cap * 4.0 / 1048576, m->nparams);
+    if (d->rdt != DT_F32) {
+        if (!(d->lp = calloc((size_t)n, sizeof *d->lp)))
+            return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for buckets");
+        for (int i = 0; i < n; i++)
+            if (!(d->lp[i] = malloc(d->plan.b[i].numel * sizeof(uint16_t))))
+                return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for gradient bucket %d", i + 1);
+    }
+    DT_INFO(DT_SUB_COMM, "ddp: %d gradient bucket%s of at most %.2f MiB over %zu parameters, reduced in %s", n,
+            n > 1 ? "s" : "", d->cap * 4.0 / 1048576, m->nparams, dt_dtype_str(d->rdt));
     return dt_comm_do(s->comm, dt_coll_broadcast(m->params, m->nparams, DT_F32, 0, "initial parameters"));
 }
 
-dt_status_t dt_strategy_ddp(struct dt_comm *c, double bucket_cap_mb, struct dt_strat **out)
+dt_status_t dt_strategy_ddp(struct dt_comm *c, double bucket_cap_mb, enum dt_dtype reduce, struct dt_strat **out)
 {
     struct dt_strat *s = calloc(1, sizeof *s);
     struct ddp *d = calloc(1, sizeof *d);
@@ -160,6 +196,7 @@ dt_status_t dt_strategy_ddp(struct dt_comm *c, double bucket_cap_mb, struct dt_s
         return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the ddp strategy");
     }
     d->cap = (size_t)(bucket_cap_mb * 1048576.0 / sizeof(float));
+    d->rdt = reduce;
     *s = (struct dt_strat){.name = "ddp", .attach = ddp_attach, .before_backward = ddp_before_backward,
                               .reduce_grads = ddp_reduce_grads, .mean = ddp_mean, .free = ddp_free, .comm = c,
                               .rank = c->world.rank, .world = c->world.size, .grad_divisor = c->world.size,

@@ -56,7 +56,10 @@ dt_status_t dt_strategy_create(const struct dt_config *cfg, const struct dt_worl
                         dt_enum_str(dt_strategy_names, cfg->resolved.strategy));
     struct dt_comm *c;
     DT_CHECK(dt_comm_open(&c, w, dt_comm_cpu_backend(), cfg->compute.comm_timeout));
-    dt_status_t rc = dt_strategy_ddp(c, cfg->compute.strategy_config.bucket_cap_mb, out);
+    static const enum dt_dtype reduce[] = {[DT_DTYPE_FP32] = DT_F32, [DT_DTYPE_BF16] = DT_BF16,
+                                           [DT_DTYPE_FP16] = DT_F16};
+    dt_status_t rc = dt_strategy_ddp(c, cfg->compute.strategy_config.bucket_cap_mb,
+                                     reduce[cfg->compute.grad_reduce_dtype], out);
     if (rc != DT_SUCCESS) dt_comm_close(c, true);
     return rc;
 }

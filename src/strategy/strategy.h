@@ -46,6 +46,7 @@ void dt_strategy_free(struct dt_strat *s, bool clean);
 void dt_strategy_set_step(struct dt_strat *s, int64_t step);
 
 dt_status_t dt_strategy_single(struct dt_strat **out);
-dt_status_t dt_strategy_ddp(struct dt_comm *c, double bucket_cap_mb, struct dt_strat **out);
+/* reduce: the type gradients travel in (DT_F32, or DT_BF16 / DT_F16, summed in fp32 per addition) */
+dt_status_t dt_strategy_ddp(struct dt_comm *c, double bucket_cap_mb, enum dt_dtype reduce, struct dt_strat **out);
 
 #endif

@@ -51,14 +51,9 @@ static double now(void)
 /* What this build can run; the rest of the config is valid, just not here yet. */
 static dt_status_t supported(const struct dt_config *cfg)
 {
-    const char *hint = "  hint: `dtrun check` accepts this config; run it where the feature exists";
     if (cfg->compute.device == DT_DEVICE_CUDA)
         return dt_error(DT_ERR_CONFIG, "dtrun: error: compute.device is cuda, but this build trains on the CPU only "
                         "(%s)\n  hint: set compute.device: cpu", cfg->resolved.device_note);
-    if (cfg->compute.grad_reduce_dtype != DT_DTYPE_FP32)
-        return dt_error(DT_ERR_CONFIG, "dtrun: error: compute.grad_reduce_dtype %s: this build reduces gradients in "
-                        "fp32 only (other types land with mixed precision, issue #5)\n%s",
-                        dt_enum_str(dt_dtype_names, cfg->compute.grad_reduce_dtype), hint);
     if (cfg->model.init_from && cfg->model.type == DT_MODEL_MLP)
         return dt_error(DT_ERR_CONFIG, "dtrun: error: model.init_from loads llm.c GPT weights; an mlp has none\n"
                         "  hint: remove model.init_from");

@@ -4,7 +4,8 @@
 # block activations in half the bytes; the metrics carry loss_scale
 # and skipped_steps; an overflow injected into one rank's gradient in a DDP run
 # (the DTRUN_TEST_INF_AT hook) is skipped on every rank, without advancing the
-# LR schedule, and said once; an overflow at the minimum scale ends the run.
+# LR schedule, and said once; gradients can travel in bf16; an overflow at
+# the minimum scale ends the run.
 . "$(dirname "$0")/tap.sh"
 cd "$TMP" || exit 1
 base=(model.n_layer=2 model.n_embd=64 model.n_head=4 model.seq_len=32 run.eval_interval=0ba data.micro_batch_size=4)
@@ -56,6 +57,16 @@ if "$DTRUN" --version | grep -q '^comm: mpi'; then
         awk '{ d = ($1 - $2) / $2; d = d < 0 ? -d : d; if (d > m) m = d } END { printf "%.2e", m + 0 }')
     within "$d" 1e-4 && ok "both ranks skipped: the 2-rank run traces the 1-rank run ($d, fp16 operands)" ||
         not_ok "the ranks diverged ($d)"
+    # gradients travel in bf16: summed in fp32 per addition, rounded, and the run still lands on fp32's
+    ddp=("${base[@]}" run.max_duration=100ba compute.strategy_config.bucket_cap_mb=0.1)
+    run "dtrun -n 2, gradients reduced in fp32" 0 timeout 300 "$DTRUN" -n 2 "${ddp[@]}" run.dir=r32
+    run "dtrun -n 2, gradients reduced in bf16" 0 timeout 300 "$DTRUN" -n 2 "${ddp[@]}" \
+        compute.grad_reduce_dtype=bf16 run.dir=r16
+    has "the log says so" "$err" "parameters, reduced in bf16"
+    d=$(relto "$(last_loss r16)" "$(last_loss r32)")
+    within "$d" 0.01 && ok "bf16 gradient reduction ends within 1% of fp32's ($d)" || not_ok "bf16 reduction: $d"
+    [ "$(last_loss r16)" != "$(last_loss r32)" ] && ok "and really rounds (another trajectory)" ||
+        not_ok "bf16 reduction traced fp32 exactly"
 else
     ok "# SKIP no MPI in this build"
 fi
