@@ -70,7 +70,7 @@ static void segments_must_cover_the_model(void **state)
 static void gpt_segments(void **state)
 {
     (void)state;
-    struct dt_gpt_config c = {3, 2, 8, 11, 5, false, false};
+    struct dt_gpt_config c = {3, 2, 8, 11, 5, false, false, DT_F32};
     struct dt_model *m;
     assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, 2, 5, &m), DT_SUCCESS);
     assert_int_equal(m->ngroups, 6);

@@ -45,7 +45,7 @@ static struct fixture load(void)
     x.L = hdr[1], x.NH = hdr[2], x.C = hdr[3], x.V = hdr[4], x.T = hdr[5], x.B = hdr[6], x.steps = hdr[7];
     assert_int_equal(fread(hp, 4, 6, f), 6);
     x.lr = hp[0], x.beta1 = hp[1], x.beta2 = hp[2], x.eps = hp[3], x.wd = hp[4], x.clip = hp[5];
-    struct dt_gpt_config c = {x.L, x.NH, x.C, x.V, x.T, false, false};
+    struct dt_gpt_config c = {x.L, x.NH, x.C, x.V, x.T, false, false, DT_F32};
     x.n = dt_gpt_num_params(&c);
     x.tokens = read_n(f, 4, (size_t)x.B * (x.T + 1));
     x.params = read_n(f, 4, x.n);
@@ -79,7 +79,7 @@ static double max_rel(const float *a, const float *b, size_t n)
 static void check(bool checkpointing)
 {
     struct fixture x = load();
-    struct dt_gpt_config c = {x.L, x.NH, x.C, x.V, x.T, checkpointing, false};
+    struct dt_gpt_config c = {x.L, x.NH, x.C, x.V, x.T, checkpointing, false, DT_F32};
     struct dt_model *m;
     assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, x.B, x.T, &m), DT_SUCCESS);
     assert_int_equal(m->nparams, x.n);
@@ -130,7 +130,7 @@ static void matches_pytorch_with_checkpointing(void **state) { check(true); }
 
 static void checkpointing_saves_memory(void **state)
 {
-    struct dt_gpt_config c = {4, 4, 128, 256, 128, false, false}, ck = c;
+    struct dt_gpt_config c = {4, 4, 128, 256, 128, false, false, DT_F32}, ck = c;
     ck.activation_checkpointing = true;
     struct dt_model *a, *b;
     assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, 8, 128, &a), DT_SUCCESS);
@@ -161,7 +161,7 @@ static void loads_llmc_weights(void **state)
     p += (size_t)x.T * C;
     fwrite(p, sizeof(float), x.n - (size_t)(p - x.params), f);
     fclose(f);
-    struct dt_gpt_config c = {x.L, x.NH, x.C, x.V, x.T, false, false};
+    struct dt_gpt_config c = {x.L, x.NH, x.C, x.V, x.T, false, false, DT_F32};
     struct dt_model *m;
     assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, x.B, x.T, &m), DT_SUCCESS);
     assert_int_equal(dt_gpt_load_llmc(m, "model.bin"), DT_SUCCESS);
