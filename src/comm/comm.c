@@ -189,19 +189,22 @@ dt_status_t dt_comm_open(struct dt_comm **out, const struct dt_world *w, const s
 
 void dt_comm_close(struct dt_comm *c, bool clean)
 {
-    if (!c || !clean) return;
+    if (!c) return;
     struct dt_comm_sync *s = c->sync;
     pthread_mutex_lock(&s->mu);
+    bool busy = s->busy || s->head;
     s->stop = true;
     pthread_cond_broadcast(&s->cv);
     pthread_mutex_unlock(&s->mu);
+    /* a request that may never finish (a peer is gone) keeps its thread: the process exit ends it */
+    if (busy && !clean) return;
     pthread_join(s->worker, NULL);
     pthread_mutex_lock(&s->wd_mu);
     s->wd_stop = true;
     pthread_cond_signal(&s->wd_cv);
     pthread_mutex_unlock(&s->wd_mu);
     pthread_join(s->watchdog, NULL);
-    c->be->finalize(c);
+    c->be->finalize(c, clean);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     pthread_mutex_destroy(&s->wd_mu);

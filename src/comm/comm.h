@@ -94,7 +94,9 @@ struct dt_comm_backend {
     int (*laggards)(struct dt_comm *c, uint64_t seq, int *ranks, uint64_t *at, int max, double wait_s);
     /* end every rank of the job with this exit code (never returns) */
     void (*abort)(struct dt_comm *c, int code);
-    void (*finalize)(struct dt_comm *c);
+    /* clean: every rank closes; otherwise release this process's memory only (no shutdown that
+     * needs the peers) */
+    void (*finalize)(struct dt_comm *c, bool clean);
 };
 
 struct dt_comm {
@@ -113,8 +115,9 @@ const struct dt_comm_backend *dt_comm_cpu_backend(void);
 
 dt_status_t dt_comm_open(struct dt_comm **out, const struct dt_world *w, const struct dt_comm_backend *be,
                          double timeout_s);
-/* clean: every rank got here; otherwise (an error is on its way out) leave the threads and
- * the backend be, since a peer may never join a shutdown: the launcher ends the rest. */
+/* clean: every rank got here. Otherwise an error is on its way out: nothing that needs the
+ * peers is done (they may never join), and a thread stuck in a collective is left to the
+ * process exit; the launcher ends the other ranks. */
 void dt_comm_close(struct dt_comm *c, bool clean);
 /* The training step requests belong to (for messages). */
 void dt_comm_set_step(struct dt_comm *c, int64_t step);

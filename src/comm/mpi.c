@@ -248,16 +248,18 @@ static void mpi_abort(struct dt_comm *c, int code)
     _Exit(code);
 }
 
-static void mpi_finalize(struct dt_comm *c)
+static void mpi_finalize(struct dt_comm *c, bool clean)
 {
     struct mpi_state *m = c->impl;
     MPI_Cancel(&m->query);
     MPI_Request_free(&m->query);
-    MPI_Op_free(&m->sum_bf16);
-    MPI_Op_free(&m->sum_f16);
-    MPI_Comm_free(&m->ctrl);
-    MPI_Comm_free(&m->data);
-    if (m->we_initialized) MPI_Finalize();
+    if (clean) { /* collective calls: only when every rank is here */
+        MPI_Op_free(&m->sum_bf16);
+        MPI_Op_free(&m->sum_f16);
+        MPI_Comm_free(&m->ctrl);
+        MPI_Comm_free(&m->data);
+        if (m->we_initialized) MPI_Finalize();
+    }
     free(m);
 }
 
