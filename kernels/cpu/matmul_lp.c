@@ -3,12 +3,16 @@
  * output gradients rounded to bf16 or fp16 (round to nearest even, real
  * 16-bit buffers), products accumulated in fp32, results in fp32.
  *
- * bf16 runs on oneDNN's matmul primitive (bf16 in, f32 out: this CPU's bf16
- * dot products run at about twice its fp32 rate, ../shared/PERF.md), one
- * primitive per shape, cached. fp16, and bf16 where oneDNN cannot, widen the
- * 16-bit operands back to fp32 and use sgemm: the product of two 16-bit
- * values is exact in fp32, so both paths compute the same sums, in different
- * orders (the test compares them).
+ * Two paths compute the same sums in different orders (the test compares
+ * them): oneDNN's matmul primitive on bf16 operands (bf16 in, f32 out; one
+ * primitive per shape, cached), and sgemm on the 16-bit operands widened back
+ * to fp32 (the product of two 16-bit values is exact in fp32). oneDNN's path
+ * pays where the CPU multiplies bf16 faster than fp32: AMD's Zen 4/5 (twice
+ * the fp32 rate, ../shared/PERF.md) and Intel with AMX. On Intel AVX512_BF16
+ * without AMX, vdpbf16ps runs at the fp32 FMA rate and oneDNN 2.6's brgemm
+ * reached 0.5-0.8x of sgemm (bench/matmul_lp_bench), so sgemm is the default
+ * there. The choice depends only on the CPU, so runs stay reproducible;
+ * DTRUN_BF16_GEMM=onednn|sgemm overrides it. fp16 always takes sgemm.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -16,6 +20,7 @@
 #include "dt_build_config.h"
 #include "core/dtype.h"
 #include "kernels/cpu/cpu.h"
+#include <cpuid.h>
 #ifdef HAVE_DNNL
 #include <dnnl.h>
 #endif
@@ -100,12 +105,30 @@ static struct prim *bf16_prim(char ta, char tb, int M, int N, int K, int lda, in
 }
 #endif
 
+static int bf16_onednn = -1; /* -1: not chosen yet */
+
+void dt_cpu_bf16_gemm_select(int onednn) { bf16_onednn = onednn; }
+
+static bool onednn_pays(void)
+{
+    if (bf16_onednn < 0) {
+        const char *e = getenv("DTRUN_BF16_GEMM");
+        unsigned a, b, c, d;
+        bool amx = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 22));
+        __builtin_cpu_init();
+        if (e && !strcmp(e, "onednn")) bf16_onednn = 1;
+        else if (e && !strcmp(e, "sgemm")) bf16_onednn = 0;
+        else bf16_onednn = amx || __builtin_cpu_is("amd");
+    }
+    return bf16_onednn;
+}
+
 /* C(M,N) = op(A) op(B) [+ C], A and B 16-bit of type t, row-major like dt_cpu_gemm. */
 static void gemm_lp(enum dt_dtype t, char ta, char tb, int M, int N, int K, const uint16_t *A, int lda,
                     const uint16_t *B, int ldb, bool accumulate, float *C, int ldc)
 {
 #ifdef HAVE_DNNL
-    struct prim *q = t == DT_BF16 ? bf16_prim(ta, tb, M, N, K, lda, ldb, ldc, accumulate) : NULL;
+    struct prim *q = t == DT_BF16 && onednn_pays() ? bf16_prim(ta, tb, M, N, K, lda, ldb, ldc, accumulate) : NULL;
     if (q) {
         dnnl_memory_set_data_handle(q->a, (void *)A);
         dnnl_memory_set_data_handle(q->b, (void *)B);
@@ -152,7 +175,8 @@ void dt_cpu_matmul_backward_lp(float *dinp, float *dweight, float *dbias, const 
 const char *dt_cpu_matmul_lp_path(enum dt_dtype t)
 {
 #ifdef HAVE_DNNL
-    if (t == DT_BF16 && bf16_prim('N', 'T', 16, 16, 16, 16, 16, 16, false)) return "oneDNN bf16 matmul";
+    if (t == DT_BF16 && onednn_pays() && bf16_prim('N', 'T', 16, 16, 16, 16, 16, 16, false))
+        return "oneDNN bf16 matmul";
 #endif
     return "fp32 sgemm on widened 16-bit operands";
 }

@@ -73,9 +73,17 @@ static void check(enum dt_dtype t)
     free(dr);
 }
 
-static void bf16(void **state)
+static void bf16_onednn(void **state)
 {
     (void)state;
+    dt_cpu_bf16_gemm_select(1);
+    check(DT_BF16);
+}
+
+static void bf16_sgemm(void **state)
+{
+    (void)state;
+    dt_cpu_bf16_gemm_select(0);
     check(DT_BF16);
 }
 
@@ -85,4 +93,4 @@ static void fp16(void **state)
     check(DT_F16);
 }
 
-DT_TESTS(T(bf16), T(fp16))
+DT_TESTS(T(bf16_onednn), T(bf16_sgemm), T(fp16))
