@@ -42,6 +42,10 @@ static void *grow(struct scratch *s, size_t bytes)
     return s->p;
 }
 
+static int bf16_onednn = -1; /* -1: not chosen yet */
+
+void dt_cpu_bf16_gemm_select(int onednn) { bf16_onednn = onednn; }
+
 #ifdef HAVE_DNNL
 struct prim {
     char ta, tb;
@@ -55,6 +59,20 @@ static int ncache;
 static dnnl_engine_t engine;
 static dnnl_stream_t stream;
 static bool no_bf16; /* oneDNN has no bf16 matmul on this CPU */
+
+static bool onednn_pays(void)
+{
+    if (bf16_onednn < 0) {
+        const char *e = getenv("DTRUN_BF16_GEMM");
+        unsigned a, b, c, d;
+        bool amx = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 22));
+        __builtin_cpu_init();
+        if (e && !strcmp(e, "onednn")) bf16_onednn = 1;
+        else if (e && !strcmp(e, "sgemm")) bf16_onednn = 0;
+        else bf16_onednn = amx || __builtin_cpu_is("amd");
+    }
+    return bf16_onednn;
+}
 
 static struct prim *bf16_prim(char ta, char tb, int M, int N, int K, int lda, int ldb, int ldc, bool accumulate)
 {
@@ -104,24 +122,6 @@ static struct prim *bf16_prim(char ta, char tb, int M, int N, int K, int lda, in
     return q;
 }
 #endif
-
-static int bf16_onednn = -1; /* -1: not chosen yet */
-
-void dt_cpu_bf16_gemm_select(int onednn) { bf16_onednn = onednn; }
-
-static bool onednn_pays(void)
-{
-    if (bf16_onednn < 0) {
-        const char *e = getenv("DTRUN_BF16_GEMM");
-        unsigned a, b, c, d;
-        bool amx = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 22));
-        __builtin_cpu_init();
-        if (e && !strcmp(e, "onednn")) bf16_onednn = 1;
-        else if (e && !strcmp(e, "sgemm")) bf16_onednn = 0;
-        else bf16_onednn = amx || __builtin_cpu_is("amd");
-    }
-    return bf16_onednn;
-}
 
 /* C(M,N) = op(A) op(B) [+ C], A and B 16-bit of type t, row-major like dt_cpu_gemm. */
 static void gemm_lp(enum dt_dtype t, char ta, char tb, int M, int N, int K, const uint16_t *A, int lda,
