@@ -27,3 +27,16 @@ void dt_cpu_cast_from_lp(float *dst, const uint16_t *src, size_t n, enum dt_dtyp
         else cv->f32_from_f16(dst + a, src + a, b - a);
     }
 }
+
+void dt_cpu_round_lp(float *dst, const float *src, size_t n, enum dt_dtype t)
+{
+    static const struct dt_convert *cv;
+    if (!cv) cv = dt_convert_fast();
+    #pragma omp parallel
+    {
+        int nt = omp_get_num_threads(), th = omp_get_thread_num();
+        size_t a = n * (size_t)th / (size_t)nt, b = n * (size_t)(th + 1) / (size_t)nt;
+        if (t == DT_BF16) cv->bf16_round(dst + a, src + a, b - a);
+        else cv->f16_round(dst + a, src + a, b - a);
+    }
+}

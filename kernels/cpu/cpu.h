@@ -16,6 +16,8 @@ void dt_cpu_matmul_backward_lp(float *dinp, float *dweight, float *dbias, const 
                                const float *weight, int BT, int C, int OC, enum dt_dtype t);
 void dt_cpu_cast_to_lp(uint16_t *dst, const float *src, size_t n, enum dt_dtype t);
 void dt_cpu_cast_from_lp(float *dst, const uint16_t *src, size_t n, enum dt_dtype t);
+/* dst = src rounded to t, kept in fp32 (one pass) */
+void dt_cpu_round_lp(float *dst, const float *src, size_t n, enum dt_dtype t);
 /* 1: bf16 matmuls through oneDNN, 0: sgemm on widened operands (tests and benchmarks; the
  * default depends on the CPU, see matmul_lp.c) */
 void dt_cpu_bf16_gemm_select(int onednn);

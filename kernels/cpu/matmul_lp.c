@@ -30,7 +30,7 @@ struct scratch {
     void *p;
     size_t n;
 };
-static struct scratch s_a, s_b, s_c, s_wa, s_wb;
+static struct scratch s_a, s_b, s_c, s_wa, s_wb, s_wc;
 
 static void *grow(struct scratch *s, size_t bytes)
 {
@@ -146,9 +146,26 @@ static void gemm_lp(enum dt_dtype t, char ta, char tb, int M, int N, int K, cons
     dt_cpu_gemm(ta, tb, M, N, K, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, C, ldc);
 }
 
+/* The sgemm path: operands rounded to t in one pass each, kept in fp32. */
+static bool widened(enum dt_dtype t)
+{
+#ifdef HAVE_DNNL
+    if (t == DT_BF16 && onednn_pays()) return false;
+#endif
+    (void)t;
+    return true;
+}
+
 void dt_cpu_matmul_forward_lp(float *out, const float *inp, const float *weight, const float *bias, int BT, int C,
                               int OC, enum dt_dtype t)
 {
+    if (widened(t)) {
+        float *x = grow(&s_wa, (size_t)BT * C * 4), *w = grow(&s_wb, (size_t)OC * C * 4);
+        dt_cpu_round_lp(x, inp, (size_t)BT * C, t);
+        dt_cpu_round_lp(w, weight, (size_t)OC * C, t);
+        dt_cpu_matmul_forward(out, x, w, bias, BT, C, OC);
+        return;
+    }
     uint16_t *x = grow(&s_a, (size_t)BT * C * 2), *w = grow(&s_b, (size_t)OC * C * 2);
     dt_cpu_cast_to_lp(x, inp, (size_t)BT * C, t);
     dt_cpu_cast_to_lp(w, weight, (size_t)OC * C, t);
@@ -162,6 +179,16 @@ void dt_cpu_matmul_forward_lp(float *out, const float *inp, const float *weight,
 void dt_cpu_matmul_backward_lp(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, int BT, int C, int OC, enum dt_dtype t)
 {
+    if (widened(t)) {
+        float *x = grow(&s_wa, (size_t)BT * C * 4), *w = grow(&s_wb, (size_t)OC * C * 4),
+              *d = grow(&s_wc, (size_t)BT * OC * 4);
+        dt_cpu_round_lp(x, inp, (size_t)BT * C, t);
+        dt_cpu_round_lp(w, weight, (size_t)OC * C, t);
+        dt_cpu_round_lp(d, dout, (size_t)BT * OC, t);
+        dt_cpu_matmul_backward(dinp, dweight, NULL, d, x, w, BT, C, OC);
+        if (dbias) dt_cpu_colsum(dbias, dout, BT, OC);
+        return;
+    }
     uint16_t *x = grow(&s_a, (size_t)BT * C * 2), *w = grow(&s_b, (size_t)OC * C * 2),
              *d = grow(&s_c, (size_t)BT * OC * 2);
     dt_cpu_cast_to_lp(x, inp, (size_t)BT * C, t);
@@ -178,5 +205,5 @@ const char *dt_cpu_matmul_lp_path(enum dt_dtype t)
     if (t == DT_BF16 && onednn_pays() && bf16_prim('N', 'T', 16, 16, 16, 16, 16, 16, false))
         return "oneDNN bf16 matmul";
 #endif
-    return "fp32 sgemm on widened 16-bit operands";
+    return "fp32 sgemm on operands rounded to 16 bits";
 }

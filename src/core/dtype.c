@@ -122,10 +122,41 @@ __attribute__((target("avx512f"))) static void f32_from_f16_avx512(float *dst, c
     f32_from_f16_portable(dst + i, src + i, n - i);
 }
 
-const struct dt_convert dt_convert_portable = {"portable", bf16_from_f32_portable, f32_from_bf16_any,
-                                               f16_from_f32_portable, f32_from_f16_portable};
-static const struct dt_convert convert_avx512 = {"avx512", bf16_from_f32_avx512, f32_from_bf16_any,
-                                                 f16_from_f32_avx512, f32_from_f16_avx512};
+static void bf16_round_portable(float *dst, const float *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++) dst[i] = dt_f32_from_bf16(dt_bf16_from_f32(src[i]));
+}
+static void f16_round_portable(float *dst, const float *src, size_t n)
+{
+    for (size_t i = 0; i < n; i++) dst[i] = dt_f32_from_f16(dt_f16_from_f32(src[i]));
+}
+
+__attribute__((target("avx512f,avx512bf16,avx512vl"))) static void bf16_round_avx512(float *dst, const float *src,
+                                                                                     size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m256i h = (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(src + i));
+        _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+    }
+    bf16_round_portable(dst + i, src + i, n - i);
+}
+
+__attribute__((target("avx512f"))) static void f16_round_avx512(float *dst, const float *src, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(src + i),
+                                                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+    f16_round_portable(dst + i, src + i, n - i);
+}
+
+const struct dt_convert dt_convert_portable = {"portable",          bf16_from_f32_portable, f32_from_bf16_any,
+                                               f16_from_f32_portable, f32_from_f16_portable, bf16_round_portable,
+                                               f16_round_portable};
+static const struct dt_convert convert_avx512 = {"avx512",          bf16_from_f32_avx512, f32_from_bf16_any,
+                                                 f16_from_f32_avx512, f32_from_f16_avx512,  bf16_round_avx512,
+                                                 f16_round_avx512};
 
 const struct dt_convert *dt_convert_fast(void)
 {

@@ -37,6 +37,9 @@ struct dt_convert {
     void (*f32_from_bf16)(float *dst, const uint16_t *src, size_t n);
     void (*f16_from_f32)(uint16_t *dst, const float *src, size_t n);
     void (*f32_from_f16)(float *dst, const uint16_t *src, size_t n);
+    /* dst = the fp32 value of src rounded to bf16 / fp16, in one pass */
+    void (*bf16_round)(float *dst, const float *src, size_t n);
+    void (*f16_round)(float *dst, const float *src, size_t n);
 };
 extern const struct dt_convert dt_convert_portable;
 /* the fastest this CPU runs */
