@@ -58,6 +58,15 @@ struct dt_kernels {
      * so the (BT,V) buffer is used once (llm.c's fused classifier). Returns the mean loss.
      */
     float (*softmax_xent)(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V);
+    /*
+     * The same on logits stored in 16 bits (t: DT_BF16 or DT_F16), as autocast's bf16 LM head hands
+     * them to an fp32 cross-entropy: widened, reduced in fp32, dlogits rounded back in place.
+     * The (BT, V) buffer is block-major, so a matmul can fill vb vocabulary columns at a time from
+     * contiguous scratch: columns [b*vb, b*vb + n) of every row are one (BT, n) row-major block at
+     * offset BT*b*vb (n = vb, or what is left in the last block).
+     */
+    float (*softmax_xent_lp)(float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V,
+                             int vb, enum dt_dtype t);
     /* AdamW on a slice with gradient g * gscale (gscale: the clipping factor, folded in to save a pass);
      * t is the 1-based step for bias correction; decoupled weight decay wd. */
     void (*adamw)(float *param, const float *grad, float gscale, float *m, float *v, size_t n, float lr, float beta1,

@@ -38,6 +38,7 @@ const struct dt_kernels dt_kernels_cpu = {
     .encoder_forward = dt_cpu_encoder_forward,
     .encoder_backward = dt_cpu_encoder_backward,
     .softmax_xent = dt_cpu_softmax_xent,
+    .softmax_xent_lp = dt_cpu_softmax_xent_lp,
     .adamw = dt_cpu_adamw,
     .sgd = dt_cpu_sgd,
     .mse = dt_cpu_mse,

@@ -1,4 +1,6 @@
 /* softmax_xent.c - fused softmax + cross-entropy with the gradient written in place (see kernels.h). */
+#include <stdbool.h>
+#include <stdlib.h>
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/vmath.h"
 
@@ -21,6 +23,58 @@ DT_CLONES float dt_cpu_softmax_xent(float *losses, float *logits, const int32_t 
             for (int v = 0; v < V; v++) row[v] = expf(row[v] - lse) * dloss;
             row[y] -= dloss;
         }
+    }
+    double mean = 0;
+    for (int i = 0; i < BT; i++) mean += losses[i];
+    return (float)(mean / BT);
+}
+
+/* Row i's values from block b of a block-major (BT, V) buffer (see kernels.h), widened into x. */
+static inline int segment(float *x, const uint16_t *logits, const struct dt_convert *cv, bool bf, int i, int b, int BT,
+                          int V, int vb)
+{
+    int v0 = b * vb, n = V - v0 < vb ? V - v0 : vb;
+    (bf ? cv->f32_from_bf16 : cv->f32_from_f16)(x, logits + (size_t)BT * v0 + (size_t)i * n, (size_t)n);
+    return n;
+}
+
+DT_CLONES float dt_cpu_softmax_xent_lp(float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V,
+                             int vb, enum dt_dtype t)
+{
+    static const struct dt_convert *cv;
+    if (!cv) cv = dt_convert_fast();
+    bool bf = t == DT_BF16;
+    int nb = (V + vb - 1) / vb;
+    #pragma omp parallel
+    {
+        float *x = malloc((size_t)vb * sizeof *x);
+        #pragma omp for
+        for (int i = 0; i < BT; i++) {
+            int y = targets[i];
+            float mx = -INFINITY, xy = 0;
+            for (int b = 0; b < nb; b++) {
+                int n = segment(x, logits, cv, bf, i, b, BT, V, vb);
+                #pragma omp simd reduction(max : mx)
+                for (int v = 0; v < n; v++) mx = x[v] > mx ? x[v] : mx;
+                if (y / vb == b) xy = x[y - b * vb];
+            }
+            double sum = 0;
+            for (int b = 0; b < nb; b++) {
+                int n = segment(x, logits, cv, bf, i, b, BT, V, vb);
+                #pragma omp simd reduction(+ : sum)
+                for (int v = 0; v < n; v++) sum += expf(x[v] - mx);
+            }
+            float lse = mx + (float)log(sum);
+            losses[i] = lse - xy;
+            for (int b = 0; dloss != 0 && b < nb; b++) {
+                int n = segment(x, logits, cv, bf, i, b, BT, V, vb);
+                #pragma omp simd
+                for (int v = 0; v < n; v++) x[v] = expf(x[v] - lse) * dloss;
+                if (y / vb == b) x[y - b * vb] -= dloss;
+                (bf ? cv->bf16_from_f32 : cv->f16_from_f32)(logits + (size_t)BT * b * vb + (size_t)i * n, x, (size_t)n);
+            }
+        }
+        free(x);
     }
     double mean = 0;
     for (int i = 0; i < BT; i++) mean += losses[i];

@@ -16,6 +16,10 @@
 #include "core/rng.h"
 #include "model/gpt.h"
 
+/* most vocabulary columns per fp32 logits block with 16-bit logits: 2 MiB of scratch at B*T = 256,
+ * and wide enough that sgemm keeps its full rate */
+#define LOGIT_COLS 2048
+
 enum { WTE, WPE, LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB, LNFW, LNFB, NP };
 
 struct block {
@@ -42,7 +46,10 @@ struct gpt {
     struct block *blk;    /* L entries; all equal under activation checkpointing */
     float *proj;          /* (B,T,C) scratch for projections before the residual add */
     float *lnf, *lnf_mean, *lnf_rstd;
-    float *logits;        /* (B,T,V); dlogits after a training forward */
+    float *logits;        /* (B,T,V); dlogits after a training forward. NULL with 16-bit activations: */
+    uint16_t *logits_lp;  /* then they are kept here, block-major (kernels.h, softmax_xent_lp), */
+    float *logit_block;   /* and computed vb vocabulary columns at a time in this (B,T,vb) scratch */
+    int vb;
     float *losses;        /* (B,T) */
     /* gradient scratch, reused by every layer */
     float *dres, *dln, *dqkv, *datty, *dfch, *dfch_gelu, *attn_scratch;
@@ -154,8 +161,33 @@ static float gpt_forward(struct dt_model *m, const struct dt_batch *batch, float
         if (g->packed) k->cast_to_lp(g->packed + (size_t)l * g->per_block, g->blk[0].ln1, g->per_block, g->c.activations);
     }
     k->layernorm_forward(g->lnf, g->lnf_mean, g->lnf_rstd, g->resid[L], g->p[LNFW], g->p[LNFB], BT, C);
-    dt_mm_forward(&g->base, g->logits, g->lnf, g->p[WTE], NULL, BT, C, V);
-    return k->softmax_xent(g->losses, g->logits, g->targets, grad_scale / (float)BT, BT, V);
+    if (!g->logits_lp) {
+        dt_mm_forward(&g->base, g->logits, g->lnf, g->p[WTE], NULL, BT, C, V);
+        return k->softmax_xent(g->losses, g->logits, g->targets, grad_scale / (float)BT, BT, V);
+    }
+    for (int v0 = 0; v0 < V; v0 += g->vb) {
+        int n = V - v0 < g->vb ? V - v0 : g->vb;
+        dt_mm_forward(&g->base, g->logit_block, g->lnf, g->p[WTE] + (size_t)v0 * C, NULL, BT, C, n);
+        k->cast_to_lp(g->logits_lp + (size_t)BT * v0, g->logit_block, (size_t)BT * n, g->c.activations);
+    }
+    return k->softmax_xent_lp(g->losses, g->logits_lp, g->targets, grad_scale / (float)BT, BT, V, g->vb,
+                              g->c.activations);
+}
+
+/* dln += dlogits @ wte, dwte += dlogits^T @ lnf: the LM head's backward, a vocabulary block at a
+ * time when the logits are kept in 16 bits (each block of wte and its gradient touched once). */
+static void lm_head_backward(struct gpt *g, int BT, int C, int V)
+{
+    if (!g->logits_lp) {
+        dt_mm_backward(&g->base, g->dln, g->g[WTE], NULL, g->logits, g->lnf, g->p[WTE], BT, C, V);
+        return;
+    }
+    for (int v0 = 0; v0 < V; v0 += g->vb) {
+        int n = V - v0 < g->vb ? V - v0 : g->vb;
+        g->base.k->cast_from_lp(g->logit_block, g->logits_lp + (size_t)BT * v0, (size_t)BT * n, g->c.activations);
+        dt_mm_backward(&g->base, g->dln, g->g[WTE] + (size_t)v0 * C, NULL, g->logit_block, g->lnf,
+                       g->p[WTE] + (size_t)v0 * C, BT, C, n);
+    }
 }
 
 static void gpt_backward(struct dt_model *m)
@@ -168,7 +200,7 @@ static void gpt_backward(struct dt_model *m)
     bool report = m->on_grads_ready && m->on_sparse_grads;
     memset(g->dln, 0, BTC * sizeof(float));
     memset(g->dres, 0, BTC * sizeof(float));
-    dt_mm_backward(&g->base, g->dln, g->g[WTE], NULL, g->logits, g->lnf, g->p[WTE], BT, C, V);
+    lm_head_backward(g, BT, C, V);
     if (report) dt_model_grads_ready(m, 0);
     k->layernorm_backward(g->dres, g->g[LNFW], g->g[LNFB], g->dln, g->resid[L], g->p[LNFW], g->lnf_mean, g->lnf_rstd,
                           BT, C);
@@ -217,6 +249,7 @@ static void gpt_free(struct dt_model *m)
     dt_free_big(m->grads);
     dt_free_big(g->arena);
     dt_free_big(g->packed);
+    dt_free_big(g->logits_lp);
     free(g->resid);
     free(g->blk);
     free(g->inputs);
@@ -254,7 +287,12 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     /* one fp32 block when block activations are recomputed or kept packed in 16 bits */
     bool pack = c->activations != DT_F32 && !c->activation_checkpointing;
     size_t nblocks = c->activation_checkpointing || pack ? 1 : (size_t)L;
-    size_t nacts = (size_t)(L + 1) * BTC + nblocks * per_block + BTC + BTC + 2 * BT + BT * V + BT;
+    /* 16-bit logits: a block of vb vocabulary columns is computed in fp32 at a time */
+    bool lp_logits = c->activations != DT_F32;
+    int vb = (V / 8 + 63) / 64 * 64; /* at most an eighth of the vocabulary, whole cache lines */
+    vb = !lp_logits ? V : vb > LOGIT_COLS ? LOGIT_COLS : vb < 64 ? (V < 64 ? V : 64) : vb;
+    size_t nlogits = lp_logits ? BT * (size_t)vb : BT * V;
+    size_t nacts = (size_t)(L + 1) * BTC + nblocks * per_block + BTC + BTC + 2 * BT + nlogits + BT;
     /* dres, dln, datty (BTC each), dqkv (3 BTC), dfch and dfch_gelu (4 BTC each), attention scratch */
     size_t ngrad_scratch = 14 * BTC + dt_kernels_attention_scratch(T);
     struct dt_model *m = &g->base;
@@ -263,13 +301,15 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     g->arena = dt_alloc_big((nacts + ngrad_scratch) * sizeof(float));
     g->per_block = per_block;
     if (pack) g->packed = dt_alloc_big((size_t)L * per_block * sizeof(uint16_t));
+    if (lp_logits) g->logits_lp = dt_alloc_big(BT * V * sizeof(uint16_t));
+    g->vb = vb;
     g->resid = calloc((size_t)L + 1, sizeof *g->resid);
     g->blk = calloc((size_t)L, sizeof *g->blk);
     g->inputs = malloc(BT * sizeof(int32_t));
     g->targets = malloc(BT * sizeof(int32_t));
     m->iface = (struct dt_model_i){.forward = gpt_forward, .backward = gpt_backward, .free = gpt_free};
     m->impl = g;
-    if (!m->params || !m->grads || !g->arena || (pack && !g->packed) || !g->resid || !g->blk || !g->inputs || !g->targets) {
+    if (!m->params || !m->grads || !g->arena || (pack && !g->packed) || (lp_logits && !g->logits_lp) || !g->resid || !g->blk || !g->inputs || !g->targets) {
         gpt_free(m);
         return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the model (%zu parameters, %zu MiB of "
                         "activations); lower data.micro_batch_size or enable model.activation_checkpointing",
@@ -306,7 +346,8 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     g->lnf = take(&cur, BTC);
     g->lnf_mean = take(&cur, BT);
     g->lnf_rstd = take(&cur, BT);
-    g->logits = take(&cur, BT * V);
+    if (lp_logits) g->logit_block = take(&cur, nlogits);
+    else g->logits = take(&cur, nlogits);
     g->losses = take(&cur, BT);
     g->dres = take(&cur, BTC);
     g->dln = take(&cur, BTC);
@@ -319,7 +360,8 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     m->nparams = nparams;
     m->views = g->views;
     m->nviews = NP;
-    m->activation_bytes = nacts * sizeof(float) + (pack ? (size_t)L * per_block * sizeof(uint16_t) : 0);
+    m->activation_bytes = nacts * sizeof(float) + (pack ? (size_t)L * per_block * sizeof(uint16_t) : 0) +
+                          (lp_logits ? BT * V * sizeof(uint16_t) : 0);
     m->flops_per_token = 6.0 * (double)nparams + 12.0 * L * C * T;
     *out = m;
     return DT_SUCCESS;

@@ -14,7 +14,9 @@ struct dt_gpt_config {
     bool activation_checkpointing; /* keep only block inputs; recompute the rest in backward */
     bool decay_embeddings;         /* weight decay on wte/wpe (default off) */
     /* DT_F32, or DT_BF16 / DT_F16: each block's activations are kept in 16 bits from forward to
-     * backward (mixed precision), computed in one fp32 work block */
+     * backward (mixed precision), computed in one fp32 work block; so are the logits, computed a
+     * vocabulary block at a time and fed to the cross-entropy in fp32 (torch.autocast's bf16 LM head
+     * into its fp32 cross_entropy) */
     enum dt_dtype activations;
 };
 
@@ -32,7 +34,8 @@ size_t dt_gpt_num_params(const struct dt_gpt_config *c);
  * the positions may be longer (the first max_seq_len rows are used).
  */
 dt_status_t dt_gpt_load_llmc(struct dt_model *m, const char *path);
-/* Logits (B,T,V) of the last forward with grad_scale 0 (a training forward overwrites them with their gradient). */
+/* Logits (B,T,V) of the last forward with grad_scale 0 (a training forward overwrites them with their gradient);
+ * NULL with 16-bit activations, which keep them in 16 bits. */
 const float *dt_gpt_logits(const struct dt_model *m);
 
 #endif

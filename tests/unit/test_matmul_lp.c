@@ -3,6 +3,7 @@
  * operands rounded to bf16/fp16 by the portable conversion, widened back and
  * multiplied in fp32 (exact products, so only the summation order may differ),
  * forward and backward; and rounding really happens (fp32 gives other values).
+ * The cross-entropy on 16-bit logits against the fp32 one.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -93,4 +94,40 @@ static void fp16(void **state)
     check(DT_F16);
 }
 
-DT_TESTS(T(bf16_onednn), T(bf16_sgemm), T(fp16))
+/* The 16-bit cross-entropy against the fp32 one on the same rounded logits: the same losses, and
+ * dlogits that are the fp32 ones rounded (within one rounding step), in the block-major layout. */
+static void xent_lp(enum dt_dtype t)
+{
+    enum { R = 5, V = 300, VB = 64 }; /* 5 blocks, the last one 44 wide */
+    int32_t targets[R] = {0, 299, 64, 127, 255};
+    float *x = randn(R * V, 5);
+    for (int i = 0; i < R * V; i++) x[i] *= 4;
+    float *ref = rounded(x, R * V, t), losses[R], ref_losses[R];
+    uint16_t *lp = malloc(R * V * sizeof *lp);
+    for (int i = 0; i < R; i++)
+        for (int v = 0; v < V; v++) {
+            int b = v / VB, n = V - b * VB < VB ? V - b * VB : VB;
+            lp[R * b * VB + i * n + v - b * VB] = t == DT_BF16 ? dt_bf16_from_f32(x[i * V + v])
+                                                               : dt_f16_from_f32(x[i * V + v]);
+        }
+    float dloss = 0.2f;
+    float mean = dt_cpu_softmax_xent_lp(losses, lp, targets, dloss, R, V, VB, t);
+    float ref_mean = dt_cpu_softmax_xent(ref_losses, ref, targets, dloss, R, V);
+    assert_true(fabsf(mean - ref_mean) <= 1e-6f * fabsf(ref_mean));
+    for (int i = 0; i < R; i++) assert_true(fabsf(losses[i] - ref_losses[i]) <= 1e-6f * fabsf(ref_losses[i]));
+    double step = t == DT_BF16 ? 0x1p-8 : 0x1p-11, worst = 0;
+    for (int i = 0; i < R; i++)
+        for (int v = 0; v < V; v++) {
+            int b = v / VB, n = V - b * VB < VB ? V - b * VB : VB;
+            uint16_t h = lp[R * b * VB + i * n + v - b * VB];
+            float d = t == DT_BF16 ? dt_f32_from_bf16(h) : dt_f32_from_f16(h), r = ref[i * V + v];
+            worst = fmax(worst, fabs((double)d - r) / (fabs(r) * 2 * step + 6e-8));
+            if (v == targets[i] && !(d < 0)) fail_msg("row %d: dlogit of the target is %g, not negative", i, d);
+        }
+    if (worst > 1) fail_msg("%s dlogits differ from fp32 by %g rounding steps", dt_dtype_str(t), worst);
+    free(x), free(ref), free(lp);
+}
+static void xent_bf16(void **state) { (void)state; xent_lp(DT_BF16); }
+static void xent_fp16(void **state) { (void)state; xent_lp(DT_F16); }
+
+DT_TESTS(T(bf16_onednn), T(bf16_sgemm), T(fp16), T(xent_bf16), T(xent_fp16))
