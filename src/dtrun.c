@@ -29,6 +29,7 @@
 #include "launch/device.h"
 #include "launch/launch.h"
 #include "launch/world.h"
+#include "events/events.h"
 #include "train/trainer.h"
 #include "version.h"
 
@@ -40,6 +41,9 @@ static const char usage[] =
     "       dtrun prepare TEXT... --out DIR        byte-level token shards (llm.c format) from text\n"
     "       dtrun info                             this process's place in the job (rank, node, source)\n"
     "       dtrun -n 2 bench comm [--max-size MIB] all-reduce bus bandwidth, dtrun's next to plain MPI's\n"
+    "       dtrun bench events URL [--events N]    events/s the webhook sender delivers to URL\n"
+    "       dtrun events flush RUN_DIR [key=value] send the events a run left spooled (its webhook was down)\n"
+    "       dtrun events example [CONFIG]          one record of each event type, as JSON lines\n"
     "       dtrun help config                      the config reference (every key, default, range)\n"
     "       dtrun --help | --version\n"
     "\n"
@@ -79,6 +83,12 @@ static const char *site_config(void)
     if (env) return *env ? env : NULL;
     struct stat st;
     return stat(DT_SYSCONFDIR "/dtrun.yaml", &st) == 0 ? DT_SYSCONFDIR "/dtrun.yaml" : NULL;
+}
+
+static bool exists(const char *p)
+{
+    struct stat st;
+    return stat(p, &st) == 0;
 }
 
 /* argv after the subcommand: an optional CONFIG (the first word without '='), then overrides.
@@ -202,10 +212,26 @@ static dt_status_t cmd_info(void)
 }
 
 /* dtrun bench comm [--max-size MiB] [--rounds N]: under a launcher, every rank runs it. */
+/* dtrun bench events URL [--events N]: the webhook sender's rate, in this process. */
+static dt_status_t bench_events(int argc, char **argv)
+{
+    if (argc < 2 || strchr(argv[1], '-') == argv[1])
+        return usage_error("usage: dtrun bench events URL [--events N]  (URL: a receiver, e.g. tests/receiver.py)");
+    long n = 20000;
+    for (int i = 2; i < argc; i++) {
+        char *end = NULL;
+        if (strcmp(argv[i], "--events") || i + 1 >= argc) return usage_error("bench events: unknown option '%s'", argv[i]);
+        n = strtol(argv[++i], &end, 10);
+        if (*end || n < 1 || n > 10000000) return usage_error("bench events: --events takes a number from 1 to 10000000");
+    }
+    return dt_events_bench(argv[1], (int)n, stdout);
+}
+
 static dt_status_t cmd_bench(int argc, char **argv)
 {
+    if (argc >= 1 && !strcmp(argv[0], "events")) return bench_events(argc, argv);
     if (argc < 1 || strcmp(argv[0], "comm"))
-        return usage_error("usage: dtrun -n N bench comm [--max-size MIB] [--rounds N]");
+        return usage_error("usage: dtrun -n N bench comm [--max-size MIB] [--rounds N], or dtrun bench events URL");
     long max_mib = 256, rounds = 5;
     for (int i = 1; i < argc; i++) {
         char *end = NULL;
@@ -225,6 +251,35 @@ static dt_status_t cmd_bench(int argc, char **argv)
     dt_status_t rc = dt_comm_bench(c, (size_t)max_mib << 20, (int)rounds, stdout);
     dt_comm_close(c, rc == DT_SUCCESS);
     dt_pmix_finalize();
+    return rc;
+}
+
+/* dtrun events flush RUN_DIR [key=value ...] | dtrun events example [CONFIG] [key=value ...] */
+static dt_status_t cmd_events(int argc, char **argv)
+{
+    const char *how = "usage: dtrun events flush RUN_DIR [key=value ...], or dtrun events example [CONFIG] [key=value ...]";
+    if (argc >= 1 && !strcmp(argv[0], "example")) {
+        struct dt_config cfg;
+        struct dt_world w = {.size = 1, .local_size = 1, .nnodes = 1};
+        dt_status_t rc = load_resolved(&cfg, argc - 1, argv + 1, NULL);
+        if (rc == DT_SUCCESS) rc = dt_events_example(&cfg, &w, stdout);
+        dt_config_free(&cfg);
+        return rc;
+    }
+    if (argc < 2 || strcmp(argv[0], "flush") || strchr(argv[1], '=')) return usage_error("%s", how);
+    for (int i = 2; i < argc; i++)
+        if (!strchr(argv[i], '=')) return usage_error("'%s' is not key=value; %s", argv[i], how);
+    /* the run's own settings (config.yaml, saved at its start), not resolved against this shell's world */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.yaml", argv[1]);
+    if (!exists(argv[1]))
+        return dt_error(DT_ERR_USAGE, "%s: error: no such run directory\n  hint: give the run.dir of the run whose "
+                        "events are spooled", argv[1]);
+    struct dt_config cfg;
+    DT_CHECK(dt_config_init(&cfg));
+    dt_status_t rc = dt_config_load(&cfg, NULL, exists(path) ? path : NULL, argc - 2, argv + 2);
+    if (rc == DT_SUCCESS) rc = dt_events_flush(&cfg, argv[1], stdout);
+    dt_config_free(&cfg);
     return rc;
 }
 
@@ -280,12 +335,6 @@ static int cmd_launch(int argc, char **argv)
     return code;
 }
 
-static bool exists(const char *p)
-{
-    struct stat st;
-    return stat(p, &st) == 0;
-}
-
 int main(int argc, char **argv)
 {
     dt_log_init();
@@ -309,6 +358,7 @@ int main(int argc, char **argv)
     else if (cmd && !strcmp(cmd, "prepare")) rc = cmd_prepare(argc - 2, argv + 2);
     else if (cmd && !strcmp(cmd, "info")) rc = cmd_info();
     else if (cmd && !strcmp(cmd, "bench")) rc = cmd_bench(argc - 2, argv + 2);
+    else if (cmd && !strcmp(cmd, "events")) rc = cmd_events(argc - 2, argv + 2);
     else if (cmd && cmd[0] == '-') rc = usage_error("unknown option '%s'", cmd);
     else if (cmd && !strchr(cmd, '=') && !exists(cmd) && !strpbrk(cmd, "./"))
         rc = usage_error("'%s' is neither a command nor a config file", cmd);

@@ -124,9 +124,14 @@ struct dt_config {
         char *jsonl;
         struct dt_duration interval;
         bool wall_clock_breakdown;
+        double peak_tflops;
         struct {
             char *url;
             char *secret_env;
+            char *headers;
+            int64_t batch, queue;
+            double connect_timeout, timeout, backoff, max_backoff, flush_timeout;
+            bool insecure;
         } webhook;
     } events;
 

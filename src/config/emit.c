@@ -42,6 +42,22 @@ static bool unused(const struct dt_config *cfg, const char *path)
            (cfg->model.type != DT_MODEL_MLP && !strncmp(path, "model.mlp.", 10));
 }
 
+/* the user:password@ of a URL shown as ***@ (in place) */
+static void mask_credentials(char *v, size_t n)
+{
+    if (strlen(v) + 3 >= n) {
+        snprintf(v, n, "\"(a URL too long to show)\"");
+        return;
+    }
+    char *s = strstr(v, "://");
+    if (!s) return;
+    s += 3;
+    char *at = strchr(s, '@'), *slash = strchr(s, '/');
+    if (!at || (slash && slash < at)) return;
+    memmove(s + 3, at, strlen(at) + 1);
+    memcpy(s, "***", 3);
+}
+
 void dt_config_emit(const struct dt_config *cfg, FILE *out)
 {
     fprintf(out, "# dtrun resolved config: every key, with where its value came from\n");
@@ -68,7 +84,9 @@ void dt_config_emit(const struct dt_config *cfg, FILE *out)
         }
         char val[2048], from[400], line[2600];
         dt_value_format(k, DT_FIELD(cfg, k), val, sizeof val);
+        if (k->flags & DT_F_CREDENTIALS) mask_credentials(val, sizeof val);
         origin_str(&cfg->origin[i], from, sizeof from);
+        if (k->flags & DT_F_CREDENTIALS) mask_credentials(from, sizeof from); /* an override repeats the value */
         snprintf(line, sizeof line, "%*s%s: %s", 2 * depth, "", p, val);
         fprintf(out, "%-48s # %s\n", line, from);
         prev = k->path;

@@ -79,6 +79,7 @@ struct dt_enum_name {
 #define DT_F_NULLABLE 1u /* null allowed (strings) */
 #define DT_F_AUTO 2u     /* "auto" allowed: resolve fills it */
 #define DT_F_MIN_EXCL 4u /* must be > min, not >= min */
+#define DT_F_CREDENTIALS 8u /* a URL that may carry user:password@: shown with them masked */
 
 /* How a DeepSpeed key meets the dtrun key it corresponds to (deepspeed.c). */
 enum dt_ds_policy {

@@ -2,9 +2,11 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include "core/error.h"
+#include "events/events.h"
 #include "events/jsonl.h"
 
 dt_status_t dt_mkdirs(const char *dir)
@@ -51,4 +53,36 @@ void dt_jsonl_close(struct dt_jsonl *s)
 {
     if (s->f) fclose(s->f);
     s->f = NULL;
+}
+
+struct jsonl_sink {
+    struct dt_sink sink;
+    struct dt_jsonl f;
+};
+
+static dt_status_t jsonl_emit(struct dt_sink *s, const struct dt_event *e)
+{
+    return dt_jsonl_write(&((struct jsonl_sink *)s->ctx)->f, e->json);
+}
+
+static void jsonl_close(struct dt_sink *s, double deadline)
+{
+    (void)deadline;
+    struct jsonl_sink *j = s->ctx;
+    dt_jsonl_close(&j->f);
+    free(j);
+}
+
+dt_status_t dt_sink_jsonl(const char *path, struct dt_sink **out)
+{
+    struct jsonl_sink *j = calloc(1, sizeof *j);
+    if (!j) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the events file");
+    dt_status_t rc = dt_jsonl_open(&j->f, path);
+    if (rc != DT_SUCCESS) {
+        free(j);
+        return rc;
+    }
+    j->sink = (struct dt_sink){.name = "jsonl", .emit = jsonl_emit, .close = jsonl_close, .ctx = j};
+    *out = &j->sink;
+    return DT_SUCCESS;
 }

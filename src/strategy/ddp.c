@@ -149,6 +149,11 @@ static dt_status_t ddp_mean(struct dt_strat *s, double *v, int n)
     return dt_comm_do(s->comm, dt_coll_allreduce(v, (size_t)n, DT_F64, DT_RED_AVG, "metrics"));
 }
 
+static dt_status_t ddp_max(struct dt_strat *s, double *v, int n)
+{
+    return dt_comm_do(s->comm, dt_coll_allreduce(v, (size_t)n, DT_F64, DT_RED_MAX, "metrics"));
+}
+
 static void ddp_free_impl(struct ddp *d)
 {
     if (!d) return;
@@ -198,8 +203,8 @@ dt_status_t dt_strategy_ddp(struct dt_comm *c, double bucket_cap_mb, enum dt_dty
     d->cap = (size_t)(bucket_cap_mb * 1048576.0 / sizeof(float));
     d->rdt = reduce;
     *s = (struct dt_strat){.name = "ddp", .attach = ddp_attach, .before_backward = ddp_before_backward,
-                              .reduce_grads = ddp_reduce_grads, .mean = ddp_mean, .free = ddp_free, .comm = c,
-                              .rank = c->world.rank, .world = c->world.size, .grad_divisor = c->world.size,
+                              .reduce_grads = ddp_reduce_grads, .mean = ddp_mean, .max = ddp_max, .free = ddp_free,
+                              .comm = c, .rank = c->world.rank, .world = c->world.size, .grad_divisor = c->world.size,
                               .impl = d};
     *out = s;
     return DT_SUCCESS;

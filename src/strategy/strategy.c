@@ -25,7 +25,8 @@ static dt_status_t single_reduce_grads(struct dt_strat *s, struct dt_model *m)
     return DT_SUCCESS;
 }
 
-static dt_status_t single_mean(struct dt_strat *s, double *v, int n)
+/* one rank: its values are already the mean and the maximum */
+static dt_status_t single_reduce(struct dt_strat *s, double *v, int n)
 {
     (void)s;
     (void)v;
@@ -40,8 +41,8 @@ dt_status_t dt_strategy_single(struct dt_strat **out)
     struct dt_strat *s = calloc(1, sizeof *s);
     if (!s) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the strategy");
     *s = (struct dt_strat){.name = "single", .attach = single_attach, .before_backward = single_before_backward,
-                              .reduce_grads = single_reduce_grads, .mean = single_mean, .free = single_free,
-                              .world = 1, .grad_divisor = 1};
+                              .reduce_grads = single_reduce_grads, .mean = single_reduce, .max = single_reduce,
+                              .free = single_free, .world = 1, .grad_divisor = 1};
     *out = s;
     return DT_SUCCESS;
 }

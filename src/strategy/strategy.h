@@ -27,6 +27,8 @@ struct dt_strat {
     dt_status_t (*reduce_grads)(struct dt_strat *s, struct dt_model *m);
     /* Replace v[0..n) by its mean over ranks (losses and other metrics). */
     dt_status_t (*mean)(struct dt_strat *s, double *v, int n);
+    /* ... by its maximum over ranks (the slowest rank's step time, the largest memory). */
+    dt_status_t (*max)(struct dt_strat *s, double *v, int n);
     void (*free)(struct dt_strat *s);
     struct dt_comm *comm; /* NULL for single */
     int rank, world;

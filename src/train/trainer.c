@@ -1,15 +1,19 @@
 /* trainer.c - see trainer.h. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+#include "comm/comm.h"
 #include "core/error.h"
 #include "config/schema.h"
 #include "core/log.h"
 #include "data/loader.h"
-#include "events/json.h"
+#include "config/emit.h"
+#include "events/events.h"
 #include "events/jsonl.h"
 #include "model/gpt.h"
 #include "model/mlp.h"
@@ -33,12 +37,14 @@ struct trainer {
     int64_t inject_step;        /* test hook: DTRUN_TEST_INF_AT=STEP:RANK writes inf into that rank's */
     int inject_rank;            /* reduced gradient at that step (1-based), to test the global skip */
     int rank, world, B, T, gas;
-    int64_t steps, eval_every, log_every;
+    int64_t steps, eval_every, log_every, steps_per_epoch;
     int32_t *tokens, *labels; /* GPT tokens (B, T+1); MLP labels (B) */
     float *x, *y;             /* MLP features (B, in) and regression targets (B, out) */
-    struct dt_jsonl events;
-    struct dt_json json;
-    bool tty;
+    struct dt_events events;
+    bool events_open;
+    int64_t step; /* the step in progress, for run_failed */
+    /* seconds spent in each part of the step since the last metrics record */
+    double t_forward, t_backward, t_comm, t_optimizer;
 };
 
 static double now(void)
@@ -66,9 +72,17 @@ static void warn_inert(const struct dt_config *cfg)
     const struct dt_origin *o = dt_config_origin(cfg, "checkpoint.interval");
     if (cfg->checkpoint.interval.value > 0 && o->kind != DT_ORIGIN_DEFAULT)
         DT_WARN("checkpoint.interval is set, but this build writes no checkpoints yet (they land with their issue)");
-    if (cfg->events.webhook.url)
-        DT_WARN("events.webhook.url is set, but this build sends no webhooks yet (issue #6); events go to %s only",
-                cfg->events.jsonl ? cfg->events.jsonl : "the console");
+    if (cfg->events.webhook.url && cfg->events.webhook.insecure)
+        DT_WARN("events.webhook.insecure is true: the webhook's TLS certificate is not verified, so anyone on the path "
+                "can read or forge what is sent");
+}
+
+/* One run id for every rank: rank 0 draws it, the others receive it. */
+static dt_status_t share_run_id(struct dt_strat *st, char id[40])
+{
+    if (st->rank == 0) dt_events_new_run_id(id);
+    if (!st->comm) return DT_SUCCESS;
+    return dt_comm_do(st->comm, dt_coll_broadcast(id, 40, DT_U8, 0, "run id"));
 }
 
 /* bf16-true: the parameters are what bf16 can hold; the kernels read them back as fp32 */
@@ -77,6 +91,22 @@ static void store_bf16(struct trainer *tr)
     const struct dt_kernels *k = tr->model->k;
     k->cast_to_lp(tr->params_bf16, tr->model->params, tr->model->nparams, DT_BF16);
     k->cast_from_lp(tr->model->params, tr->params_bf16, tr->model->nparams, DT_BF16);
+}
+
+/* run.dir/config.yaml: the resolved config as `dtrun check` prints it (credentials masked), so the
+ * run can be repeated and `dtrun events flush` knows where its events go. */
+static dt_status_t save_config(const struct dt_config *cfg)
+{
+    char path[4200];
+    DT_CHECK(dt_mkdirs(cfg->run.dir));
+    snprintf(path, sizeof path, "%s/config.yaml", cfg->run.dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return dt_error(DT_ERR_SYSTEM, "%s: error: cannot write the run's config: %s\n  hint: is run.dir writable?",
+                            path, strerror(errno));
+    dt_config_emit(cfg, f);
+    if (fclose(f) != 0) return dt_error(DT_ERR_SYSTEM, "%s: error: writing the run's config failed: %s", path,
+                                        strerror(errno));
+    return DT_SUCCESS;
 }
 
 static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const struct dt_world *w)
@@ -94,11 +124,16 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     if (inj && sscanf(inj, "%lld:%d", (long long *)&tr->inject_step, &tr->inject_rank) == 2) tr->inject_step--;
     dt_log_set_rank(w->rank, w->size);
     DT_CHECK(dt_strategy_create(cfg, w, &tr->strategy));
+    char run_id[40] = "";
+    DT_CHECK(share_run_id(tr->strategy, run_id));
+    if (w->rank == 0) DT_CHECK(save_config(cfg));
+    DT_CHECK(dt_events_open(&tr->events, cfg, w, run_id));
+    tr->events_open = true;
+    tr->step = -1;
     bool mlp = cfg->model.type == DT_MODEL_MLP;
     tr->B = (int)cfg->data.micro_batch_size;
     tr->T = mlp ? 1 : (int)cfg->model.seq_len; /* an MLP's "tokens" are its samples */
     tr->gas = (int)cfg->compute.gradient_accumulation_steps;
-    tr->tty = isatty(STDERR_FILENO);
     if (dt_kernels_cpu.init) dt_kernels_cpu.init();
     DT_CHECK(dt_dataset_open(&tr->train, cfg, false));
     if (cfg->data.val || !cfg->data.train) DT_CHECK(dt_dataset_open(&tr->val, cfg, true));
@@ -106,6 +141,7 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     struct dt_step_units u = {.samples_per_step = cfg->resolved.global_batch,
                               .tokens_per_step = cfg->resolved.global_batch * tr->T};
     u.steps_per_epoch = (int64_t)dt_dataset_windows(&tr->train) / cfg->resolved.global_batch;
+    tr->steps_per_epoch = tr->train.synthetic ? 0 : u.steps_per_epoch;
     if (!tr->train.synthetic && u.steps_per_epoch == 0)
         return dt_error(DT_ERR_DATA, "data.train: error: %zu sequences, fewer than one global batch of %lld\n"
                         "  hint: lower data.micro_batch_size or gradient_accumulation_steps, or add data",
@@ -155,12 +191,6 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     }
     tr->tokens = malloc((size_t)tr->B * (tr->T + 1) * sizeof(int32_t)); /* GPT; small for an MLP */
     if (!tr->tokens) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the batch");
-    if (cfg->events.jsonl && tr->rank == 0) {
-        char path[4096];
-        if (cfg->events.jsonl[0] == '/') snprintf(path, sizeof path, "%s", cfg->events.jsonl);
-        else snprintf(path, sizeof path, "%s/%s", cfg->run.dir, cfg->events.jsonl);
-        DT_CHECK(dt_jsonl_open(&tr->events, path));
-    }
     return DT_SUCCESS;
 }
 
@@ -172,8 +202,7 @@ static void teardown(struct trainer *tr, bool clean)
     dt_optimizer_free(&tr->opt);
     dt_dataset_close(&tr->train);
     dt_dataset_close(&tr->val);
-    dt_jsonl_close(&tr->events);
-    dt_json_free(&tr->json);
+    if (tr->events_open) dt_events_close(&tr->events);
     free(tr->tokens);
     free(tr->labels);
     free(tr->x);
@@ -211,17 +240,6 @@ static dt_status_t evaluate(struct trainer *tr, double *out)
     }
     *out = n ? sum / n : NAN;
     return tr->strategy->mean(tr->strategy, out, 1);
-}
-
-static void progress(struct trainer *tr, int64_t step, double loss, double lr, double tok_s, double eta, bool last)
-{
-    if (tr->rank != 0) return;
-    char line[256];
-    snprintf(line, sizeof line, "step %lld/%lld | loss %.4f | lr %.3e | %.1fk tok/s | ETA %d:%02d:%02d",
-             (long long)step + 1, (long long)tr->steps, loss, lr, tok_s / 1000, (int)eta / 3600, (int)eta / 60 % 60,
-             (int)eta % 60);
-    if (tr->tty) fprintf(stderr, "\r%s\033[K%s", line, last ? "\n" : "");
-    else if ((step + 1) % tr->log_every == 0 || last) fprintf(stderr, "%s\n", line);
 }
 
 /* Said once per change of the scaler, never once per skipped step (REFERENCE.md problems 28-30). */
@@ -267,65 +285,87 @@ static dt_status_t apply_step(struct trainer *tr, int64_t step, float *norm, dou
     return DT_SUCCESS;
 }
 
+/* The metrics record of the steps since the last one: the loss of this step (already the mean
+ * over ranks), throughput over the interval, the slowest rank's step time and largest memory. */
+static dt_status_t report(struct trainer *tr, int64_t step, double loss, double lr, float norm, double scale,
+                          double interval_s, int64_t interval_steps, double elapsed)
+{
+    const struct dt_config *cfg = tr->cfg;
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double slowest[2] = {interval_s / (double)interval_steps * 1e3, (double)ru.ru_maxrss * 1024};
+    DT_CHECK(tr->strategy->max(tr->strategy, slowest, 2));
+    if (tr->rank != 0) return DT_SUCCESS;
+    double samples_per_step = (double)cfg->resolved.global_batch, per = 1e3 / (double)interval_steps;
+    struct dt_metrics m = {
+        .step = step + 1, .steps = tr->steps, .epoch = tr->steps_per_epoch ? step / tr->steps_per_epoch : 0,
+        .tokens = (int64_t)((step + 1) * samples_per_step * tr->T), .samples = (int64_t)((step + 1) * samples_per_step),
+        .skipped_steps = tr->scaler.skipped, .loss = loss, .lr = lr, .grad_norm = norm, .loss_scale = scale,
+        .tokens_per_s = interval_steps * samples_per_step * tr->T / interval_s,
+        .samples_per_s = interval_steps * samples_per_step / interval_s,
+        .eta_s = elapsed / (double)(step + 1) * (double)(tr->steps - step - 1),
+        .step_ms = slowest[0], .peak_memory_bytes = (int64_t)slowest[1],
+        .breakdown = cfg->events.wall_clock_breakdown, .forward_ms = tr->t_forward * per,
+        .backward_ms = tr->t_backward * per, .comm_ms = tr->t_comm * per, .optimizer_ms = tr->t_optimizer * per};
+    m.mfu = cfg->events.peak_tflops > 0 ? tr->model->flops_per_token * m.tokens_per_s /
+                                              (cfg->events.peak_tflops * 1e12 * tr->world)
+                                        : NAN;
+    return dt_events_metrics(&tr->events, &m);
+}
+
 static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
 {
     const struct dt_config *cfg = tr->cfg;
     struct dt_model *m = tr->model;
-    double start = now(), tokens_per_step = (double)cfg->resolved.global_batch * tr->T;
+    double start = now(), tokens_per_step = (double)cfg->resolved.global_batch * tr->T, since = start;
+    int64_t since_step = 0;
     for (int64_t step = 0; step < tr->steps; step++) {
-        double t0 = now();
+        tr->step = step;
         struct dt_strat *st = tr->strategy;
         dt_strategy_set_step(st, step);
         memset(m->grads, 0, m->nparams * sizeof(float));
-        double loss = 0;
+        double loss = 0, t = now(), t1;
         for (int micro = 0; micro < tr->gas; micro++) {
             int64_t first = (((step * tr->gas) + micro) * tr->world + tr->rank) * tr->B;
             struct dt_batch b = fill(tr, &tr->train, first);
             loss += m->iface.forward(m, &b, (float)tr->scaler.scale / (float)(tr->gas * st->grad_divisor)) / tr->gas;
+            tr->t_forward += (t1 = now()) - t;
             st->before_backward(st, m, micro == tr->gas - 1);
             m->iface.backward(m);
+            tr->t_backward += (t = now()) - t1;
         }
         DT_CHECK(st->reduce_grads(st, m));
         DT_CHECK(st->mean(st, &loss, 1));
+        tr->t_comm += (t1 = now()) - t;
         if (!isfinite(loss))
             return dt_error(DT_ERR_TRAIN, "dtrun: error: the loss is %f at step %lld\n  hint: lower optimizer.lr or "
                             "set compute.gradient_clipping", loss, (long long)step + 1);
         float norm;
         double lr, scale = tr->scaler.scale;
         DT_CHECK(apply_step(tr, step, &norm, &lr));
-        double dt = now() - t0, tok_s = tokens_per_step / dt;
-        dt_json_begin(&tr->json);
-        dt_json_str(&tr->json, "type", "metrics");
-        dt_json_int(&tr->json, "step", step + 1);
-        dt_json_int(&tr->json, "tokens", (int64_t)((step + 1) * tokens_per_step));
-        dt_json_num(&tr->json, "loss", loss);
-        dt_json_num(&tr->json, "lr", lr);
-        dt_json_num(&tr->json, "grad_norm", norm);
-        dt_json_num(&tr->json, "loss_scale", scale);
-        dt_json_int(&tr->json, "skipped_steps", tr->scaler.skipped);
-        dt_json_num(&tr->json, "tokens_per_s", tok_s);
-        dt_json_num(&tr->json, "step_ms", dt * 1e3);
-        DT_CHECK(dt_jsonl_write(&tr->events, dt_json_end(&tr->json)));
+        tr->t_optimizer += (t = now()) - t1;
         bool last = step + 1 == tr->steps;
-        double elapsed = now() - start;
-        progress(tr, step, loss, lr, (step + 1) * tokens_per_step / elapsed,
-                 elapsed / (step + 1) * (tr->steps - step - 1), last);
+        if ((step + 1) % tr->log_every == 0 || last) {
+            DT_CHECK(report(tr, step, loss, lr, norm, scale, t - since, step + 1 - since_step, t - start));
+            tr->t_forward = tr->t_backward = tr->t_comm = tr->t_optimizer = 0;
+            since = now();
+            since_step = step + 1;
+        }
         res->loss = loss;
         res->steps = step + 1;
         if (tr->eval_every > 0 && ((step + 1) % tr->eval_every == 0 || last)) {
             if (tr->val.synthetic || tr->val.nshards) {
                 DT_CHECK(evaluate(tr, &res->val_loss));
-                dt_json_begin(&tr->json);
-                dt_json_str(&tr->json, "type", "eval");
-                dt_json_int(&tr->json, "step", step + 1);
-                dt_json_num(&tr->json, "val_loss", res->val_loss);
-                DT_CHECK(dt_jsonl_write(&tr->events, dt_json_end(&tr->json)));
-                if (!tr->tty || last) DT_INFO(DT_SUB_TRAIN, "step %lld: validation loss %.4f", (long long)step + 1,
-                                              res->val_loss);
+                if (tr->rank == 0) DT_CHECK(dt_events_eval(&tr->events, step + 1, res->val_loss));
+                since = now(); /* validation is not training time */
             }
         }
     }
-    res->tokens_per_s = res->steps * tokens_per_step / (now() - start);
+    double secs = now() - start;
+    res->tokens_per_s = res->steps * tokens_per_step / secs;
+    if (tr->rank == 0)
+        DT_CHECK(dt_events_run_finished(&tr->events, res->steps, res->loss, res->val_loss, secs,
+                                        (int64_t)(res->steps * tokens_per_step)));
     return DT_SUCCESS;
 }
 
@@ -360,8 +400,22 @@ dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, stru
                 (long long)cfg->resolved.global_batch, tr.T, dt_kernels_threads(), dt_kernels_threads() > 1 ? "s" : "",
                 source, tr.model->activation_bytes / 1048576.0, tr.world, tr.world > 1 ? "s" : "", tr.strategy->name,
                 tr.prec.name);
-        rc = loop(&tr, res);
+        char world[160], device[64];
+        dt_world_describe(w, world, sizeof world);
+        snprintf(device, sizeof device, "cpu (%d thread%s)", dt_kernels_threads(), dt_kernels_threads() > 1 ? "s" : "");
+        const struct dt_model *m = tr.model;
+        struct dt_run_info info = {
+            .model = model, .params = (int64_t)m->nparams, .steps = tr.steps, .world = world, .device = device,
+            .strategy = tr.strategy->name, .precision = tr.prec.name, .param_bytes = (int64_t)(m->nparams * 4),
+            .grad_bytes = (int64_t)(m->nparams * 4), .activation_bytes = (int64_t)m->activation_bytes,
+            .optimizer_bytes = (int64_t)(tr.opt.n * 4 * ((tr.opt.m != NULL) + (tr.opt.v != NULL)))};
+        if (tr.params_bf16) info.param_bytes += (int64_t)(m->nparams * 2);
+        rc = tr.rank == 0 ? dt_events_run_started(&tr.events, &info) : DT_SUCCESS;
+        if (rc == DT_SUCCESS) rc = loop(&tr, res);
     }
+    /* the rank that saw a failure reports it (every rank, when all saw it) */
+    if (rc != DT_SUCCESS && tr.events_open) dt_events_run_failed(&tr.events, tr.step < 0 ? -1 : tr.step + 1,
+                                                                 dt_error_msg());
     teardown(&tr, rc == DT_SUCCESS);
     return rc;
 }

@@ -3,6 +3,7 @@
 #   same NAME ACTUAL EXPECTED     compares two texts, shows a diff on failure
 #   has NAME TEXT NEEDLE          TEXT contains NEEDLE
 #   signal_and_wait SIG PID JOB   signals PID, waits for background JOB; sets $rc, $secs
+#   losses DIR / maxrel DIR DIR   the runs' metrics losses / their largest relative difference
 #   finish                        prints the plan; exits 0 (failures are counted by the harness)
 set -u
 : "${DTRUN:?DTRUN must name the built dtrun}"
@@ -54,5 +55,10 @@ signal_and_wait() {
     rc=$?
     secs=$(($(date +%s) - t0))
 }
+
+# losses RUN_DIR: the loss of each metrics record in RUN_DIR/events.jsonl, one a line
+losses() { grep '"type":"metrics"' "$1/events.jsonl" | sed 's/.*"loss":\([0-9.e+-]*\).*/\1/'; }
+# maxrel DIR_A DIR_B: the largest relative difference between their losses, record by record
+maxrel() { paste <(losses "$1") <(losses "$2") | awk '{ d = ($1 - $2) / $2; d = d < 0 ? -d : d; if (d > m) m = d } END { printf "%.2e", m + 0 }'; }
 
 finish() { echo "1..$tap_n"; exit 0; }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Data: `dtrun prepare` makes llm.c shards a run trains on; every bad shard is
-# refused before training (exit 3, the file, the byte offset, what to do) and
-# no events are written.
+# refused before training (exit 3, the file, the byte offset, what to do): the
+# events say run_failed, with that message, and no step.
 . "$(dirname "$0")/tap.sh"
 cd "$TMP" || exit 1
 tiny=(model.n_layer=1 model.n_embd=32 model.n_head=2 model.seq_len=16 data.micro_batch_size=4 events.interval=5ba)
@@ -14,19 +14,21 @@ same "prepare: llm.c header" "$(od -An -t d4 -N 12 data/train_000000.bin | tr -s
 run "train on prepared shards" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=10ba run.eval_interval=5ba \
     data.train='data/train_*.bin' data.val='data/val_*.bin' run.dir=ok
 has "train: validation ran" "$err" "dtrun: step 10: validation loss"
-same "events: one metrics line per step" "$(grep -c '"type":"metrics"' ok/events.jsonl)" "10"
+same "events: one metrics record per events.interval (5ba)" "$(grep -c '"type":"metrics"' ok/events.jsonl)" "2"
 same "events: two validations" "$(grep -c '"type":"eval"' ok/events.jsonl)" "2"
-has "events: the metrics record" "$(grep '"step":10,' ok/events.jsonl | head -1)" '{"type":"metrics","step":10,"tokens":640,"loss":'
+has "events: the metrics record" "$(grep '"type":"metrics"' ok/events.jsonl | tail -1)" '"step":10,"steps":10,"epoch":0,"tokens":640,"samples":40,"loss":'
 for k in lr grad_norm tokens_per_s step_ms; do
-    has "events: metrics carry $k" "$(sed -n 1p ok/events.jsonl)" "\"$k\":"
+    has "events: metrics carry $k" "$(grep -m1 '"type":"metrics"' ok/events.jsonl)" "\"$k\":"
 done
 
 bad() { # NAME SHARD EXPECTED_STDERR [overrides...]
     local name=$1 shard=$2 want=$3
     shift 3
+    rm -rf bad
     run "$name" 3 "$DTRUN" run "${tiny[@]}" data.train="$shard" run.dir="bad" "$@"
     same "$name: message" "$err" "$want"
-    [ ! -e bad/events.jsonl ] && ok "$name: nothing trained" || not_ok "$name: events were written"
+    same "$name: nothing trained, the failure reported" "$(sed 's/.*"type":"\([a-z_]*\)".*"step":\([a-z0-9]*\).*/\1 \2/' bad/events.jsonl)" \
+        "run_failed null"
 }
 
 cp data/train_000000.bin magic.bin

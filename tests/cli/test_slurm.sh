@@ -18,10 +18,8 @@ if ! "$DTRUN" --version | grep -q '^comm: mpi' || ! "$DTRUN" --version | grep -q
 fi
 # Open MPI's shared-memory transport is confused by two "nodes" on one host (TESTBED.md)
 export OMPI_MCA_btl=self,tcp OMP_NUM_THREADS=1
-base=(model.n_layer=2 model.n_embd=64 model.n_head=4 model.seq_len=32 run.eval_interval=0ba data.micro_batch_size=4
+base=(events.interval=1ba model.n_layer=2 model.n_embd=64 model.n_head=4 model.seq_len=32 run.eval_interval=0ba data.micro_batch_size=4
     run.max_duration=50ba)
-losses() { sed -n 's/.*"loss":\([0-9.e+-]*\).*/\1/p' "$1/events.jsonl"; }
-maxrel() { paste <(losses "$1") <(losses "$2") | awk '{ d = ($1 - $2) / $2; d = d < 0 ? -d : d; if (d > m) m = d } END { printf "%.2e", m + 0 }'; }
 within() { awk -v x="$1" -v lim="$2" 'BEGIN { exit !(x <= lim) }'; }
 info() { sed 's/; [0-9]* CPU threads*//; s/; no GPU: [^;]*//; s/Slurm job [0-9]* step [0-9]*/Slurm job J step S/' | sort; }
 

@@ -4,7 +4,7 @@
 . "$(dirname "$0")/tap.sh"
 cd "$TMP" || exit 1
 run "tiny synthetic run" 0 "$DTRUN" run model.n_layer=2 model.n_embd=64 model.seq_len=64 data.micro_batch_size=16 \
-    run.max_duration=300ba events.interval=100ba
+    run.max_duration=300ba events.interval=1ba
 done_line=$(grep '^dtrun: done' <<<"$err")
 val=$(sed -n 's/.*validation \([0-9.]*\).*/\1/p' <<<"$done_line")
 best=$(sed -n 's/.*best possible \([0-9.]*\).*/\1/p' <<<"$done_line")

@@ -1,0 +1,134 @@
+/*
+ * events.h - the run's event records and the sinks they go to.
+ *
+ * Every record is one JSON object (src/events/events.schema.json) with a
+ * common head: schema_version, id (run id, rank and a per-rank sequence
+ * number: unique, so receivers drop duplicates), type, time (ISO-8601 UTC),
+ * run_id, run_name, rank and the Slurm job/step/restart ids. The same
+ * document goes to every sink: the console (a progress line), the JSONL file
+ * and the webhook.
+ *
+ * Rank 0 sends run_started, metrics (already reduced over ranks), eval,
+ * checkpoint and preemption records and run_finished; run_failed comes from
+ * the rank that saw the failure, so the other ranks open the webhook only.
+ */
+#ifndef DT_EVENTS_H
+#define DT_EVENTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "config/config.h"
+#include "core/status.h"
+#include "events/json.h"
+
+#define DT_EVENTS_SCHEMA_VERSION 1
+
+enum dt_event_type {
+    DT_EV_RUN_STARTED,
+    DT_EV_METRICS,
+    DT_EV_EVAL,
+    DT_EV_CHECKPOINT_SAVED,
+    DT_EV_CHECKPOINT_FAILED,
+    DT_EV_PREEMPTED,
+    DT_EV_RUN_FINISHED,
+    DT_EV_RUN_FAILED,
+    DT_EV_NTYPES
+};
+const char *dt_event_type_str(enum dt_event_type t);
+
+/* One metrics record; NaN where a value does not exist (null in JSON). */
+struct dt_metrics {
+    int64_t step, steps, epoch, tokens, samples, skipped_steps;
+    double loss, lr, grad_norm, loss_scale;
+    double tokens_per_s, samples_per_s, mfu, eta_s;
+    double step_ms; /* the slowest rank's */
+    bool breakdown; /* forward/backward/comm/optimizer measured (events.wall_clock_breakdown) */
+    double forward_ms, backward_ms, comm_ms, optimizer_ms;
+    int64_t peak_memory_bytes; /* resident set high-water mark of this process */
+};
+
+/* What run_started reports, besides the config itself. */
+struct dt_run_info {
+    const char *model;       /* "GPT 12 layers" */
+    int64_t params, steps;
+    const char *world;       /* how the world was found */
+    const char *device;      /* this rank's device line */
+    const char *strategy, *precision;
+    int64_t param_bytes, grad_bytes, optimizer_bytes, activation_bytes;
+};
+
+/* What a sink receives. */
+struct dt_event {
+    enum dt_event_type type;
+    const char *json;                 /* the document */
+    const struct dt_metrics *metrics; /* DT_EV_METRICS */
+    int64_t step;
+    double value;                     /* DT_EV_EVAL: the validation loss */
+};
+
+struct dt_sink {
+    const char *name;
+    dt_status_t (*emit)(struct dt_sink *s, const struct dt_event *e);
+    /* deliver what is pending within deadline seconds, then release everything */
+    void (*close)(struct dt_sink *s, double deadline);
+    void *ctx;
+};
+
+#define DT_EVENTS_MAX_SINKS 4
+
+struct dt_events {
+    char run_id[40], run_name[128], job_id[32], step_id[32];
+    int rank, restarts;
+    int64_t seq;
+    struct dt_sink *sinks[DT_EVENTS_MAX_SINKS];
+    int nsinks;
+    struct dt_json json;
+    const struct dt_config *cfg;
+    double flush_timeout;
+};
+
+struct dt_world;
+struct dt_webhook_cfg;
+
+/*
+ * Open the sinks this rank writes to: on rank 0 the console, events.jsonl and the webhook (when
+ * events.webhook.url is set), on the others the webhook only. run_id is the same on every rank.
+ */
+dt_status_t dt_events_open(struct dt_events *ev, const struct dt_config *cfg, const struct dt_world *w,
+                           const char *run_id);
+/* Flush (the webhook within events.webhook.flush_timeout) and close every sink. */
+void dt_events_close(struct dt_events *ev);
+
+dt_status_t dt_events_run_started(struct dt_events *ev, const struct dt_run_info *info);
+dt_status_t dt_events_metrics(struct dt_events *ev, const struct dt_metrics *m);
+dt_status_t dt_events_eval(struct dt_events *ev, int64_t step, double val_loss);
+dt_status_t dt_events_checkpoint_saved(struct dt_events *ev, int64_t step, const char *path, int64_t bytes,
+                                       double seconds);
+dt_status_t dt_events_checkpoint_failed(struct dt_events *ev, int64_t step, const char *path, const char *error);
+dt_status_t dt_events_preempted(struct dt_events *ev, int64_t step, const char *signal, bool checkpointed);
+dt_status_t dt_events_run_finished(struct dt_events *ev, int64_t steps, double loss, double val_loss, double seconds,
+                                   int64_t tokens);
+dt_status_t dt_events_run_failed(struct dt_events *ev, int64_t step, const char *error);
+
+/* `dtrun events flush RUN_DIR`: send RUN_DIR's spools with cfg's webhook; an error if some stay. */
+dt_status_t dt_events_flush(const struct dt_config *cfg, const char *run_dir, FILE *out);
+/* `dtrun events example`: one record of each type, as JSON lines (for receivers and the schema test). */
+dt_status_t dt_events_example(const struct dt_config *cfg, const struct dt_world *w, FILE *out);
+/* `dtrun bench events URL`: events/s the webhook sender delivers, for several batch sizes. */
+dt_status_t dt_events_bench(const char *url, int n, FILE *out);
+
+/* A fresh run id: 16 hex digits from the kernel's random source. */
+void dt_events_new_run_id(char out[40]);
+/* sha256:<hex> (or fnv1a64:<hex> in a build without libcrypto) of the text. */
+void dt_events_hash(const char *text, char *out, size_t n);
+
+/* The sinks, for dt_events_open and tests. */
+dt_status_t dt_sink_console(const struct dt_config *cfg, struct dt_sink **out);
+dt_status_t dt_sink_jsonl(const char *path, struct dt_sink **out);
+dt_status_t dt_sink_webhook(const struct dt_config *cfg, const char *spool, struct dt_sink **out);
+/* The webhook settings of cfg, checked: the URL, ${VAR}s in headers and the secret's variable. */
+dt_status_t dt_webhook_cfg_from(const struct dt_config *cfg, const char *spool, struct dt_webhook_cfg *out,
+                                char **headers, char **secret);
+
+#endif
