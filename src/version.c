@@ -14,6 +14,9 @@
 #ifdef HAVE_PMIX
 #include <pmix.h>
 #endif
+#ifdef HAVE_CRYPTO
+#include <openssl/crypto.h>
+#endif
 
 void dt_version_print(FILE *out)
 {
@@ -45,6 +48,11 @@ void dt_version_print(FILE *out)
     fprintf(out, " slurm-env single\n");
 #ifdef HAVE_SLURM
     fprintf(out, "spank: headers found (plugin built with its issue)\n");
+#endif
+#ifdef HAVE_CRYPTO
+    fprintf(out, "events: webhook, HMAC-SHA256 signatures (%s)\n", OpenSSL_version(OPENSSL_VERSION));
+#else
+    fprintf(out, "events: webhook, unsigned only (built without libcrypto)\n");
 #endif
     fprintf(out, "libraries: libyaml %s, %s\n", yaml_get_version_string(), curl_version());
 }

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "events/events.h"
+#include "events/jsonl.h"
 #include "launch/world.h"
 #ifdef HAVE_CRYPTO
 #include <openssl/evp.h>
@@ -116,17 +117,11 @@ static dt_status_t send(struct dt_events *ev, struct dt_event *e)
     return rc;
 }
 
-dt_status_t dt_events_open(struct dt_events *ev, const struct dt_config *cfg, const struct dt_world *w,
-                           const char *run_id)
+/* The sinks this rank writes to (events.h). */
+static dt_status_t open_sinks(struct dt_events *ev, const struct dt_config *cfg, int rank)
 {
-    *ev = (struct dt_events){.rank = w->rank, .restarts = w->restarts, .cfg = cfg,
-                             .flush_timeout = cfg->events.webhook.flush_timeout};
-    snprintf(ev->run_id, sizeof ev->run_id, "%s", run_id);
-    snprintf(ev->run_name, sizeof ev->run_name, "%s", cfg->run.name);
-    snprintf(ev->job_id, sizeof ev->job_id, "%s", w->job_id);
-    snprintf(ev->step_id, sizeof ev->step_id, "%s", w->step_id);
     char path[4200];
-    if (w->rank == 0) {
+    if (rank == 0) {
         DT_CHECK(dt_sink_console(cfg, &ev->sinks[ev->nsinks]));
         ev->nsinks++;
         if (cfg->events.jsonl) {
@@ -137,12 +132,27 @@ dt_status_t dt_events_open(struct dt_events *ev, const struct dt_config *cfg, co
         }
     }
     if (cfg->events.webhook.url) {
-        if (w->rank == 0) snprintf(path, sizeof path, "%s/events.spool", cfg->run.dir);
-        else snprintf(path, sizeof path, "%s/events.rank%d.spool", cfg->run.dir, w->rank);
+        DT_CHECK(dt_mkdirs(cfg->run.dir)); /* every rank's spool lives there; rank 0 may not have made it yet */
+        if (rank == 0) snprintf(path, sizeof path, "%s/events.spool", cfg->run.dir);
+        else snprintf(path, sizeof path, "%s/events.rank%d.spool", cfg->run.dir, rank);
         DT_CHECK(dt_sink_webhook(cfg, path, &ev->sinks[ev->nsinks]));
         ev->nsinks++;
     }
     return DT_SUCCESS;
+}
+
+dt_status_t dt_events_open(struct dt_events *ev, const struct dt_config *cfg, const struct dt_world *w,
+                           const char *run_id)
+{
+    *ev = (struct dt_events){.rank = w->rank, .restarts = w->restarts, .cfg = cfg,
+                             .flush_timeout = cfg->events.webhook.flush_timeout};
+    snprintf(ev->run_id, sizeof ev->run_id, "%s", run_id);
+    snprintf(ev->run_name, sizeof ev->run_name, "%s", cfg->run.name);
+    snprintf(ev->job_id, sizeof ev->job_id, "%s", w->job_id);
+    snprintf(ev->step_id, sizeof ev->step_id, "%s", w->step_id);
+    dt_status_t rc = open_sinks(ev, cfg, w->rank);
+    if (rc != DT_SUCCESS) dt_events_close(ev); /* the ones already open */
+    return rc;
 }
 
 void dt_events_close(struct dt_events *ev)

@@ -67,22 +67,30 @@ run "(a) 500 steps, interval 1, to the receiver" 0 "$DTRUN" run "${tiny[@]}" run
 same "(a) 502 events written: run_started, 500 metrics, run_finished" "$(wc -l <a/events.jsonl)" 502
 same "(a) every one delivered exactly once by id, in order" "$(delivered a.jsonl a/events.jsonl)" \
     "502 events, 0 missing, 0 unexpected, order ok"
-reqs=$(stat_of requests) conns=$(stat_of connections)
-[ "$reqs" -lt 502 ] && ok "(a) batched: $reqs requests for 502 events" || not_ok "(a) $reqs requests"
-same "(a) one connection, reused (plus the two stats queries)" "$conns" 3
+same "(a) one connection, reused (plus this stats query)" "$(stat_of connections)" 2
 [ ! -e a/events.spool ] && ok "(a) nothing left in a spool" || not_ok "(a) a/events.spool was left"
 stop_receiver
 
 # ---- (b) down for the first half, up for the second; step time as without webhook.
-# One OpenMP thread, so that the receiver (another process) does not take a training core. Run
-# times here fall in two modes about 40% apart (the same run, with or without webhook), so each
-# setting runs three times and the fastest medians are compared.
-b=(run.max_duration=600ba model.n_layer=2 model.n_embd=64 model.n_head=4 model.seq_len=32 data.micro_batch_size=8)
-for i in 1 2 3; do
-    OMP_NUM_THREADS=1 "$DTRUN" run "${tiny[@]}" "${b[@]}" run.dir=b0$i 2>/dev/null
+# One OpenMP thread, so that the receiver (another process) does not take a training core. The
+# same run's step time here falls in one of two modes ~30% apart depending on where its buffers
+# land in memory: with address randomisation off (scripts/test turns it off) that is fixed by the
+# arguments, so the timed runs get it back (aslr); and the whole machine has slow spells of
+# seconds. So runs with and without webhook alternate, three pairs, and the best pair's ratio of
+# median step times is what is checked. Timings are taken in the full build only: under the sanitizers they mean
+# nothing (and ASan needs address randomisation off), and one timed build is enough; the others
+# check delivery, once.
+aslr() { $PY -c 'import ctypes, os, sys; ctypes.CDLL(None).personality(0); os.execvp(sys.argv[1], sys.argv[1:])' "$@"; }
+timed=1 reps=(1 2 3)
+if "$DTRUN" --version | grep -q -e '--enable-sanitizers' -e 'without oneDNN'; then timed=0 reps=(1); aslr() { "$@"; }; fi
+b=(run.max_duration=600ba)
+# timed: steps of a few ms, so that a sender's microseconds per event would show
+[ $timed = 1 ] && b+=(model.n_layer=2 model.n_embd=64 model.n_head=4 model.seq_len=32 data.micro_batch_size=8)
+for i in "${reps[@]}"; do
+    OMP_NUM_THREADS=1 aslr "$DTRUN" run "${tiny[@]}" "${b[@]}" run.dir=b0$i 2>/dev/null
     rm -f b$i.jsonl
     bport=$(free_port)
-    OMP_NUM_THREADS=1 "$DTRUN" run "${tiny[@]}" "${b[@]}" run.dir=b$i events.webhook.url="http://127.0.0.1:$bport/" \
+    OMP_NUM_THREADS=1 aslr "$DTRUN" run "${tiny[@]}" "${b[@]}" run.dir=b$i events.webhook.url="http://127.0.0.1:$bport/" \
         >b$i.out 2>b$i.err &
     job=$!
     for _ in $(seq 600); do [ "$(wc -l <b$i/events.jsonl 2>/dev/null || echo 0)" -ge 300 ] && break; sleep 0.02; done
@@ -96,67 +104,84 @@ for i in 1 2 3; do
 done
 has "(b) the outage is said once" "$(grep -c "Couldn't connect to server" b1.err)" 1
 has "(b) ... and the recovery" "$(cat b1.err)" "dtrun: warning: webhook http://127.0.0.1:"
-fastest() { for d in "$@"; do median_step "$d"; done | sort -g | head -1; }
-m0=$(fastest b01 b02 b03) mb=$(fastest b1 b2 b3)
-awk -v b="$mb" -v a="$m0" 'BEGIN { exit !(b <= 1.05 * a) }' &&
-    ok "(b) median step ${mb} ms with the webhook down, then up; ${m0} ms without (fastest of 3)" ||
-    not_ok "(b) median step ${mb} ms, without webhook ${m0} ms (fastest of 3)"
+# best_pair NAME A1 B1 A2 B2 ...: median step times of each pair (A without webhook, B with), and
+# whether the best pair's B is within 5% of its A
+best_pair() {
+    local name=$1 pairs="" best=""
+    shift
+    while [ $# -ge 2 ]; do
+        local a b r
+        a=$(median_step "$1") b=$(median_step "$2")
+        r=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", b / a }')
+        pairs="$pairs ${b}/${a}=${r}"
+        best=$(printf '%s\n%s\n' "$best" "$r" | sed '/^$/d' | sort -g | head -1)
+        shift 2
+    done
+    awk -v r="$best" 'BEGIN { exit !(r <= 1.05) }' && ok "$name: best step-time ratio $best (ms with/without:$pairs)" ||
+        not_ok "$name: best step-time ratio $best (ms with/without:$pairs)"
+}
+[ $timed = 1 ] && best_pair "(b) webhook down, then up" b01 b1 b02 b2 b03 b3
 
 # ---- (c) every request stalls 30 s: training does not wait, the exit waits flush_timeout at most
 receiver stall:30 --out c.jsonl
-for i in 1 2 3; do
-    OMP_NUM_THREADS=1 run "(c) receiver stalling 30 s per request, run $i" 0 "$DTRUN" run "${tiny[@]}" "${b[@]}" \
+for i in "${reps[@]}"; do
+    OMP_NUM_THREADS=1 aslr "$DTRUN" run "${tiny[@]}" "${b[@]}" run.dir=cb$i 2>/dev/null
+    OMP_NUM_THREADS=1 run "(c) receiver stalling 30 s per request, run $i" 0 aslr "$DTRUN" run "${tiny[@]}" "${b[@]}" \
         run.dir=c$i events.webhook.url="http://127.0.0.1:$port/" events.webhook.timeout=60s events.webhook.flush_timeout=2s
     secs_c=$(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' c$i/events.jsonl)
-    secs_b=$(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' b01/events.jsonl)
+    secs_b=$(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' cb$i/events.jsonl)
     awk -v ms="$ms" -v t="$secs_b" 'BEGIN { exit !(ms / 1000 <= t * 1.5 + 2 + 2) }' &&
         ok "(c) run $i took $((ms / 1000)) s: training ${secs_c} s (${secs_b} s without webhook) + the 2 s flush" ||
         not_ok "(c) run $i took $ms ms; training without webhook took $secs_b s"
 done
-mc=$(fastest c1 c2 c3)
-awk -v c="$mc" -v a="$m0" 'BEGIN { exit !(c <= 1.05 * a) }' &&
-    ok "(c) median step ${mc} ms while the receiver stalls; ${m0} ms without webhook" ||
-    not_ok "(c) median step ${mc} ms, without webhook ${m0} ms"
-has "(c) what is left is said" "$err" "events not delivered within 2s stay in c3/events.spool"
+[ $timed = 1 ] && best_pair "(c) receiver stalling" cb1 c1 cb2 c2 cb3 c3
+has "(c) what is left is said" "$err" "events not delivered within 2s stay in c${reps[-1]}/events.spool"
 mode ok
-for i in 1 2 3; do
+for i in "${reps[@]}"; do
     left=$(wc -l <c$i/events.spool)
     run "(c) dtrun events flush c$i ($left events spooled)" 0 "$DTRUN" events flush c$i
     same "(c) flush says what it sent" "$out" "dtrun: events flush: c$i/events.spool: $left delivered, 0 left"
     [ ! -e c$i/events.spool ] && ok "(c) the spool is gone" || not_ok "(c) c$i/events.spool is still there"
 done
-cat c1/events.jsonl c2/events.jsonl c3/events.jsonl >c123.jsonl
-same "(c) then everything has arrived" "$(delivered c.jsonl c123.jsonl)" "1806 events, 0 missing, 0 unexpected, order ok"
-run "(c) flush again: nothing to do" 0 "$DTRUN" events flush c2
-same "(c) ... it says so" "$out" "dtrun: events flush: nothing spooled in c2"
+cat c[0-9]/events.jsonl >call.jsonl
+same "(c) then everything has arrived" "$(delivered c.jsonl call.jsonl)" \
+    "$((602 * ${#reps[@]})) events, 0 missing, 0 unexpected, order ok"
+run "(c) flush again: nothing to do" 0 "$DTRUN" events flush c1
+same "(c) ... it says so" "$out" "dtrun: events flush: nothing spooled in c1"
 stop_receiver
 
 # ---- (d) signatures, and secrets kept out of sight
 export DT_TEST_SECRET="s3cr3t-$RANDOM-value" DT_TEST_TOKEN="tok-$RANDOM-en"
 mkdir raw
 receiver ok --secret-env DT_TEST_SECRET --raw raw --out d.jsonl
-DTRUN_DEBUG=DEBUG run "(d) signed posts" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=20ba run.dir=d \
-    events.webhook.url="http://127.0.0.1:$port/" events.webhook.secret_env=DT_TEST_SECRET \
-    events.webhook.headers='"Authorization: Bearer ${DT_TEST_TOKEN}"'
-same "(d) every event verified and delivered" "$(delivered d.jsonl d/events.jsonl) $(stat_of rejected) rejected" \
-    "22 events, 0 missing, 0 unexpected, order ok 0 rejected"
-same "(d) the bearer token travelled" "$(grep Authorization raw/1.headers)" "Authorization: Bearer $DT_TEST_TOKEN"
-ts=$(sed -n 's/^X-Dtrun-Timestamp: //p' raw/1.headers)
-sig=$(sed -n 's/^X-Dtrun-Signature: //p' raw/1.headers)
-mac=$({ printf '%s.' "$ts"; cat raw/1.body; } | openssl dgst -sha256 -hmac "$DT_TEST_SECRET" | sed 's/.*= //')
-same "(d) the signature is HMAC-SHA256(secret, timestamp.body) (checked with openssl)" "$sig" "sha256=$mac"
-post() { curl -s -o /dev/null -w '%{http_code}' -H "X-Dtrun-Timestamp: $ts" -H "X-Dtrun-Signature: $sig" \
-    -H 'Content-Type: application/json' --data-binary @"$1" "http://127.0.0.1:$port/"; }
-same "(d) the signed body, sent again, verifies" "$(post raw/1.body)" 200
-cp raw/1.body bad.body
-printf 'X' | dd of=bad.body bs=1 seek=30 conv=notrunc status=none
-same "(d) one byte changed: refused" "$(post bad.body)" 401
-has "(d) ... for its signature" "$(tail -1 d.jsonl)" '{"rejected":"bad signature"}'
-for f in d/events.jsonl d/config.yaml; do
-    grep -q -e "$DT_TEST_SECRET" -e "$DT_TEST_TOKEN" "$f" && not_ok "(d) a secret is in $f" || ok "(d) no secret in $f"
-done
-grep -q -e "$DT_TEST_SECRET" -e "$DT_TEST_TOKEN" <<<"$err" && not_ok "(d) a secret is in the log" "$err" ||
-    ok "(d) no secret in the (DEBUG) log"
+if "$DTRUN" --version | grep -q '^events: webhook, HMAC-SHA256'; then
+    DTRUN_DEBUG=DEBUG run "(d) signed posts" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=20ba run.dir=d \
+        events.webhook.url="http://127.0.0.1:$port/" events.webhook.secret_env=DT_TEST_SECRET \
+        events.webhook.headers='"Authorization: Bearer ${DT_TEST_TOKEN}"'
+    same "(d) every event verified and delivered" "$(delivered d.jsonl d/events.jsonl) $(stat_of rejected) rejected" \
+        "22 events, 0 missing, 0 unexpected, order ok 0 rejected"
+    same "(d) the bearer token travelled" "$(grep Authorization raw/1.headers)" "Authorization: Bearer $DT_TEST_TOKEN"
+    ts=$(sed -n 's/^X-Dtrun-Timestamp: //p' raw/1.headers)
+    sig=$(sed -n 's/^X-Dtrun-Signature: //p' raw/1.headers)
+    mac=$({ printf '%s.' "$ts"; cat raw/1.body; } | openssl dgst -sha256 -hmac "$DT_TEST_SECRET" | sed 's/.*= //')
+    same "(d) the signature is HMAC-SHA256(secret, timestamp.body) (checked with openssl)" "$sig" "sha256=$mac"
+    post() { curl -s -o /dev/null -w '%{http_code}' -H "X-Dtrun-Timestamp: $ts" -H "X-Dtrun-Signature: $sig" \
+        -H 'Content-Type: application/json' --data-binary @"$1" "http://127.0.0.1:$port/"; }
+    same "(d) the signed body, sent again, verifies" "$(post raw/1.body)" 200
+    cp raw/1.body bad.body
+    printf 'X' | dd of=bad.body bs=1 seek=30 conv=notrunc status=none
+    same "(d) one byte changed: refused" "$(post bad.body)" 401
+    has "(d) ... for its signature" "$(tail -1 d.jsonl)" '{"rejected":"bad signature"}'
+    for f in d/events.jsonl d/config.yaml; do
+        grep -q -e "$DT_TEST_SECRET" -e "$DT_TEST_TOKEN" "$f" && not_ok "(d) a secret is in $f" || ok "(d) no secret in $f"
+    done
+    grep -q -e "$DT_TEST_SECRET" -e "$DT_TEST_TOKEN" <<<"$err" && not_ok "(d) a secret is in the log" "$err" ||
+        ok "(d) no secret in the (DEBUG) log"
+else
+    run "(d) signing without libcrypto" 2 "$DTRUN" run "${tiny[@]}" run.max_duration=2ba run.dir=d \
+        events.webhook.url="http://127.0.0.1:$port/" events.webhook.secret_env=DT_TEST_SECRET
+    has "(d) ... is refused at start, with the way out" "$err" "this build has no libcrypto to sign with"
+fi
 run "(d) dtrun check with credentials in the URL" 0 "$DTRUN" check \
     events.webhook.url="https://alice:pw-$RANDOM@hooks.example.com/x" events.webhook.secret_env=DT_TEST_SECRET
 has "(d) check masks them" "$out" 'url: "https://***@hooks.example.com/x"'
@@ -199,6 +224,8 @@ same "(retry) the run ends well" "$?" 0
 has "(retry) 429 is retried after its Retry-After" "$(cat r.err)" "HTTP 429: receiver told to fail; events go to r/events.spool"
 same "(retry) every event arrives after 429, 500 and closed connections" "$(delivered r.jsonl r/events.jsonl)" \
     "302 events, 0 missing, 0 unexpected, order ok"
+reqs=$(stat_of requests)
+[ "$reqs" -lt 100 ] && ok "(retry) the backlog went 8 to a POST ($reqs requests in all)" || not_ok "(retry) $reqs requests"
 mode status:404
 run "(4xx) a 404 is not retried" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=40ba run.dir=x \
     events.webhook.url="http://127.0.0.1:$port/" events.webhook.batch=1
