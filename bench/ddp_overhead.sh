@@ -17,7 +17,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp"
 shape=(model.n_layer=12 model.n_head=12 model.n_embd=768 model.vocab_size=50257 model.seq_len=64
-    data.micro_batch_size=4 run.max_duration="$steps"ba run.eval_interval=0ba events.interval=1000ba)
+    data.micro_batch_size=4 run.max_duration="$steps"ba run.eval_interval=0ba events.interval=1ba)
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 steps_ms() { sed -n 's/.*"step_ms":\([0-9.]*\).*/\1/p' "$1/events.jsonl" | tail -n +3; }
 : >one

@@ -24,7 +24,7 @@ median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] 
 dtrun_step_ms() {
     (cd "$tmp" && "$OLDPWD/$dtrun" run model.n_layer="$1" model.n_head="$2" model.n_embd="$3" model.vocab_size="$4" \
         model.seq_len="$5" data.micro_batch_size="$6" run.max_duration="$7"ba run.eval_interval=0ba \
-        events.interval=1000ba run.dir=bench >/dev/null 2>&1)
+        events.interval=1ba run.dir=bench >/dev/null 2>&1)
     sed -n 's/.*"step_ms":\([0-9.]*\).*/\1/p' "$tmp/bench/events.jsonl" | tail -n +3 | median
     loss_first=$(grep -m1 '"type":"metrics"' "$tmp/bench/events.jsonl" | sed 's/.*"loss":\([0-9.]*\).*/\1/')
     loss_last=$(grep '"type":"metrics"' "$tmp/bench/events.jsonl" | tail -1 | sed 's/.*"loss":\([0-9.]*\).*/\1/')

@@ -2,7 +2,7 @@
 """A webhook receiver for dtrun's events: for the tests, and for users who want one.
 
     receiver.py [--port N] [--port-file F] [--out events.jsonl] [--secret-env NAME] [--mode MODE]
-                [--raw DIR]
+                [--raw DIR] [--tls CERT KEY]
 
 Every POST body (one event object, or an array of them) is checked and each
 event appended to --out as one line. With --secret-env, the body must carry
@@ -18,6 +18,8 @@ timestamp "." body)>; a wrong or missing signature, or a timestamp more than
 
 With --raw, each request's body and its X-Dtrun-* and Authorization headers are kept in DIR/N.body
 and DIR/N.headers (N counting from 1), so a test can replay or alter one.
+With --tls it speaks HTTPS with that certificate (a self-signed one shows that
+dtrun verifies certificates unless told not to).
 POST /_mode with the mode as body switches it at run time (GET /_stats says
 how many requests, events and connections were seen). The port is written to
 --port-file once listening (port 0 picks a free one).
@@ -27,6 +29,7 @@ import hashlib
 import hmac
 import json
 import os
+import ssl
 import sys
 import threading
 import time
@@ -138,11 +141,16 @@ def main():
     ap.add_argument("--secret-env")
     ap.add_argument("--mode", default="ok")
     ap.add_argument("--raw")
+    ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
     a = ap.parse_args()
     state["mode"] = a.mode
     srv = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     srv.daemon_threads = True
     srv.out, srv.secret_env, srv.raw = a.out, a.secret_env, a.raw
+    if a.tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(a.tls[0], a.tls[1])
+        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
     if a.port_file:
         with open(a.port_file + ".tmp", "w") as f:
             f.write("%d\n" % srv.server_address[1])

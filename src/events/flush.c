@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "core/error.h"
+#include "core/log.h"
 #include "events/events.h"
 #include "events/spool.h"
 #include "events/webhook.h"
@@ -44,6 +45,8 @@ dt_status_t dt_events_flush(const struct dt_config *cfg, const char *run_dir, FI
         return dt_error(DT_ERR_CONFIG, "%s/config.yaml: error: the webhook URL's credentials were masked when the run "
                         "saved it\n  hint: give it again: dtrun events flush %s events.webhook.url=...", run_dir,
                         run_dir);
+    if (cfg->events.webhook.insecure)
+        DT_WARN("events.webhook.insecure is true: the webhook's TLS certificate is not verified");
     char pattern[4200];
     glob_t g;
     snprintf(pattern, sizeof pattern, "%s/events*.spool.rejected", run_dir);

@@ -204,19 +204,32 @@ same "(d) ... says which" "$err" "events.webhook.headers: error: the environment
 run "(d) secret_env names an unset variable" 2 "$DTRUN" run "${tiny[@]}" run.max_duration=3ba run.dir=h \
     events.webhook.url="http://127.0.0.1:$dport/" events.webhook.secret_env=DT_TEST_NOPE
 has "(d) ... says which" "$err" "events.webhook.secret_env: error: it names DT_TEST_NOPE, which is not set in this process"
-run "(d) insecure is warned about" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=2ba run.dir=ins \
-    events.webhook.url="https://127.0.0.1:$dport/" events.webhook.insecure=true events.webhook.flush_timeout=0
-has "(d) ... by name" "$err" "dtrun: warning: events.webhook.insecure is true: the webhook's TLS certificate is not verified"
+# HTTPS: a self-signed certificate is refused (the events wait in the spool) unless insecure: true
+openssl req -x509 -newkey rsa:2048 -nodes -keyout key.pem -out cert.pem -days 1 -subj /CN=127.0.0.1 2>/dev/null
+receiver ok --tls cert.pem key.pem --out tls.jsonl
+run "(d) https to a self-signed certificate" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=2ba run.dir=tls \
+    events.webhook.url="https://127.0.0.1:$port/" events.webhook.flush_timeout=1s
+has "(d) ... is not trusted" "$err" "dtrun: warning: webhook https://127.0.0.1:$port: SSL peer certificate or SSH remote key was not OK"
+same "(d) ... nothing was sent, all is spooled" "$(cat tls.jsonl 2>/dev/null | wc -l) $(wc -l <tls/events.spool)" "0 4"
+run "(d) the next run in that run.dir, with insecure: true" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=2ba \
+    run.dir=tls events.webhook.url="https://127.0.0.1:$port/" events.webhook.insecure=true
+has "(d) ... is warned about" "$err" "dtrun: warning: events.webhook.insecure is true: the webhook's TLS certificate is not verified"
+has "(d) ... sends the earlier run's spool first" "$err" "4 events spooled in tls/events.spool by an earlier run go out first"
+same "(d) ... then its own, in order" "$(delivered tls.jsonl tls/events.jsonl)" "8 events, 0 missing, 0 unexpected, order ok"
+same "(d) ... the earlier run's first" "$(sed -n 's/.*"run_id":"\([0-9a-f]*\)".*/\1/p' tls.jsonl | uniq | wc -l)" 2
+stop_receiver
 
 # ---- failures the sender retries, and one it does not
 receiver status:429:1 --out r.jsonl
 "$DTRUN" run "${tiny[@]}" run.max_duration=300ba run.dir=r events.webhook.url="http://127.0.0.1:$port/" \
-    events.webhook.batch=8 events.webhook.flush_timeout=30s >r.out 2>r.err &
+    events.webhook.batch=8 events.webhook.max_backoff=1s events.webhook.flush_timeout=60s >r.out 2>r.err &
 job=$!
 sleep 1.5
 mode status:500
 sleep 1
 mode close
+# the receiver recovers once training is over, so that everything waits in the spool
+for _ in $(seq 1200); do grep -q '"type":"run_finished"' r/events.jsonl 2>/dev/null && break; sleep 0.05; done
 sleep 1
 mode ok
 wait "$job"
