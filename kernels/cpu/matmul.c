@@ -21,6 +21,17 @@ void dt_cpu_gemm(char ta, char tb, int M, int N, int K, float alpha, const float
     #pragma omp parallel for if (!omp_in_parallel() && (long)M * N * K > 32768)
     for (int i = 0; i < M; i++) {
         float *c = C + (size_t)i * ldc;
+        if (ta == 'N' && tb == 'T') { /* rows of A against rows of B: contiguous dot products */
+            const float *a = A + (size_t)i * lda;
+            for (int j = 0; j < N; j++) {
+                const float *b = B + (size_t)j * ldb;
+                float dot = 0;
+                #pragma omp simd reduction(+ : dot)
+                for (int k = 0; k < K; k++) dot += a[k] * b[k];
+                c[j] = alpha * dot + (beta == 0 ? 0 : beta * c[j]);
+            }
+            continue;
+        }
         for (int j = 0; j < N; j++) c[j] = beta == 0 ? 0 : c[j] * beta;
         for (int k = 0; k < K; k++) {
             float a = alpha * (ta == 'N' ? A[(size_t)i * lda + k] : A[(size_t)k * lda + i]);
