@@ -208,7 +208,7 @@ has "(d) ... says which" "$err" "events.webhook.secret_env: error: it names DT_T
 openssl req -x509 -newkey rsa:2048 -nodes -keyout key.pem -out cert.pem -days 1 -subj /CN=127.0.0.1 2>/dev/null
 receiver ok --tls cert.pem key.pem --out tls.jsonl
 run "(d) https to a self-signed certificate" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=2ba run.dir=tls \
-    events.webhook.url="https://127.0.0.1:$port/" events.webhook.flush_timeout=1s
+    events.webhook.url="https://127.0.0.1:$port/" events.webhook.flush_timeout=5s # a handshake under ASan is slow
 has "(d) ... is not trusted" "$err" "dtrun: warning: webhook https://127.0.0.1:$port: SSL peer certificate or SSH remote key was not OK"
 same "(d) ... nothing was sent, all is spooled" "$(cat tls.jsonl 2>/dev/null | wc -l) $(wc -l <tls/events.spool)" "0 4"
 run "(d) the next run in that run.dir, with insecure: true" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=2ba \
