@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "core/clock.h"
 #include "dt_build_config.h"
 #include "comm/bench.h"
 #include "core/error.h"
@@ -10,13 +11,6 @@
 #endif
 
 enum { MODE_PEER, MODE_SYNC, MODE_ASYNC, NMODES };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static int cmp(const void *a, const void *b)
 {
@@ -28,7 +22,7 @@ static int cmp(const void *a, const void *b)
 static dt_status_t timed(struct dt_comm *c, int mode, float *buf, size_t n, int iters, double *sec)
 {
     DT_CHECK(dt_comm_do(c, dt_coll_barrier("bench barrier")));
-    double t0 = now();
+    double t0 = dt_now();
     for (int i = 0; i < iters; i++) {
         if (mode == MODE_SYNC) {
             DT_CHECK(dt_comm_do(c, dt_coll_allreduce(buf, n, DT_F32, DT_RED_SUM, "bench all-reduce")));
@@ -42,7 +36,7 @@ static dt_status_t timed(struct dt_comm *c, int mode, float *buf, size_t n, int 
 #endif
         }
     }
-    double t = (now() - t0) / iters;
+    double t = (dt_now() - t0) / iters;
     /* the slowest rank's time is the collective's */
     DT_CHECK(dt_comm_do(c, dt_coll_allreduce(&t, 1, DT_F64, DT_RED_MAX, "bench timing")));
     *sec = t;

@@ -1,26 +1,25 @@
 /* bench.c - `dtrun bench events URL`: how many events a second the webhook sender delivers to
  * an endpoint, one event per POST and batched, each event a metrics record's size. */
+#include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "core/clock.h"
 #include "core/error.h"
 #include "events/events.h"
 #include "events/webhook.h"
 #include "launch/world.h"
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 dt_status_t dt_events_bench(const char *url, int n, FILE *out)
 {
-    char dir[] = "/tmp/dtrun-bench-events.XXXXXX";
-    if (!mkdtemp(dir)) return dt_error(DT_ERR_SYSTEM, "dtrun: error: bench events: cannot make a directory in /tmp");
+    char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/dtrun-bench-events.%d", (int)getpid());
+    if (mkdir(dir, 0700) != 0)
+        return dt_error(DT_ERR_SYSTEM, "%s: error: bench events: cannot make its spool directory: %s", dir,
+                        strerror(errno));
     fprintf(out, "# %d events of %s each to %s; the receiver decides most of the rate\n", n, "~600 bytes", url);
     fprintf(out, "%8s %12s %10s %10s %8s\n", "batch", "events/s", "requests", "seconds", "left");
     static const int batches[] = {1, 8, 64};
@@ -34,7 +33,7 @@ dt_status_t dt_events_bench(const char *url, int n, FILE *out)
         struct dt_webhook *w;
         rc = dt_webhook_open(&c, &w);
         if (rc != DT_SUCCESS) break;
-        double t0 = now();
+        double t0 = dt_now();
         for (int i = 0; i < n; i++) {
             snprintf(doc, sizeof doc, "{\"schema_version\":1,\"id\":\"bench-r0-%d\",\"type\":\"metrics\",\"time\":"
                      "\"2026-01-01T00:00:00.000Z\",\"run_id\":\"bench\",\"run_name\":\"bench\",\"rank\":0,\"job_id\":"
@@ -47,7 +46,7 @@ dt_status_t dt_events_bench(const char *url, int n, FILE *out)
         }
         struct dt_webhook_stats st;
         dt_webhook_close(w, 60, &st); /* an endpoint that does not answer leaves the rest in "left" */
-        double s = now() - t0;
+        double s = dt_now() - t0;
         fprintf(out, "%8d %12.0f %10lld %10.2f %8lld\n", batches[b], (double)st.delivered / s, (long long)st.requests,
                 s, (long long)st.left);
     }

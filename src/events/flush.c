@@ -65,12 +65,13 @@ dt_status_t dt_events_flush(const struct dt_config *cfg, const char *run_dir, FI
         return DT_SUCCESS;
     }
     int64_t left = 0;
+    struct dt_webhook_cfg wc;
+    char *headers, *secret;
+    rc = dt_webhook_cfg_from(cfg, NULL, &wc, &headers, &secret);
     for (size_t i = 0; i < g.gl_pathc && rc == DT_SUCCESS; i++) {
-        struct dt_webhook_cfg wc;
-        char *headers, *secret;
         struct dt_webhook *w = NULL;
-        rc = dt_webhook_cfg_from(cfg, g.gl_pathv[i], &wc, &headers, &secret);
-        if (rc == DT_SUCCESS) rc = dt_webhook_open(&wc, &w);
+        wc.spool = g.gl_pathv[i];
+        rc = dt_webhook_open(&wc, &w);
         if (rc == DT_SUCCESS) {
             struct dt_webhook_stats st;
             dt_webhook_close(w, cfg->events.webhook.flush_timeout, &st);
@@ -78,9 +79,9 @@ dt_status_t dt_events_flush(const struct dt_config *cfg, const char *run_dir, FI
                     (long long)st.delivered, (long long)st.left);
             left += st.left;
         }
-        free(headers);
-        free(secret);
     }
+    free(headers);
+    free(secret);
     globfree(&g);
     if (rc == DT_SUCCESS && left)
         rc = dt_error(DT_ERR_SYSTEM, "dtrun: error: %lld events are still spooled in %s: the endpoint did not take "

@@ -11,6 +11,7 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
+#include "core/clock.h"
 #include "dt_build_config.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -47,13 +48,6 @@ struct dt_webhook {
     char reply[200];
     size_t reply_len;
 };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static struct timespec abs_time(double t) /* a CLOCK_MONOTONIC time for pthread_cond_timedwait */
 {
@@ -211,7 +205,7 @@ static enum outcome post(struct dt_webhook *w, char *const *ev, int n)
         double ra = w->retry_after[0] ? retry_after(w->retry_after) : -1;
         if (ra >= 0) d = ra < w->c.max_backoff ? ra : w->c.max_backoff;
         w->attempts++;
-        w->retry_at = now() + d;
+        w->retry_at = dt_now() + d;
         if (!w->down)
             DT_WARN("webhook %s: %s; events go to %s and are re-sent in order once it answers (retrying with "
                     "backoff; training goes on)", w->where, why, w->spool.path);
@@ -264,7 +258,7 @@ static void *sender(void *arg)
             pthread_cond_wait(&w->wake, &w->mu);
             continue;
         }
-        if (now() < w->retry_at) {
+        if (dt_now() < w->retry_at) {
             struct timespec ts = abs_time(w->retry_at);
             pthread_cond_timedwait(&w->wake, &w->mu, &ts);
             continue;
@@ -421,14 +415,14 @@ dt_status_t dt_webhook_open(const struct dt_webhook_cfg *c, struct dt_webhook **
 void dt_webhook_close(struct dt_webhook *w, double deadline, struct dt_webhook_stats *st)
 {
     if (!w) return;
-    double end = now() + deadline;
+    double end = dt_now() + deadline;
     pthread_mutex_lock(&w->mu);
     w->closing = true;
     /* a backoff wait ends now: at exit every event gets one more try within the deadline */
     w->retry_at = 0;
     pthread_cond_signal(&w->wake);
-    while ((w->qlen > 0 || dt_spool_pending(&w->spool)) && now() < end) {
-        struct timespec ts = abs_time(end < now() + 0.05 ? end : now() + 0.05);
+    while ((w->qlen > 0 || dt_spool_pending(&w->spool)) && dt_now() < end) {
+        struct timespec ts = abs_time(end < dt_now() + 0.05 ? end : dt_now() + 0.05);
         pthread_cond_timedwait(&w->idle, &w->mu, &ts);
     }
     w->stop = true;

@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "core/clock.h"
 #include "core/error.h"
 #include "launch/launch.h"
 
@@ -84,13 +85,6 @@ static bool pump(struct stream *s, struct failure *f, bool flush)
     s->len -= start;
     fflush(s->out);
     return !eof;
-}
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 dt_status_t dt_launch_local(int n, int argc, char **argv, int *exit_code)
@@ -178,9 +172,9 @@ dt_status_t dt_launch_local(int n, int argc, char **argv, int *exit_code)
             forwarded = got_signal;
             fprintf(stderr, "dtrun: %s: stopping %d worker%s\n", strsignal(forwarded), n, n > 1 ? "s" : "");
             kill(pid, SIGTERM);
-            kill_at = now() + 10;
+            kill_at = dt_now() + 10;
         }
-        if (kill_at > 0 && now() > kill_at) {
+        if (kill_at > 0 && dt_now() > kill_at) {
             kill(-pid, SIGKILL);
             kill_at = 0;
         }

@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+#include "core/clock.h"
 #include "comm/comm.h"
 #include "core/error.h"
 #include "config/schema.h"
@@ -46,13 +47,6 @@ struct trainer {
     /* seconds spent in each part of the step since the last metrics record */
     double t_forward, t_backward, t_comm, t_optimizer;
 };
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 /* What this build can run; the rest of the config is valid, just not here yet. */
 static dt_status_t supported(const struct dt_config *cfg)
@@ -317,38 +311,38 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
 {
     const struct dt_config *cfg = tr->cfg;
     struct dt_model *m = tr->model;
-    double start = now(), tokens_per_step = (double)cfg->resolved.global_batch * tr->T, since = start;
+    double start = dt_now(), tokens_per_step = (double)cfg->resolved.global_batch * tr->T, since = start;
     int64_t since_step = 0;
     for (int64_t step = 0; step < tr->steps; step++) {
         tr->step = step;
         struct dt_strat *st = tr->strategy;
         dt_strategy_set_step(st, step);
         memset(m->grads, 0, m->nparams * sizeof(float));
-        double loss = 0, t = now(), t1;
+        double loss = 0, t = dt_now(), t1;
         for (int micro = 0; micro < tr->gas; micro++) {
             int64_t first = (((step * tr->gas) + micro) * tr->world + tr->rank) * tr->B;
             struct dt_batch b = fill(tr, &tr->train, first);
             loss += m->iface.forward(m, &b, (float)tr->scaler.scale / (float)(tr->gas * st->grad_divisor)) / tr->gas;
-            tr->t_forward += (t1 = now()) - t;
+            tr->t_forward += (t1 = dt_now()) - t;
             st->before_backward(st, m, micro == tr->gas - 1);
             m->iface.backward(m);
-            tr->t_backward += (t = now()) - t1;
+            tr->t_backward += (t = dt_now()) - t1;
         }
         DT_CHECK(st->reduce_grads(st, m));
         DT_CHECK(st->mean(st, &loss, 1));
-        tr->t_comm += (t1 = now()) - t;
+        tr->t_comm += (t1 = dt_now()) - t;
         if (!isfinite(loss))
             return dt_error(DT_ERR_TRAIN, "dtrun: error: the loss is %f at step %lld\n  hint: lower optimizer.lr or "
                             "set compute.gradient_clipping", loss, (long long)step + 1);
         float norm;
         double lr, scale = tr->scaler.scale;
         DT_CHECK(apply_step(tr, step, &norm, &lr));
-        tr->t_optimizer += (t = now()) - t1;
+        tr->t_optimizer += (t = dt_now()) - t1;
         bool last = step + 1 == tr->steps;
         if ((step + 1) % tr->log_every == 0 || last) {
             DT_CHECK(report(tr, step, loss, lr, norm, scale, t - since, step + 1 - since_step, t - start));
             tr->t_forward = tr->t_backward = tr->t_comm = tr->t_optimizer = 0;
-            since = now();
+            since = dt_now();
             since_step = step + 1;
         }
         res->loss = loss;
@@ -357,11 +351,11 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
             if (tr->val.synthetic || tr->val.nshards) {
                 DT_CHECK(evaluate(tr, &res->val_loss));
                 if (tr->rank == 0) DT_CHECK(dt_events_eval(&tr->events, step + 1, res->val_loss));
-                since = now(); /* validation is not training time */
+                since = dt_now(); /* validation is not training time */
             }
         }
     }
-    double secs = now() - start;
+    double secs = dt_now() - start;
     res->tokens_per_s = res->steps * tokens_per_step / secs;
     if (tr->rank == 0)
         DT_CHECK(dt_events_run_finished(&tr->events, res->steps, res->loss, res->val_loss, secs,
