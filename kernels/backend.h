@@ -1,16 +1,28 @@
 /*
- * backend.h - what the kernel backends compiled into this binary can report
- * before any model exists: GPUs visible, versions. The op table arrives with
- * kernels.h; registration (backend_reg.c) is the one place with #ifdef.
+ * backend.h - what the kernel backends of this build can report before any
+ * model exists: GPUs visible, versions. The op table arrives with kernels.h;
+ * registration (backend_reg.c) is the one place with #ifdef. The CUDA backend
+ * lives in a module loaded on first use (cuda_module.h): these functions are
+ * the only ones that load it.
  */
 #ifndef DT_BACKEND_H
 #define DT_BACKEND_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include "core/status.h"
 
-/* GPUs this process can use; 0 with why[] filled when none (or no CUDA build). */
-int dt_backend_gpu_count(char *why, size_t n);
-/* One line per compiled-in kernel backend, for `dtrun --version`. */
+/*
+ * GPUs this process can use, in *count; 0 with why[] filled when none. need: a GPU is asked for
+ * (compute.device cuda, dtrun info), so the CUDA module is loaded and its failure is the error.
+ * Without need (compute.device auto) a machine with no NVIDIA driver has no GPU and the module is
+ * never touched.
+ */
+dt_status_t dt_backend_gpus(bool need, int *count, char *why, size_t n);
+/* The CPU backend, one line, for `dtrun --version`. */
 void dt_backend_describe(char *buf, size_t n);
+/* The CUDA backend for `dtrun --version` and `dtrun info`: the module's versions and GPUs, or why
+ * it is not there (loads the module). */
+void dt_backend_describe_cuda(char *buf, size_t n);
 
 #endif

@@ -1,37 +1,67 @@
 /* backend_reg.c - the kernel backends compiled in; the one file with #ifdef HAVE_CUDA. */
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include "core/error.h"
 #include "dt_build_config.h"
 #include "kernels/backend.h"
-#ifdef HAVE_CUDA
-#include "kernels/cuda/probe.h"
-#endif
+#include "kernels/cuda_module.h"
 #ifdef HAVE_DNNL
 #include <dnnl.h>
 #endif
 
-int dt_backend_gpu_count(char *why, size_t n)
-{
 #ifdef HAVE_CUDA
-    return dt_cuda_device_count(why, n);
-#else
-    snprintf(why, n, "no GPU: dtrun was built without CUDA");
-    return 0;
+/* The NVIDIA driver creates both; without them the CUDA runtime can find no GPU, so there is no
+ * reason to map it. */
+static bool driver_present(void)
+{
+    return access("/dev/nvidiactl", F_OK) == 0 || access("/proc/driver/nvidia/version", F_OK) == 0;
+}
+
+/* the first line of the current error message */
+static void first_line(char *buf, size_t n)
+{
+    const char *m = dt_error_msg();
+    snprintf(buf, n, "%.*s", (int)strcspn(m, "\n"), m);
+}
 #endif
+
+dt_status_t dt_backend_gpus(bool need, int *count, char *why, size_t n)
+{
+    *count = 0;
+#ifdef HAVE_CUDA
+    if (!need && !driver_present()) {
+        snprintf(why, n, "no GPU: no NVIDIA driver on this machine (no /dev/nvidiactl)");
+        return DT_SUCCESS;
+    }
+    const struct dt_cuda_module *m;
+    DT_CHECK(dt_cuda_module_get(&m));
+    *count = m->device_count(why, n);
+#else
+    (void)need;
+    snprintf(why, n, "no GPU: dtrun was built without CUDA");
+#endif
+    return DT_SUCCESS;
 }
 
 void dt_backend_describe(char *buf, size_t n)
 {
-    size_t o = 0;
 #ifdef HAVE_DNNL
     const dnnl_version_t *v = dnnl_version();
-    o += (size_t)snprintf(buf + o, n - o, "cpu (oneDNN %d.%d.%d, %s)", v->major, v->minor, v->patch, v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other runtime");
+    snprintf(buf, n, "cpu (oneDNN %d.%d.%d, %s)", v->major, v->minor, v->patch,
+             v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other runtime");
 #else
-    o += (size_t)snprintf(buf + o, n - o, "cpu (without oneDNN)");
+    snprintf(buf, n, "cpu (without oneDNN)");
 #endif
+}
+
+void dt_backend_describe_cuda(char *buf, size_t n)
+{
 #ifdef HAVE_CUDA
-    if (o < n) {
-        o += (size_t)snprintf(buf + o, n - o, ", ");
-        dt_cuda_describe(buf + o, n - o);
-    }
+    const struct dt_cuda_module *m;
+    if (dt_cuda_module_get(&m) == DT_SUCCESS) m->describe(buf, n);
+    else first_line(buf, n);
+#else
+    snprintf(buf, n, "not built (configure found no CUDA toolkit, or --without-cuda)");
 #endif
 }

@@ -20,6 +20,9 @@ struct dt_kernels {
     const char *name;
     /* Prepare the calling thread before the first parallel region (threads started later inherit it). */
     void (*init)(void);
+    /* The code paths this machine gets for matmuls with operands in `compute` (chosen from the
+     * CPU's features at run time), for the log: "oneDNN sgemm; conversions avx512". */
+    void (*describe)(char *buf, size_t n, enum dt_dtype compute);
     /* out(BT,OC) = inp(BT,C) @ weight(OC,C)^T + bias(OC); bias may be NULL */
     void (*matmul_forward)(float *out, const float *inp, const float *weight, const float *bias, int BT, int C, int OC);
     /* dinp += dout @ weight; dweight += dout^T @ inp; dbias += sum_BT dout (dbias may be NULL) */

@@ -20,6 +20,7 @@
 #include "config/reference.h"
 #include "config/resolve.h"
 #include "core/error.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "kernels/backend.h"
 #include "data/prepare.h"
@@ -63,7 +64,9 @@ static const char usage[] =
     "  DTRUN_SITE_CONFIG   site defaults file (default: " DT_SYSCONFDIR "/dtrun.yaml if present)\n"
     "  DTRUN_DEBUG         ERROR, WARN, INFO (default), DEBUG or TRACE\n"
     "  DTRUN_DEBUG_SUBSYS  limit DEBUG/TRACE to CONFIG,LAUNCH,COMM,TRAIN,EVENTS,CKPT,KERNELS\n"
-    "  DTRUN_NO_SRUN       set: in a Slurm allocation outside a step, train here instead of calling srun\n";
+    "  DTRUN_NO_SRUN       set: in a Slurm allocation outside a step, train here instead of calling srun\n"
+    "  DTRUN_CUDA_MODULE   the CUDA module to load (default: the one installed with this dtrun)\n"
+    "  DTRUN_FAULT         tests: make a rank fail, e.g. kill@5:1 (src/core/fault.h)\n";
 
 static dt_status_t usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static dt_status_t usage_error(const char *fmt, ...)
@@ -113,7 +116,9 @@ static dt_status_t load_resolved(struct dt_config *cfg, int argc, char **argv, c
         dt_alloc_geometry(&geo);
         if (w) geo.ranks = 1; /* training here, as one process */
     }
-    geo.gpus = dt_backend_gpu_count(geo.gpu_note, sizeof geo.gpu_note);
+    /* the CUDA module is loaded only for a config that may want a GPU */
+    if (cfg->compute.device != DT_DEVICE_CPU)
+        DT_CHECK(dt_backend_gpus(cfg->compute.device == DT_DEVICE_CUDA, &geo.gpus, geo.gpu_note, sizeof geo.gpu_note));
     return dt_config_resolve(cfg, &geo);
 }
 
@@ -138,6 +143,16 @@ static dt_status_t run_srun(int argc, char **argv, bool dry_run, bool *done)
     return rc;
 }
 
+/* compute.device cuda: the GPU this rank drives, or why there is none. */
+static dt_status_t gpu_for_rank(const struct dt_config *cfg, const struct dt_world *w, struct dt_devmap *dev)
+{
+    if (cfg->resolved.gpus == 0)
+        return dt_error(DT_ERR_CONFIG, "dtrun: rank %d: error: compute.device is cuda, but this process can use no "
+                        "GPU (%s)\n  hint: set compute.device: cpu, or auto (a GPU when there is one)", w->rank,
+                        cfg->resolved.device_note);
+    return dt_device_map(w, dev);
+}
+
 static dt_status_t cmd_run(int argc, char **argv)
 {
     bool dry_run = false;
@@ -147,6 +162,7 @@ static dt_status_t cmd_run(int argc, char **argv)
         else argv[n++] = argv[i];
     }
     argc = n;
+    DT_CHECK(dt_fault_init());
     if (dt_srun_wanted()) {
         bool done;
         dt_status_t rc = run_srun(argc, argv, dry_run, &done);
@@ -159,20 +175,17 @@ static dt_status_t cmd_run(int argc, char **argv)
     DT_CHECK(dt_world_discover(&w));
     struct dt_config cfg;
     dt_status_t rc = load_resolved(&cfg, argc, argv, &w);
-    struct dt_devmap dev;
-    if (rc == DT_SUCCESS && cfg.compute.device == DT_DEVICE_CUDA && (rc = dt_device_map(&w, &dev)) == DT_SUCCESS) {
-        char line[256];
-        dt_device_describe(&dev, line, sizeof line);
-        fprintf(stderr, "[rank %d] dtrun: device %s\n", w.rank, line);
-    }
+    struct dt_devmap dev = {.ordinal = -1};
+    if (rc == DT_SUCCESS && cfg.compute.device == DT_DEVICE_CUDA) rc = gpu_for_rank(&cfg, &w, &dev);
     struct dt_train_result res;
-    if (rc == DT_SUCCESS) rc = dt_train(&cfg, &w, &res);
+    if (rc == DT_SUCCESS) rc = dt_train(&cfg, &w, &dev, &res);
     if (rc == DT_SUCCESS) {
-        char floor[64] = "", val[64] = "";
+        char floor[64] = "", val[64] = "", events[4200];
+        dt_events_jsonl_path(&cfg, events, sizeof events);
         if (!isnan(res.val_loss)) snprintf(val, sizeof val, ", validation %.4f", res.val_loss);
         if (!isnan(res.loss_floor)) snprintf(floor, sizeof floor, " (best possible %.4f)", res.loss_floor);
-        DT_INFO(DT_SUB_TRAIN, "done: %lld steps, loss %.4f%s%s, %.0f tokens/s; events in %s/%s", (long long)res.steps,
-                res.loss, val, floor, res.tokens_per_s, cfg.run.dir, cfg.events.jsonl ? cfg.events.jsonl : "(off)");
+        DT_INFO(DT_SUB_TRAIN, "done: %lld steps, loss %.4f%s%s, %.0f tokens/s; events in %s", (long long)res.steps,
+                res.loss, val, floor, res.tokens_per_s, events[0] ? events : "(off: events.jsonl is null)");
     }
     dt_config_free(&cfg);
     dt_pmix_finalize();
@@ -202,7 +215,8 @@ static dt_status_t cmd_info(void)
         else snprintf(boot, sizeof boot, "bootstrap none: no PMIx key-value store");
         dt_world_describe(&w, line, sizeof line);
         dt_device_describe(&dev, devline, sizeof devline);
-        int gpus = dt_backend_gpu_count(gpu, sizeof gpu);
+        int gpus = 0;
+        if (dt_backend_gpus(true, &gpus, gpu, sizeof gpu) != DT_SUCCESS) dt_backend_describe_cuda(gpu, sizeof gpu);
         printf("dtrun info: %s; %d CPU thread%s; device %s; %s; %s\n", line, dt_kernels_threads(),
                dt_kernels_threads() > 1 ? "s" : "", devline, gpus > 0 ? "CUDA ready" : gpu, boot);
         fflush(stdout);

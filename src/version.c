@@ -27,6 +27,8 @@ void dt_version_print(FILE *out)
     char kernels[512];
     dt_backend_describe(kernels, sizeof kernels);
     fprintf(out, "kernels: %s\n", kernels);
+    dt_backend_describe_cuda(kernels, sizeof kernels);
+    fprintf(out, "cuda: %s\n", kernels);
     fprintf(out, "comm:");
 #ifdef HAVE_MPI
     char mpi[MPI_MAX_LIBRARY_VERSION_STRING];
@@ -36,7 +38,7 @@ void dt_version_print(FILE *out)
     fprintf(out, " mpi (%s)", mpi);
 #endif
 #ifdef HAVE_CUDA
-    fprintf(out, " nccl");
+    fprintf(out, " nccl (in the CUDA module)");
 #endif
 #if !defined(HAVE_MPI) && !defined(HAVE_CUDA)
     fprintf(out, " none (single process only)");

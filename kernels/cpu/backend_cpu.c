@@ -1,5 +1,7 @@
 /* backend_cpu.c - the CPU op table. */
 #include <omp.h>
+#include <stdio.h>
+#include "kernels/cpu/convert.h"
 #include "kernels/cpu/cpu.h"
 #if defined(__x86_64__)
 #include <xmmintrin.h>
@@ -16,12 +18,25 @@ static void cpu_init(void)
 {
 #if defined(__x86_64__)
     _mm_setcsr(_mm_getcsr() | 0x8040);
+#elif defined(__aarch64__)
+    uint64_t fpcr; /* FZ, bit 24: flush denormal inputs and results to zero */
+    __asm__ volatile("mrs %0, fpcr" : "=r"(fpcr));
+    __asm__ volatile("msr fpcr, %0" : : "r"(fpcr | (1ull << 24)));
 #endif
+}
+
+static void cpu_describe(char *buf, size_t n, enum dt_dtype compute)
+{
+    const char *fp32 = dt_cpu_gemm_path();
+    if (compute == DT_F32) snprintf(buf, n, "matmuls: %s", fp32);
+    else snprintf(buf, n, "%s matmuls: %s; conversions: %s", dt_dtype_str(compute), dt_cpu_matmul_lp_path(compute),
+                  dt_convert_fast()->name);
 }
 
 const struct dt_kernels dt_kernels_cpu = {
     .name = "cpu",
     .init = cpu_init,
+    .describe = cpu_describe,
     .matmul_forward = dt_cpu_matmul_forward,
     .matmul_backward = dt_cpu_matmul_backward,
     .matmul_forward_lp = dt_cpu_matmul_forward_lp,

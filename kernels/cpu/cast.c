@@ -1,6 +1,7 @@
 /* cast.c - fp32 <-> bf16/fp16 arrays on the OpenMP pool (conversion is memory bound). */
 #include <omp.h>
 #include <stdbool.h>
+#include "kernels/cpu/convert.h"
 #include "kernels/cpu/cpu.h"
 
 enum op { TO_LP, FROM_LP, ROUND };

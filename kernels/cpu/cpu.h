@@ -6,6 +6,8 @@
 
 void dt_cpu_gemm(char ta, char tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                  float beta, float *C, int ldc);
+/* "oneDNN sgemm (avx512_core)" or the stand-in's name */
+const char *dt_cpu_gemm_path(void);
 void dt_cpu_colsum(float *out, const float *x, int R, int C);
 void dt_cpu_matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int BT, int C, int OC);
 void dt_cpu_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,

@@ -11,6 +11,15 @@
 #include <dnnl.h>
 #endif
 
+const char *dt_cpu_gemm_path(void)
+{
+#ifdef HAVE_DNNL
+    return "oneDNN sgemm";
+#else
+    return "dtrun's OpenMP loops (built without oneDNN)";
+#endif
+}
+
 /* C(M,N) = alpha * op(A) op(B) + beta * C, row-major, as dnnl_sgemm. */
 void dt_cpu_gemm(char ta, char tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                  float beta, float *C, int ldc)

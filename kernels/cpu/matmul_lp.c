@@ -15,12 +15,15 @@
  * DTRUN_BF16_GEMM=onednn|sgemm overrides it. fp16 always takes sgemm.
  */
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "dt_build_config.h"
 #include "core/dtype.h"
 #include "kernels/cpu/cpu.h"
+#if defined(__x86_64__)
 #include <cpuid.h>
+#endif
 #ifdef HAVE_DNNL
 #include <dnnl.h>
 #endif
@@ -59,17 +62,24 @@ static int ncache;
 static dnnl_engine_t engine;
 static dnnl_stream_t stream;
 static bool no_bf16; /* oneDNN has no bf16 matmul on this CPU */
+static const char *bf16_why = "chosen by the caller"; /* why bf16_onednn is what it is, for the log */
 
 static bool onednn_pays(void)
 {
     if (bf16_onednn < 0) {
         const char *e = getenv("DTRUN_BF16_GEMM");
+        bool amx = false, amd = false; /* only x86's are known here; elsewhere sgemm, the same sums */
+#if defined(__x86_64__)
         unsigned a, b, c, d;
-        bool amx = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 22));
+        amx = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (d & (1u << 22));
         __builtin_cpu_init();
-        if (e && !strcmp(e, "onednn")) bf16_onednn = 1;
-        else if (e && !strcmp(e, "sgemm")) bf16_onednn = 0;
-        else bf16_onednn = amx || __builtin_cpu_is("amd");
+        amd = __builtin_cpu_is("amd");
+#endif
+        if (e && !strcmp(e, "onednn")) bf16_onednn = 1, bf16_why = "DTRUN_BF16_GEMM=onednn";
+        else if (e && !strcmp(e, "sgemm")) bf16_onednn = 0, bf16_why = "DTRUN_BF16_GEMM=sgemm";
+        else if (amx) bf16_onednn = 1, bf16_why = "this CPU has AMX";
+        else if (amd) bf16_onednn = 1, bf16_why = "AMD: bf16 at twice the fp32 rate";
+        else bf16_onednn = 0, bf16_why = "this CPU multiplies bf16 no faster than fp32";
     }
     return bf16_onednn;
 }
@@ -201,9 +211,18 @@ void dt_cpu_matmul_backward_lp(float *dinp, float *dweight, float *dbias, const 
 
 const char *dt_cpu_matmul_lp_path(enum dt_dtype t)
 {
+    if (t != DT_BF16) return "fp32 sgemm on operands rounded to fp16";
 #ifdef HAVE_DNNL
-    if (t == DT_BF16 && onednn_pays() && bf16_prim('N', 'T', 16, 16, 16, 16, 16, 16, false))
-        return "oneDNN bf16 matmul";
+    static char why[160];
+    bool pays = onednn_pays();
+    if (pays && bf16_prim('N', 'T', 16, 16, 16, 16, 16, 16, false)) {
+        snprintf(why, sizeof why, "oneDNN bf16 matmul (%s)", bf16_why);
+        return why;
+    }
+    snprintf(why, sizeof why, "fp32 sgemm on operands rounded to bf16 (%s)",
+             pays ? "oneDNN has no bf16 matmul on this CPU" : bf16_why);
+    return why;
+#else
+    return "fp32 sgemm on operands rounded to bf16 (built without oneDNN)";
 #endif
-    return "fp32 sgemm on operands rounded to 16 bits";
 }

@@ -1,6 +1,7 @@
 /* softmax_xent.c - fused softmax + cross-entropy with the gradient written in place (see kernels.h). */
 #include <stdbool.h>
 #include <stdlib.h>
+#include "kernels/cpu/convert.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/vmath.h"
 

@@ -3,6 +3,7 @@
  * the toolkit but no driver, cudaGetDeviceCount fails with "CUDA driver
  * version is insufficient for CUDA runtime version"; that is reported as
  * "no GPU" with the runtime's reason, never as an obscure failure.
+ * Part of the CUDA module (module.h), not of dtrun.
  */
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -32,6 +33,6 @@ void dt_cuda_describe(char *buf, size_t n)
     char seen[200];
     if (gpus > 0) snprintf(seen, sizeof seen, "%d GPU%s", gpus, gpus > 1 ? "s" : "");
     else snprintf(seen, sizeof seen, "%s", why);
-    snprintf(buf, n, "cuda (CUDA runtime %d.%d, cuBLASLt %zu, NCCL %d.%d.%d; %s)", rt / 1000, (rt % 1000) / 10,
+    snprintf(buf, n, "CUDA runtime %d.%d, cuBLASLt %zu, NCCL %d.%d.%d; %s", rt / 1000, (rt % 1000) / 10,
              cublasLtGetVersion(), nccl / 10000, (nccl % 10000) / 100, nccl % 100, seen);
 }

@@ -1,4 +1,4 @@
-/* probe.h - CUDA runtime, cuBLASLt and NCCL presence and versions (CUDA builds only). */
+/* probe.h - CUDA runtime, cuBLASLt and NCCL presence and versions (the CUDA module only). */
 #ifndef DT_CUDA_PROBE_H
 #define DT_CUDA_PROBE_H
 

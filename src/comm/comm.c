@@ -6,6 +6,7 @@
 #include <time.h>
 #include "comm/comm.h"
 #include "core/error.h"
+#include "core/fault.h"
 #include "core/log.h"
 
 struct dt_comm_sync {
@@ -42,6 +43,8 @@ static int64_t now_ns(void)
 static void execute(struct dt_comm *c, struct dt_comm_req *r)
 {
     struct dt_comm_sync *s = c->sync;
+    /* before this rank counts the request as started, so the others' watchdog names it */
+    if (dt_fault_hit(DT_FAULT_STALL, r->step + 1, c->world.rank)) dt_fault_stall_forever();
     atomic_store(&r->state, 1);
     atomic_store(&s->running_since_ns, now_ns());
     atomic_store(&s->running, r);
@@ -49,12 +52,20 @@ static void execute(struct dt_comm *c, struct dt_comm_req *r)
     r->rc = c->be->run(c, r);
     if (r->rc == DT_SUCCESS && r->red == DT_RED_AVG &&
         (r->kind == DT_COLL_ALLREDUCE || r->kind == DT_COLL_REDUCE_SCATTER)) {
+        size_t n = r->count, off;
+        if (r->kind == DT_COLL_REDUCE_SCATTER) dt_comm_part(r->count, c->world.size, c->world.rank, &off, &n);
         if (r->dtype == DT_F32) {
             float *x = r->recv, inv = 1.0f / (float)c->world.size;
-            for (size_t i = 0; i < r->count; i++) x[i] *= inv;
+            for (size_t i = 0; i < n; i++) x[i] *= inv;
         } else if (r->dtype == DT_F64) {
             double *x = r->recv, inv = 1.0 / c->world.size;
-            for (size_t i = 0; i < r->count; i++) x[i] *= inv;
+            for (size_t i = 0; i < n; i++) x[i] *= inv;
+        } else if (r->dtype == DT_BF16) {
+            uint16_t *x = r->recv;
+            for (size_t i = 0; i < n; i++) x[i] = dt_bf16_from_f32(dt_f32_from_bf16(x[i]) / (float)c->world.size);
+        } else if (r->dtype == DT_F16) {
+            uint16_t *x = r->recv;
+            for (size_t i = 0; i < n; i++) x[i] = dt_f16_from_f32(dt_f32_from_f16(x[i]) / (float)c->world.size);
         }
     }
     atomic_store(&s->running, NULL);

@@ -37,8 +37,8 @@ struct dt_comm_req {
     enum dt_dtype dtype;
     const void *send; /* NULL: in place (recv holds the input) */
     void *recv;
-    size_t count;     /* elements per rank: all-reduce/broadcast the buffer, reduce-scatter the
-                         output, all-gather the input */
+    size_t count;     /* elements: all-reduce and broadcast the buffer; reduce-scatter and all-gather
+                         the whole (every rank's part, dt_comm_part) */
     int root;         /* broadcast */
     const char *what; /* for messages: "gradient bucket 3/7" */
     /* set by dt_comm_start */
@@ -54,14 +54,25 @@ static inline struct dt_comm_req dt_coll_allreduce(void *buf, size_t n, enum dt_
 {
     return (struct dt_comm_req){.kind = DT_COLL_ALLREDUCE, .red = r, .dtype = t, .recv = buf, .count = n, .what = what};
 }
-/* send holds size*n elements; recv gets this rank's n, reduced */
+/*
+ * Rank r's part of n elements split over size ranks, in rank order: the first n % size ranks hold
+ * one element more. Reduce-scatter and all-gather split their n this way, so n need not divide.
+ */
+static inline void dt_comm_part(size_t n, int size, int r, size_t *off, size_t *cnt)
+{
+    size_t q = n / (size_t)size, rem = n % (size_t)size, ur = (size_t)r;
+    *cnt = q + (ur < rem);
+    *off = ur * q + (ur < rem ? ur : rem);
+}
+/* send holds n elements (NULL: recv does); recv gets this rank's part of them, reduced over ranks */
 static inline struct dt_comm_req dt_coll_reduce_scatter(const void *send, void *recv, size_t n, enum dt_dtype t,
                                                         enum dt_reduce r, const char *what)
 {
     return (struct dt_comm_req){.kind = DT_COLL_REDUCE_SCATTER, .red = r, .dtype = t, .send = send, .recv = recv,
                                 .count = n, .what = what};
 }
-/* send holds n elements; recv gets size*n, rank-ordered */
+/* send holds this rank's part of n elements (NULL: it is already at its place in recv); recv
+ * gets all n, rank-ordered */
 static inline struct dt_comm_req dt_coll_allgather(const void *send, void *recv, size_t n, enum dt_dtype t,
                                                    const char *what)
 {

@@ -23,6 +23,7 @@ enum { TAG_QUERY = 1, TAG_ANSWER = 2 };
 struct mpi_state {
     MPI_Comm data, ctrl;
     MPI_Op sum_bf16, sum_f16; /* 16-bit sums, added in fp32 and rounded once per addition */
+    int *counts, *displs;     /* per rank, for reduce-scatter and all-gather of uneven parts */
     bool we_initialized;
     uint64_t query_buf;
     MPI_Request query;
@@ -102,6 +103,14 @@ static dt_status_t mpi_init(struct dt_comm *c)
                         "launcher and MPI disagree; start dtrun with `srun --mpi=pmix` or `dtrun -n N`", rank, size,
                         dt_world_source_str(c->world.source), c->world.rank, c->world.size);
     }
+    m->counts = calloc((size_t)size, sizeof *m->counts);
+    m->displs = calloc((size_t)size, sizeof *m->displs);
+    if (!m->counts || !m->displs) {
+        free(m->counts);
+        free(m->displs);
+        free(m);
+        return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for MPI state");
+    }
     MPI_Comm_dup(MPI_COMM_WORLD, &m->data);
     MPI_Comm_dup(MPI_COMM_WORLD, &m->ctrl);
     MPI_Comm_set_errhandler(m->data, MPI_ERRORS_RETURN);
@@ -149,20 +158,37 @@ static dt_status_t mpi_run(struct dt_comm *c, struct dt_comm_req *r)
         }
         break;
     case DT_COLL_REDUCE_SCATTER:
-    case DT_COLL_ALLGATHER:
-        if (r->count > INT_MAX)
+    case DT_COLL_ALLGATHER: {
+        int size = c->world.size;
+        if (r->count / (size_t)size >= INT_MAX)
             return dt_error(DT_ERR_INTERNAL, "dtrun: error: %s of %s: %zu elements per rank is more than MPI's int "
                             "count\n  hint: use more ranks or smaller buckets", dt_coll_name(r->kind), r->what,
-                            r->count);
+                            r->count / (size_t)size);
+        /* the block forms when the parts are equal; counts per rank otherwise */
+        bool even = r->count % (size_t)size == 0;
+        int part = (int)(r->count / (size_t)size);
+        for (int i = 0; !even && i < size; i++) {
+            size_t off, n;
+            dt_comm_part(r->count, size, i, &off, &n);
+            m->counts[i] = (int)n;
+            m->displs[i] = (int)off;
+        }
         if (r->kind == DT_COLL_REDUCE_SCATTER) {
-            call = "MPI_Reduce_scatter_block";
-            err = MPI_Reduce_scatter_block(r->send ? r->send : MPI_IN_PLACE, r->recv, (int)r->count, t, op, m->data);
-        } else {
+            const void *send = r->send ? r->send : MPI_IN_PLACE;
+            call = even ? "MPI_Reduce_scatter_block" : "MPI_Reduce_scatter";
+            err = even ? MPI_Reduce_scatter_block(send, r->recv, part, t, op, m->data)
+                       : MPI_Reduce_scatter(send, r->recv, m->counts, t, op, m->data);
+        } else if (even) {
             call = "MPI_Allgather";
-            err = MPI_Allgather(r->send ? r->send : MPI_IN_PLACE, (int)r->count, t, r->recv, (int)r->count, t,
-                                m->data);
+            err = MPI_Allgather(r->send ? r->send : MPI_IN_PLACE, part, t, r->recv, part, t, m->data);
+        } else {
+            call = "MPI_Allgatherv";
+            int me = c->world.rank;
+            err = MPI_Allgatherv(r->send ? r->send : MPI_IN_PLACE, m->counts[me], t, r->recv, m->counts, m->displs, t,
+                                 m->data);
         }
         break;
+    }
     case DT_COLL_BARRIER:
         call = "MPI_Barrier";
         err = MPI_Barrier(m->data);
@@ -260,6 +286,8 @@ static void mpi_finalize(struct dt_comm *c, bool clean)
         MPI_Comm_free(&m->data);
         if (m->we_initialized) MPI_Finalize();
     }
+    free(m->counts);
+    free(m->displs);
     free(m);
 }
 

@@ -140,7 +140,8 @@ struct dt_config {
         int nodes, devices_per_node, world;
         int64_t global_batch; /* sequences per optimizer step */
         int strategy;         /* the strategy that runs: never AUTO or DEEPSPEED */
-        char device_note[160];
+        int gpus;             /* GPUs this process can use (0: none, or never looked for: device cpu) */
+        char device_note[160]; /* why there are none */
     } resolved;
 
     struct dt_ds_config ds; /* the DeepSpeed JSON, when compute.strategy is deepspeed */

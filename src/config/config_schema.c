@@ -188,11 +188,13 @@ static const struct dt_key keys[] = {
     K("compute.loss_scaler.min_loss_scale", DT_T_FLOAT, compute.loss_scaler.min_loss_scale, "1", 0, 1e30,
       DT_F_MIN_EXCL, "dynamic: lowest scale; overflowing there stops the run"),
 
-    K("checkpoint.dir", DT_T_STR, checkpoint.dir, "ckpt", 0, 0, 0, "checkpoint directory (relative: under run.dir)"),
-    D("checkpoint.interval", checkpoint.interval, "0ba", DT_UNITS_INTERVAL, "save every this long; 0ba: only at the end"),
-    K("checkpoint.keep", DT_T_INT, checkpoint.keep, "3", 0, 1e6, 0, "checkpoints kept; 0: all"),
+    K("checkpoint.dir", DT_T_STR, checkpoint.dir, "ckpt", 0, 0, 0,
+      "not yet (issue #12): checkpoint directory (relative: under run.dir)"),
+    D("checkpoint.interval", checkpoint.interval, "0ba", DT_UNITS_INTERVAL,
+      "not yet (issue #12): save every this long; 0ba: only at the end"),
+    K("checkpoint.keep", DT_T_INT, checkpoint.keep, "3", 0, 1e6, 0, "not yet (issue #12): checkpoints kept; 0: all"),
     K("checkpoint.resume", DT_T_STR, checkpoint.resume, "auto", 0, 0, 0,
-      "auto (latest in checkpoint.dir, if any), never, or a checkpoint path"),
+      "not yet (issue #12): auto (latest in checkpoint.dir, if any), never, or a checkpoint path"),
 
     K("events.jsonl", DT_T_STR, events.jsonl, "events.jsonl", 0, 0, DT_F_NULLABLE,
       "event log (relative: under run.dir); null: none"),

@@ -243,6 +243,7 @@ dt_status_t dt_config_resolve(struct dt_config *cfg, const struct dt_geometry *g
     resolve_schedule(cfg);
     cfg->resolved.global_batch =
         cfg->data.micro_batch_size * cfg->compute.gradient_accumulation_steps * (int64_t)cfg->resolved.world;
+    cfg->resolved.gpus = geo->gpus;
     snprintf(cfg->resolved.device_note, sizeof cfg->resolved.device_note, "%s", geo->gpu_note);
     return DT_SUCCESS;
 }

@@ -1,6 +1,7 @@
 /*
- * dtype.h - the element types tensors and messages carry, and conversions
- * between fp32 and bf16/fp16 (round to nearest even; dtype.c).
+ * dtype.h - the element types tensors and messages carry, and conversions of
+ * one value between fp32 and bf16/fp16 (round to nearest even; dtype.c; the
+ * array loops are kernels, kernels/cpu/convert.h).
  */
 #ifndef DT_DTYPE_H
 #define DT_DTYPE_H
@@ -28,21 +29,5 @@ uint16_t dt_bf16_from_f32(float f);
 float dt_f32_from_bf16(uint16_t h);
 uint16_t dt_f16_from_f32(float f);
 float dt_f32_from_f16(uint16_t h);
-
-/* Arrays: a portable table and, where the CPU has conversion instructions, a fast one that gives
- * the same bits. */
-struct dt_convert {
-    const char *name;
-    void (*bf16_from_f32)(uint16_t *dst, const float *src, size_t n);
-    void (*f32_from_bf16)(float *dst, const uint16_t *src, size_t n);
-    void (*f16_from_f32)(uint16_t *dst, const float *src, size_t n);
-    void (*f32_from_f16)(float *dst, const uint16_t *src, size_t n);
-    /* dst = the fp32 value of src rounded to bf16 / fp16, in one pass */
-    void (*bf16_round)(float *dst, const float *src, size_t n);
-    void (*f16_round)(float *dst, const float *src, size_t n);
-};
-extern const struct dt_convert dt_convert_portable;
-/* the fastest this CPU runs */
-const struct dt_convert *dt_convert_fast(void);
 
 #endif

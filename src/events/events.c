@@ -117,6 +117,13 @@ static dt_status_t send(struct dt_events *ev, struct dt_event *e)
     return rc;
 }
 
+void dt_events_jsonl_path(const struct dt_config *cfg, char *buf, size_t n)
+{
+    if (!cfg->events.jsonl) snprintf(buf, n, "%s", "");
+    else if (cfg->events.jsonl[0] == '/') snprintf(buf, n, "%s", cfg->events.jsonl);
+    else snprintf(buf, n, "%s/%s", cfg->run.dir, cfg->events.jsonl);
+}
+
 /* The sinks this rank writes to (events.h). */
 static dt_status_t open_sinks(struct dt_events *ev, const struct dt_config *cfg, int rank)
 {
@@ -125,8 +132,7 @@ static dt_status_t open_sinks(struct dt_events *ev, const struct dt_config *cfg,
         DT_CHECK(dt_sink_console(cfg, &ev->sinks[ev->nsinks]));
         ev->nsinks++;
         if (cfg->events.jsonl) {
-            if (cfg->events.jsonl[0] == '/') snprintf(path, sizeof path, "%s", cfg->events.jsonl);
-            else snprintf(path, sizeof path, "%s/%s", cfg->run.dir, cfg->events.jsonl);
+            dt_events_jsonl_path(cfg, path, sizeof path);
             DT_CHECK(dt_sink_jsonl(path, &ev->sinks[ev->nsinks]));
             ev->nsinks++;
         }

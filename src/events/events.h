@@ -123,6 +123,8 @@ void dt_events_new_run_id(char out[40]);
 /* sha256:<hex> (or fnv1a64:<hex> in a build without libcrypto) of the text. */
 void dt_events_hash(const char *text, char *out, size_t n);
 
+/* Where events.jsonl goes: an absolute path as it is, a relative one under run.dir; "" when off. */
+void dt_events_jsonl_path(const struct dt_config *cfg, char *buf, size_t n);
 /* The sinks, for dt_events_open and tests. */
 dt_status_t dt_sink_console(const struct dt_config *cfg, struct dt_sink **out);
 dt_status_t dt_sink_jsonl(const char *path, struct dt_sink **out);

@@ -92,8 +92,8 @@ static void on_sparse(void *ctx, size_t offset, const int32_t *rows, const float
     d->sparse_off = offset;
     d->sparse_rows = nrows;
     d->sparse_width = width;
-    d->sreq[0] = dt_coll_allgather(rows, d->rows_all, (size_t)nrows, DT_I32, "embedding rows");
-    d->sreq[1] = dt_coll_allgather(vals, d->vals_all, (size_t)nrows * width, DT_F32, "embedding row gradients");
+    d->sreq[0] = dt_coll_allgather(rows, d->rows_all, need, DT_I32, "embedding rows");
+    d->sreq[1] = dt_coll_allgather(vals, d->vals_all, need * (size_t)width, DT_F32, "embedding row gradients");
     for (int i = 0; i < 2; i++) {
         dt_status_t rc = dt_comm_start(s->comm, &d->sreq[i]);
         if (rc != DT_SUCCESS && d->error == DT_SUCCESS) d->error = rc;

@@ -1,6 +1,7 @@
 /* trainer.c - see trainer.h. */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "core/clock.h"
 #include "comm/comm.h"
 #include "core/error.h"
+#include "core/fault.h"
 #include "config/schema.h"
 #include "core/log.h"
 #include "data/loader.h"
@@ -35,8 +37,6 @@ struct trainer {
     struct dt_loss_scaler scaler;
     uint16_t *params_bf16;      /* bf16-true: the parameters as stored */
     int64_t opt_steps;          /* optimizer steps taken (skipped ones excluded): the LR schedule's clock */
-    int64_t inject_step;        /* test hook: DTRUN_TEST_INF_AT=STEP:RANK writes inf into that rank's */
-    int inject_rank;            /* reduced gradient at that step (1-based), to test the global skip */
     int rank, world, B, T, gas;
     int64_t steps, eval_every, log_every, steps_per_epoch;
     int32_t *tokens, *labels; /* GPT tokens (B, T+1); MLP labels (B) */
@@ -49,11 +49,14 @@ struct trainer {
 };
 
 /* What this build can run; the rest of the config is valid, just not here yet. */
-static dt_status_t supported(const struct dt_config *cfg)
+static dt_status_t supported(const struct dt_config *cfg, const struct dt_devmap *dev)
 {
-    if (cfg->compute.device == DT_DEVICE_CUDA)
-        return dt_error(DT_ERR_CONFIG, "dtrun: error: compute.device is cuda, but this build trains on the CPU only "
-                        "(%s)\n  hint: set compute.device: cpu", cfg->resolved.device_note);
+    if (dev->ordinal >= 0) {
+        char line[256];
+        dt_device_describe(dev, line, sizeof line);
+        return dt_error(DT_ERR_CONFIG, "dtrun: error: compute.device is cuda and this rank has %s, but dtrun trains "
+                        "on CPUs only until its GPU backend lands (issue #14)\n  hint: set compute.device: cpu", line);
+    }
     if (cfg->model.init_from && cfg->model.type == DT_MODEL_MLP)
         return dt_error(DT_ERR_CONFIG, "dtrun: error: model.init_from loads llm.c GPT weights; an mlp has none\n"
                         "  hint: remove model.init_from");
@@ -63,9 +66,16 @@ static dt_status_t supported(const struct dt_config *cfg)
 /* Settings this build reads but does not act on yet: said once, by name, never dropped silently. */
 static void warn_inert(const struct dt_config *cfg)
 {
-    const struct dt_origin *o = dt_config_origin(cfg, "checkpoint.interval");
-    if (cfg->checkpoint.interval.value > 0 && o->kind != DT_ORIGIN_DEFAULT)
-        DT_WARN("checkpoint.interval is set, but this build writes no checkpoints yet (they land with their issue)");
+    static const char *const ckpt_keys[] = {"checkpoint.dir", "checkpoint.interval", "checkpoint.keep",
+                                             "checkpoint.resume"};
+    for (size_t i = 0; i < sizeof ckpt_keys / sizeof ckpt_keys[0]; i++) {
+        char where[256];
+        const struct dt_origin *o = dt_config_origin(cfg, ckpt_keys[i]);
+        if (o->kind == DT_ORIGIN_DEFAULT || o->kind == DT_ORIGIN_AUTO) continue;
+        dt_loc_str(o->loc, where, sizeof where);
+        DT_WARN("%s: %s is set, but this build neither writes nor reads checkpoints yet (issue #12): the run starts "
+                "at step 0 and saves nothing", where, ckpt_keys[i]);
+    }
     if (cfg->events.webhook.url && cfg->events.webhook.insecure)
         DT_WARN("events.webhook.insecure is true: the webhook's TLS certificate is not verified, so anyone on the path "
                 "can read or forge what is sent");
@@ -113,9 +123,6 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     tr->world = w->size;
     DT_CHECK(dt_precision_from_config(cfg, &tr->prec));
     dt_loss_scaler_init(&tr->scaler, &tr->prec.scaler);
-    tr->inject_step = -1;
-    const char *inj = getenv("DTRUN_TEST_INF_AT");
-    if (inj && sscanf(inj, "%lld:%d", (long long *)&tr->inject_step, &tr->inject_rank) == 2) tr->inject_step--;
     dt_log_set_rank(w->rank, w->size);
     DT_CHECK(dt_strategy_create(cfg, w, &tr->strategy));
     char run_id[40] = "";
@@ -258,7 +265,7 @@ static dt_status_t apply_step(struct trainer *tr, int64_t step, float *norm, dou
 {
     struct dt_model *m = tr->model;
     double scale = tr->scaler.scale;
-    if (step == tr->inject_step && tr->rank == tr->inject_rank) m->grads[m->nparams / 2] = INFINITY;
+    if (dt_fault_hit(DT_FAULT_GRAD_INF, step + 1, tr->rank)) m->grads[m->nparams / 2] = INFINITY;
     bool overflow = false;
     if (tr->prec.scaled) {
         double any = m->k->nonfinite(m->grads, m->nparams) > 0; /* mean over ranks > 0: some rank overflowed */
@@ -316,6 +323,7 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
     for (int64_t step = 0; step < tr->steps; step++) {
         tr->step = step;
         struct dt_strat *st = tr->strategy;
+        if (dt_fault_hit(DT_FAULT_KILL, step + 1, tr->rank)) raise(SIGKILL);
         dt_strategy_set_step(st, step);
         memset(m->grads, 0, m->nparams * sizeof(float));
         double loss = 0, t = dt_now(), t1;
@@ -363,10 +371,11 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
     return DT_SUCCESS;
 }
 
-dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, struct dt_train_result *res)
+dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, const struct dt_devmap *dev,
+                     struct dt_train_result *res)
 {
     *res = (struct dt_train_result){.val_loss = NAN, .loss_floor = NAN};
-    DT_CHECK(supported(cfg));
+    DT_CHECK(supported(cfg, dev));
     if (w->rank == 0) warn_inert(cfg);
     struct trainer tr = {0};
     dt_status_t rc = setup(&tr, cfg, w);
@@ -388,11 +397,13 @@ dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, stru
             snprintf(source, sizeof source, "%d shard%s, %zu sequences", tr.train.nshards, tr.train.nshards > 1 ? "s" : "",
                      dt_dataset_windows(&tr.train));
         }
+        char paths[256];
+        tr.model->k->describe(paths, sizeof paths, tr.prec.compute);
         DT_INFO(DT_SUB_TRAIN, "training %s: %s, %.2fM parameters, %lld steps of %lld x %d tokens, on %d "
-                "CPU thread%s; %s; activations %.1f MiB; %d rank%s (%s); precision %s",
+                "CPU thread%s (%s); %s; activations %.1f MiB; %d rank%s (%s); precision %s",
                 cfg->run.name, model, tr.model->nparams / 1e6, (long long)tr.steps,
                 (long long)cfg->resolved.global_batch, tr.T, dt_kernels_threads(), dt_kernels_threads() > 1 ? "s" : "",
-                source, tr.model->activation_bytes / 1048576.0, tr.world, tr.world > 1 ? "s" : "", tr.strategy->name,
+                paths, source, tr.model->activation_bytes / 1048576.0, tr.world, tr.world > 1 ? "s" : "", tr.strategy->name,
                 tr.prec.name);
         char world[160], device[64];
         dt_world_describe(w, world, sizeof world);

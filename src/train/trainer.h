@@ -8,6 +8,7 @@
 #define DT_TRAINER_H
 
 #include "config/config.h"
+#include "launch/device.h"
 #include "launch/world.h"
 
 struct dt_train_result {
@@ -19,7 +20,9 @@ struct dt_train_result {
     size_t activation_bytes;
 };
 
-/* w: this process's place in the job (dt_world_discover); its size is cfg->resolved.world. */
-dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, struct dt_train_result *res);
+/* w: this process's place in the job (dt_world_discover); its size is cfg->resolved.world.
+ * dev: the GPU it drives (dt_device_map), ordinal -1 for the CPU. */
+dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, const struct dt_devmap *dev,
+                     struct dt_train_result *res);
 
 #endif

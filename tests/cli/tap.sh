@@ -4,6 +4,9 @@
 #   has NAME TEXT NEEDLE          TEXT contains NEEDLE
 #   signal_and_wait SIG PID JOB   signals PID, waits for background JOB; sets $rc, $secs
 #   losses DIR / maxrel DIR DIR   the runs' metrics losses / their largest relative difference
+#   within X LIMIT                X is a number and X <= LIMIT
+#   optimized                     this build's timings mean something (no sanitizers): only there
+#                                 may a test time anything, and then with a budget no load decides
 #   finish                        prints the plan; exits 0 (failures are counted by the harness)
 set -u
 : "${DTRUN:?DTRUN must name the built dtrun}"
@@ -57,8 +60,27 @@ signal_and_wait() {
 }
 
 # losses RUN_DIR: the loss of each metrics record in RUN_DIR/events.jsonl, one a line
-losses() { grep '"type":"metrics"' "$1/events.jsonl" | sed 's/.*"loss":\([0-9.e+-]*\).*/\1/'; }
-# maxrel DIR_A DIR_B: the largest relative difference between their losses, record by record
-maxrel() { paste <(losses "$1") <(losses "$2") | awk '{ d = ($1 - $2) / $2; d = d < 0 ? -d : d; if (d > m) m = d } END { printf "%.2e", m + 0 }'; }
+losses() { grep '"type":"metrics"' "$1/events.jsonl" 2>/dev/null | sed -n 's/.*"loss":\([0-9.e+-][0-9.e+-]*\).*/\1/p'; }
+# maxrel DIR_A DIR_B: the largest relative difference between their losses, record by record.
+# Two runs without losses, or with different numbers of them, are not alike: it then prints why
+# (which `within` refuses) and fails.
+maxrel() {
+    local a b na nb
+    a=$(losses "$1") b=$(losses "$2")
+    na=$(printf '%s' "$a" | grep -c .) nb=$(printf '%s' "$b" | grep -c .)
+    if [ "$na" = 0 ] || [ "$nb" = 0 ] || [ "$na" != "$nb" ]; then
+        echo "not comparable: $na losses in $1, $nb in $2"
+        return 1
+    fi
+    paste <(printf '%s\n' "$a") <(printf '%s\n' "$b") |
+        awk '{ d = $2 != 0 ? ($1 - $2) / $2 : $1 - $2; d = d < 0 ? -d : d; if (d > m) m = d } END { printf "%.2e", m + 0 }'
+}
+# within X LIMIT: X is a number (not empty, not a message) and at most LIMIT
+within() {
+    awk -v x="$1" -v lim="$2" 'BEGIN { if (x !~ /^[-+]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][-+]?[0-9]+)?$/) exit 1
+                                       exit !(x + 0 <= lim + 0) }'
+}
+
+optimized() { ! "$DTRUN" --version | grep -q -e '--enable-sanitizers'; }
 
 finish() { echo "1..$tap_n"; exit 0; }

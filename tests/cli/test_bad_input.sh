@@ -1,19 +1,26 @@
 #!/usr/bin/env bash
-# Bad input gets one clear message within a second, exit 2, and no crash
-# (issue #2): every class below pins its exact message.
+# Bad input gets one clear message, exit 2, and no crash (issue #2): every
+# class below pins its exact message. In an optimized build each is also
+# refused within a second: dtrun starts in ~15 ms (bench/startup.sh), so the
+# budget catches a path that reads, expands or parses what it should refuse
+# (a 100 MB file, an alias bomb) and holds with the whole suite running beside
+# it; under the sanitizers only the message is checked (issue #10).
 . "$(dirname "$0")/tap.sh"
 cd "$TMP" || exit 1
+timed=0
+optimized && timed=1
 
 bad() { # NAME FILE EXPECTED_STDERR
     run "$1" 2 "$DTRUN" check "$2"
     same "$1: message" "$err" "$3"
-    # best of three, so a loaded machine (make -j check) cannot fake a slow path
+    [ $timed = 1 ] || return
+    # best of three, so one descheduling cannot fail it
     local best=$ms
     for _ in 1 2; do
         run_ms "$DTRUN" check "$2"
         [ "$ms" -lt "$best" ] && best=$ms
     done
-    [ "$best" -lt 1000 ] && ok "$1: within a second (best of 3: ${best} ms)" || not_ok "$1: took ${best} ms"
+    [ "$best" -lt 1000 ] && ok "$1: refused within a second (best of 3: ${best} ms)" || not_ok "$1: took ${best} ms"
 }
 run_ms() {
     local t0

@@ -4,7 +4,8 @@
 # micro-batches, within 1e-5 relative per step), several overlapped buckets,
 # accumulation with DDP, and the failure modes: a rank killed with SIGKILL, a
 # stalled rank (SIGSTOP) tripping the watchdog, errors every rank hits, a
-# config that disagrees with the launcher, Ctrl-C.
+# config that disagrees with the launcher, Ctrl-C; a killed and a stalled rank
+# again through the fault-injection point.
 . "$(dirname "$0")/tap.sh"
 cd "$TMP" || exit 1
 if ! "$DTRUN" --version | grep -q '^comm: mpi'; then
@@ -13,7 +14,6 @@ if ! "$DTRUN" --version | grep -q '^comm: mpi'; then
 fi
 base=(events.interval=1ba model.n_layer=2 model.n_embd=64 model.n_head=4 model.seq_len=32 run.eval_interval=0ba data.micro_batch_size=4
     run.max_duration=50ba)
-within() { awk -v x="$1" -v lim="$2" 'BEGIN { exit !(x <= lim) }'; }
 # the pid of rank $1 of a running job started from directory $2
 rank_pid() {
     local p
@@ -88,6 +88,14 @@ grep -qE '^\[rank 0\] dtrun: rank 0: error: (all-reduce of gradient bucket [0-9]
 has "the watchdog names the timeout and the step" "$msg" "did not finish within 2 s at step "
 has "the watchdog names the stalled rank" "$msg" ": rank 1 did not answer (stopped, hung or dead)"
 gone s && ok "the stopped worker was ended too" || { not_ok "workers left: $(pgrep -af run.dir=s)"; pkill -9 -f run.dir=s; }
+
+# the same two failures through the fault-injection point (DTRUN_FAULT), at a step chosen in advance
+DTRUN_FAULT=kill@3:1 run "rank 1 kills itself at step 3" 137 timeout 120 "$DTRUN" -n 2 "${base[@]}" run.dir=fk
+has "the launcher names the rank" "$err" "dtrun: rank 1 was killed by signal 9 (Killed); the other ranks were stopped (exit 137)"
+same "rank 0 got no further than step 2" "$(losses fk | wc -l)" 2
+DTRUN_FAULT=stall@3:1 run "rank 1 stalls before its first collective of step 3" 4 timeout 120 "$DTRUN" -n 2 \
+    "${base[@]}" compute.comm_timeout=2 run.dir=fs
+has "rank 0's watchdog names the step and the rank that did not come" "$err" "did not finish within 2 s at step 3: rank 1 has not reached it (it is at request "
 
 # errors every rank sees come out once per rank, with the workers' exit code
 run "missing data on every rank" 3 timeout 120 "$DTRUN" -n 2 "${base[@]}" data.train=/nonexistent/x_*.bin run.dir=e

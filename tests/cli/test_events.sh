@@ -124,15 +124,21 @@ best_pair() {
 
 # ---- (c) every request stalls 30 s: training does not wait, the exit waits flush_timeout at most
 receiver stall:30 --out c.jsonl
+# The exit waits flush_timeout at most: what a run spends outside training (start, the flush, the
+# end) exceeds what the same run without a webhook spends there by at most the 2 s deadline plus
+# the ~1 s curl takes to notice it (its progress callback), and 1 s to spare. Checked in the timed
+# build, where the two runs are measured side by side.
 for i in "${reps[@]}"; do
-    OMP_NUM_THREADS=1 aslr "$DTRUN" run "${tiny[@]}" "${b[@]}" run.dir=cb$i 2>/dev/null
+    OMP_NUM_THREADS=1 run "(c) the same run without webhook, $i" 0 aslr "$DTRUN" run "${tiny[@]}" "${b[@]}" run.dir=cb$i
+    ms_b=$ms
     OMP_NUM_THREADS=1 run "(c) receiver stalling 30 s per request, run $i" 0 aslr "$DTRUN" run "${tiny[@]}" "${b[@]}" \
         run.dir=c$i events.webhook.url="http://127.0.0.1:$port/" events.webhook.timeout=60s events.webhook.flush_timeout=2s
     secs_c=$(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' c$i/events.jsonl)
     secs_b=$(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' cb$i/events.jsonl)
-    awk -v ms="$ms" -v t="$secs_b" 'BEGIN { exit !(ms / 1000 <= t * 1.5 + 2 + 2) }' &&
-        ok "(c) run $i took $((ms / 1000)) s: training ${secs_c} s (${secs_b} s without webhook) + the 2 s flush" ||
-        not_ok "(c) run $i took $ms ms; training without webhook took $secs_b s"
+    extra=$(awk -v c="$ms" -v tc="$secs_c" -v b="$ms_b" -v tb="$secs_b" 'BEGIN { printf "%.2f", (c / 1000 - tc) - (b / 1000 - tb) }')
+    [ $timed = 1 ] || continue
+    within "$extra" 4 && ok "(c) run $i waited ${extra} s longer outside training than without webhook (2 s flush)" ||
+        not_ok "(c) run $i: ${extra} s longer outside training than without webhook ($ms ms, training $secs_c s; $ms_b ms, $secs_b s)"
 done
 [ $timed = 1 ] && best_pair "(c) receiver stalling" cb1 c1 cb2 c2 cb3 c3
 has "(c) what is left is said" "$err" "events not delivered within 2s stay in c${reps[-1]}/events.spool"
@@ -264,7 +270,7 @@ if "$DTRUN" --version | grep -q '^comm: mpi'; then
     has "run_started names the world" "$(head -1 ddp/events.jsonl)" '"world":{"size":2,"nodes":1,"ranks_per_node":2,'
     [ -z "$(ls ddp | grep spool)" ] && ok "no rank left a spool" || not_ok "spools left: $(ls ddp)"
     stop_receiver
-    DTRUN_TEST_INF_AT=3:1 run "rank 1 fails (fp16 overflow at the minimum scale)" 1 timeout 300 "$DTRUN" -n 2 \
+    DTRUN_FAULT=grad_inf@3:1 run "rank 1 fails (fp16 overflow at the minimum scale)" 1 timeout 300 "$DTRUN" -n 2 \
         "${tiny[@]}" run.max_duration=20ba compute.precision=16-mixed compute.loss_scaler.initial_scale_power=0 \
         compute.loss_scaler.hysteresis=1 run.dir=ddpf
     same "run_failed from every rank that saw it, in the file from rank 0" "$(grep -c '"type":"run_failed"' ddpf/events.jsonl)" 1
@@ -273,7 +279,7 @@ else
 fi
 
 # ---- (e) every event type against the JSON Schema, with a real validator
-DTRUN_TEST_INF_AT=3:0 run "(e) a failing run (fp16 overflow at the minimum scale)" 1 "$DTRUN" run "${tiny[@]}" \
+DTRUN_FAULT=grad_inf@3:0 run "(e) a failing run (fp16 overflow at the minimum scale)" 1 "$DTRUN" run "${tiny[@]}" \
     run.max_duration=20ba compute.precision=16-mixed compute.loss_scaler.initial_scale_power=0 \
     compute.loss_scaler.hysteresis=1 run.dir=f
 has "(e) ... reports run_failed, with the step and the error" "$(tail -1 f/events.jsonl)" \

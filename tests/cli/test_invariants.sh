@@ -7,7 +7,6 @@
 cd "$TMP" || exit 1
 base=(events.interval=1ba model.n_layer=2 model.n_embd=64 model.n_head=4 model.seq_len=32 run.max_duration=30ba run.eval_interval=0ba)
 # max relative difference of two loss columns
-within() { awk -v x="$1" -v lim="$2" 'BEGIN { exit !(x <= lim) }'; }
 
 run "micro-batch 8, accumulation 1" 0 "$DTRUN" run "${base[@]}" data.micro_batch_size=8 run.dir=a
 run "micro-batch 4, accumulation 2" 0 "$DTRUN" run "${base[@]}" data.micro_batch_size=4 \

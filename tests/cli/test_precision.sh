@@ -3,15 +3,14 @@
 # 16-mixed and bf16-true ends within 2% of fp32's final loss; bf16-mixed keeps
 # block activations in half the bytes; the metrics carry loss_scale
 # and skipped_steps; an overflow injected into one rank's gradient in a DDP run
-# (the DTRUN_TEST_INF_AT hook) is skipped on every rank, without advancing the
+# (DTRUN_FAULT=grad_inf, the fault-injection point) is skipped on every rank, without advancing the
 # LR schedule, and said once; gradients can travel in bf16; an overflow at
 # the minimum scale ends the run.
 . "$(dirname "$0")/tap.sh"
 cd "$TMP" || exit 1
 base=(events.interval=1ba model.n_layer=2 model.n_embd=64 model.n_head=4 model.seq_len=32 run.eval_interval=0ba data.micro_batch_size=4)
 field() { sed -n "s/.*\"step\":$2,.*\"$3\":\\([^,}]*\\).*/\\1/p" "$1/events.jsonl"; }
-last_loss() { grep '"type":"metrics"' "$1/events.jsonl" | tail -1 | sed 's/.*"loss":\([0-9.e+-]*\).*/\1/'; }
-within() { awk -v x="$1" -v lim="$2" 'BEGIN { exit !(x <= lim) }'; }
+last_loss() { losses "$1" | tail -1; }
 relto() { awk -v a="$1" -v b="$2" 'BEGIN { d = (a - b) / b; printf "%.2e", d < 0 ? -d : d }'; }
 
 for p in 32-true bf16-mixed 16-mixed bf16-true; do
@@ -43,7 +42,7 @@ same "nothing skipped" "$(field 16-mixed 300 skipped_steps)" 0
 
 if "$DTRUN" --version | grep -q '^comm: mpi'; then
     fp16=("${base[@]}" run.max_duration=20ba compute.precision=16-mixed)
-    DTRUN_TEST_INF_AT=5:1 run "dtrun -n 2, inf in rank 1's gradient at step 5" 0 timeout 300 "$DTRUN" -n 2 "${fp16[@]}" \
+    DTRUN_FAULT=grad_inf@5:1 run "dtrun -n 2, inf in rank 1's gradient at step 5" 0 timeout 300 "$DTRUN" -n 2 "${fp16[@]}" \
         run.dir=inj
     [ "$(grep -c 'fp16 gradients overflowed' <<<"$err")" = 1 ] && ok "said once, by rank 0" || not_ok "overflow lines" "$err"
     has "what happened" "$err" "[rank 0] dtrun: step 5: fp16 gradients overflowed; step skipped, loss scale kept at 65536 (hysteresis left 1 of 2; 1 skipped so far)"
@@ -51,7 +50,7 @@ if "$DTRUN" --version | grep -q '^comm: mpi'; then
     same "skipped_steps counts it" "$(field inj 4 skipped_steps) $(field inj 5 skipped_steps) $(field inj 20 skipped_steps)" "0 1 1"
     same "the LR schedule waited a step" "$(field inj 6 lr)" "$(field inj 5 lr)"
     # every rank skipped: the run traces 1 rank x 2 micro-batches with the same skip
-    DTRUN_TEST_INF_AT=5:0 run "1 rank, accumulation 2, the same overflow" 0 "$DTRUN" run "${fp16[@]}" \
+    DTRUN_FAULT=grad_inf@5:0 run "1 rank, accumulation 2, the same overflow" 0 "$DTRUN" run "${fp16[@]}" \
         compute.gradient_accumulation_steps=2 run.dir=inj1
     d=$(maxrel inj inj1)
     within "$d" 1e-4 && ok "both ranks skipped: the 2-rank run traces the 1-rank run ($d, fp16 operands)" ||
@@ -70,7 +69,7 @@ else
     ok "# SKIP no MPI in this build"
 fi
 
-DTRUN_TEST_INF_AT=3:0 run "an overflow at the minimum scale" 1 "$DTRUN" run "${base[@]}" run.max_duration=20ba \
+DTRUN_FAULT=grad_inf@3:0 run "an overflow at the minimum scale" 1 "$DTRUN" run "${base[@]}" run.max_duration=20ba \
     compute.precision=16-mixed compute.loss_scaler.initial_scale_power=0 compute.loss_scaler.hysteresis=1 run.dir=min
 same "ends the run, naming the minimum and the way out" "$(tail -2 <<<"$err")" "dtrun: error: step 3: the gradients overflow fp16 at the minimum loss scale 1 (1 steps skipped so far)
   hint: the model does not fit fp16's range: use compute.precision bf16-mixed, lower optimizer.lr, or lower compute.loss_scaler.min_loss_scale"

@@ -20,7 +20,6 @@ fi
 export OMPI_MCA_btl=self,tcp OMP_NUM_THREADS=1
 base=(events.interval=1ba model.n_layer=2 model.n_embd=64 model.n_head=4 model.seq_len=32 run.eval_interval=0ba data.micro_batch_size=4
     run.max_duration=50ba)
-within() { awk -v x="$1" -v lim="$2" 'BEGIN { exit !(x <= lim) }'; }
 info() { sed 's/; [0-9]* CPU threads*//; s/; no GPU: [^;]*//; s/Slurm job [0-9]* step [0-9]*/Slurm job J step S/' | sort; }
 
 run "1 rank, accumulation 4" 0 "$DTRUN" run "${base[@]}" compute.gradient_accumulation_steps=4 run.dir=a4

@@ -10,6 +10,7 @@
 #include <xmmintrin.h>
 #include "core/dtype.h"
 #include "core/rng.h"
+#include "kernels/cpu/convert.h"
 #include "dt_test.h"
 
 static float bits(uint32_t u)

@@ -1,0 +1,15 @@
+/*
+ * module.c - the one symbol dtrun_cuda.so exports (module.h): its interface
+ * version and the functions behind it. Built only with the CUDA toolkit, into
+ * the module, never into dtrun itself.
+ */
+#include "dt_build_config.h"
+#include "kernels/cuda/module.h"
+#include "kernels/cuda/probe.h"
+
+__attribute__((visibility("default"))) const struct dt_cuda_module dt_cuda_module = {
+    .abi = DT_CUDA_MODULE_ABI,
+    .version = PACKAGE_VERSION,
+    .device_count = dt_cuda_device_count,
+    .describe = dt_cuda_describe,
+};

@@ -1,0 +1,121 @@
+/*
+ * test_optim.c - the optimizers against updates worked out by hand on a model
+ * of two views: "w" (a matrix: weight decay applies) and "b" (a bias: it does
+ * not). Every step sees the same gradient, so each expected value is a short
+ * closed form, written out next to it.
+ *   SGD with momentum mu: buf_1 = g, buf_t = mu buf_{t-1} + g (PyTorch); the step is lr buf_t,
+ *   or lr (g + mu buf_t) with Nesterov; dtrun's SGD decays decoupled, p *= 1 - lr wd, as AdamW does.
+ *   Adam folds an L2 penalty wd p into the gradient before the moments; AdamW decays the
+ *   parameter itself (p *= 1 - lr wd) and leaves the moments alone.
+ */
+#include <math.h>
+#include "dt_test.h"
+#include "optim/optimizer.h"
+
+#define NEAR(a, b) assert_true(fabs((double)(a) - (b)) <= 2e-7 * fmax(1.0, fabs(b)))
+
+/* w: 2 elements, gradient (1, -2); b: 1 element, gradient 0.5; every parameter starts at 1 */
+struct tiny {
+    struct dt_model m;
+    struct dt_param_view views[2];
+    float p[3], g[3];
+};
+
+static void tiny_init(struct tiny *t)
+{
+    *t = (struct tiny){.views = {{"w", 0, 2, true, 1, {2}}, {"b", 2, 1, false, 1, {1}}}, .p = {1, 1, 1}};
+    t->m = (struct dt_model){.k = &dt_kernels_cpu, .params = t->p, .grads = t->g, .nparams = 3, .views = t->views,
+                             .nviews = 2};
+}
+
+/* steps optimizer steps of o on t, each with the same gradient */
+static void train(struct tiny *t, const struct dt_optim_config *c, int steps, float lr)
+{
+    struct dt_optimizer o;
+    assert_int_equal(dt_optimizer_init(&o, c, &dt_kernels_cpu, 3), DT_SUCCESS);
+    for (int i = 0; i < steps; i++) {
+        t->g[0] = 1, t->g[1] = -2, t->g[2] = 0.5f; /* Adam's L2 folds the penalty into the buffer */
+        dt_optimizer_step(&o, &t->m, lr, 1.0f);
+    }
+    dt_optimizer_free(&o);
+}
+
+static void sgd_momentum(void **state)
+{
+    struct tiny t;
+    tiny_init(&t);
+    train(&t, &(struct dt_optim_config){.kind = DT_OPT_SGD, .momentum = 0.9f}, 3, 0.1f);
+    /* buf = g, 1.9 g, 2.71 g: p = 1 - 0.1 (1 + 1.9 + 2.71) g = 1 - 0.561 g */
+    NEAR(t.p[0], 1 - 0.561);
+    NEAR(t.p[1], 1 + 1.122);
+    NEAR(t.p[2], 1 - 0.2805);
+}
+
+static void sgd_nesterov(void **state)
+{
+    struct tiny t;
+    tiny_init(&t);
+    train(&t, &(struct dt_optim_config){.kind = DT_OPT_SGD, .momentum = 0.9f, .nesterov = true}, 3, 0.1f);
+    /* steps g + 0.9 buf: 1.9 g, 2.71 g, 3.439 g: p = 1 - 0.1 x 8.049 g */
+    NEAR(t.p[0], 1 - 0.8049);
+    NEAR(t.p[1], 1 + 1.6098);
+    NEAR(t.p[2], 1 - 0.40245);
+}
+
+static void sgd_plain_with_decay(void **state)
+{
+    struct tiny t;
+    tiny_init(&t);
+    train(&t, &(struct dt_optim_config){.kind = DT_OPT_SGD, .weight_decay = 0.1f}, 2, 0.1f);
+    /* w: p <- 0.99 p - 0.1 g twice: 0.99 (0.99 - 0.1 g) - 0.1 g = 0.9801 - 0.199 g; b: no decay */
+    NEAR(t.p[0], 0.9801 - 0.199);
+    NEAR(t.p[1], 0.9801 + 0.398);
+    NEAR(t.p[2], 1 - 0.1);
+}
+
+static void adamw_decoupled_decay(void **state)
+{
+    struct tiny t;
+    tiny_init(&t);
+    train(&t, &(struct dt_optim_config){.kind = DT_OPT_ADAMW, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
+                                         .weight_decay = 0.1f},
+          3, 0.1f);
+    /* a constant gradient makes every bias-corrected step lr g/|g| (eps aside): p_t = 0.99 p_{t-1} - 0.1 sign(g)
+     * -> 0.89, 0.7811, 0.673289 for g > 0 and 1.09, 1.1791, 1.267309 for g < 0 */
+    NEAR(t.p[0], 0.673289003);
+    NEAR(t.p[1], 1.267308999);
+    NEAR(t.p[2], 0.700000006); /* no decay: 1 - 3 x 0.1 */
+}
+
+static void adam_l2_decay(void **state)
+{
+    struct tiny t;
+    tiny_init(&t);
+    train(&t, &(struct dt_optim_config){.kind = DT_OPT_ADAM, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-8f,
+                                         .weight_decay = 0.1f},
+          3, 0.1f);
+    /* g' = g + 0.1 p enters the moments. g = 1: g' = 1.1, then 1.09 with p = 0.9;
+     * m2 = 0.9 x 0.11 + 0.109 = 0.208, v2 = 0.999 x 0.00121 + 0.001 x 1.1881 = 0.00239689,
+     * p2 = 0.9 - 0.1 (0.208/0.19) / (sqrt(0.00239689/0.001999) + 1e-8) = 0.800024848;
+     * and so on: the decay shrinks with the moments' normalisation, unlike AdamW's */
+    NEAR(t.p[0], 0.700091354);
+    NEAR(t.p[1], 1.299948223);
+    NEAR(t.p[2], 0.700000006); /* no decay: the same as AdamW */
+}
+
+static void clipping_factor(void **state)
+{
+    struct tiny t;
+    tiny_init(&t);
+    t.g[0] = 3, t.g[1] = 4, t.g[2] = 0;
+    float f;
+    NEAR(dt_grad_norm(&t.m, 1.0f, &f), 5.0);
+    NEAR(f, 1.0 / (5 + 1e-6)); /* torch's clip_grad_norm_: max_norm / (norm + 1e-6) */
+    NEAR(dt_grad_norm(&t.m, 10.0f, &f), 5.0);
+    NEAR(f, 1.0); /* below the limit: untouched */
+    NEAR(dt_grad_norm(&t.m, 0.0f, &f), 5.0);
+    NEAR(f, 1.0); /* 0: no clipping */
+}
+
+DT_TESTS(T(sgd_momentum), T(sgd_nesterov), T(sgd_plain_with_decay), T(adamw_decoupled_decay), T(adam_l2_decay),
+         T(clipping_factor))
