@@ -173,6 +173,7 @@ static dt_status_t cmd_run(int argc, char **argv)
     }
     struct dt_world w;
     DT_CHECK(dt_world_discover(&w));
+    dt_log_set_rank(w.rank, w.size); /* from here every line says which rank wrote it (log.h) */
     struct dt_config cfg;
     dt_status_t rc = load_resolved(&cfg, argc, argv, &w);
     struct dt_devmap dev = {.ordinal = -1};
@@ -343,7 +344,7 @@ static int cmd_launch(int argc, char **argv)
         free(args);
     }
     if (rc != DT_SUCCESS) {
-        fprintf(stderr, "%s\n", dt_error_msg());
+        dt_log_text(dt_error_msg());
         return dt_status_exit_code(rc);
     }
     return code;
@@ -378,7 +379,7 @@ int main(int argc, char **argv)
         rc = usage_error("'%s' is neither a command nor a config file", cmd);
     else rc = cmd_run(argc - 1, argv + 1);
     if (rc != DT_SUCCESS) {
-        fprintf(stderr, "%s\n", dt_error_msg());
+        dt_log_text(dt_error_msg());
         return dt_status_exit_code(rc);
     }
     return 0;

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 #include "comm/comm.h"
+#include "core/dirlock.h"
 #include "core/error.h"
 #include "core/fault.h"
 #include "core/log.h"
@@ -126,8 +127,9 @@ static void trip(struct dt_comm *c, struct dt_comm_req *r)
              "compute.comm_timeout; raise compute.comm_timeout if steps are legitimately that slow",
              c->world.rank, dt_coll_name(r->kind), r->what ? r->what : "?", r->count, dt_dtype_str(r->dtype),
              (unsigned long long)r->seq + 1, c->timeout, (long long)r->step + 1, who);
-    fprintf(stderr, "%s\n", dt_error_msg());
+    dt_log_text(dt_error_msg());
     fflush(stderr);
+    dt_dirlock_release_all(); /* the abort ends the process without the normal way out */
     c->be->abort(c, dt_status_exit_code(DT_ERR_COMM));
 }
 

@@ -39,7 +39,40 @@ void dt_log_init(void)
     }
 }
 
-void dt_log_set_rank(int rank, int world) { log_rank = world > 1 ? rank : -1; }
+static char prefix[32];
+
+void dt_log_set_rank(int rank, int world)
+{
+    log_rank = world > 1 ? rank : -1;
+    if (log_rank >= 0) snprintf(prefix, sizeof prefix, "[rank %d] ", rank);
+    else prefix[0] = '\0';
+}
+
+const char *dt_log_prefix(void) { return prefix; }
+
+void dt_log_text(const char *text)
+{
+    size_t plen = strlen(prefix), n = strlen(text), lines = 1;
+    for (const char *p = text; *p; p++) lines += *p == '\n';
+    char *out = malloc(n + lines * plen + 2);
+    if (!out) { /* say it anyway, unprefixed */
+        fprintf(stderr, "%s\n", text);
+        return;
+    }
+    size_t o = 0;
+    for (const char *line = text;;) {
+        size_t len = strcspn(line, "\n");
+        memcpy(out + o, prefix, plen);
+        memcpy(out + o + plen, line, len);
+        o += plen + len;
+        out[o++] = '\n';
+        if (!line[len]) break;
+        line += len + 1;
+    }
+    out[o] = '\0';
+    fputs(out, stderr);
+    free(out);
+}
 
 int dt_log_enabled(enum dt_log_level lv, unsigned subsys)
 {
@@ -53,8 +86,7 @@ void dt_log(enum dt_log_level lv, unsigned subsys, const char *fmt, ...)
 {
     if (!dt_log_enabled(lv, subsys)) return;
     char line[4096];
-    int n = log_rank >= 0 ? snprintf(line, sizeof line, "[rank %d] dtrun: %s", log_rank, level_tags[lv])
-                          : snprintf(line, sizeof line, "dtrun: %s", level_tags[lv]);
+    int n = snprintf(line, sizeof line, "%sdtrun: %s", prefix, level_tags[lv]);
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);

@@ -4,7 +4,13 @@
  * DTRUN_DEBUG sets the level (ERROR, WARN, INFO, DEBUG, TRACE; default INFO).
  * DTRUN_DEBUG_SUBSYS limits DEBUG/TRACE lines to a comma list of subsystems
  * (CONFIG, LAUNCH, COMM, TRAIN, EVENTS, CKPT, KERNELS; default all), as NCCL's
- * NCCL_DEBUG / NCCL_DEBUG_SUBSYS do. Once the world is known, lines carry the rank.
+ * NCCL_DEBUG / NCCL_DEBUG_SUBSYS do.
+ *
+ * The prefix rule: once the world is known and has more than one rank, every
+ * line a worker writes to stderr (log lines, progress, the final error) starts
+ * with "[rank R] ", however it was started (dtrun -n, srun, mpirun); a
+ * one-process run writes no prefix. (`dtrun info` reports on stdout, a line
+ * per rank that names the rank in its text.)
  */
 #ifndef DT_LOG_H
 #define DT_LOG_H
@@ -26,6 +32,10 @@ void dt_log_init(void);
  * come from rank 0 only, unless DTRUN_DEBUG asks for more. */
 void dt_log_set_rank(int rank, int world);
 int dt_log_enabled(enum dt_log_level level, unsigned subsys);
+/* "[rank R] " in a world of more than one rank, else "": every line a worker writes starts with it. */
+const char *dt_log_prefix(void);
+/* text (an error message, several lines) to stderr, each line with the prefix, in one write. */
+void dt_log_text(const char *text);
 void dt_log(enum dt_log_level level, unsigned subsys, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #define DT_WARN(...) dt_log(DT_LOG_WARN, ~0u, __VA_ARGS__)

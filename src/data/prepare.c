@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include "core/error.h"
 #include "core/log.h"
 #include "data/prepare.h"
@@ -32,6 +33,10 @@ static bool push(struct tokens *v, const unsigned char *b, size_t n)
 
 static dt_status_t read_file(const char *path, unsigned char **buf, size_t *n)
 {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return dt_error(DT_ERR_DATA, "%s: error: this is a directory; dtrun prepare reads text files\n  hint: name the "
+                        "files, e.g. dtrun prepare %s/*.txt --out DIR", path, path);
     FILE *f = fopen(path, "rb");
     if (!f) return dt_error(DT_ERR_DATA, "%s: error: cannot read: %s", path, strerror(errno));
     size_t cap = 1 << 16, len = 0;
@@ -48,7 +53,7 @@ static dt_status_t read_file(const char *path, unsigned char **buf, size_t *n)
     fclose(f);
     if (!b || err) {
         free(b);
-        return dt_error(DT_ERR_DATA, "%s: error: reading failed", path);
+        return dt_error(DT_ERR_DATA, "%s: error: %s after %zu bytes", path, b ? "reading failed" : "out of memory", len);
     }
     if (len > ((size_t)1 << 31)) {
         free(b);

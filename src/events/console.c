@@ -32,9 +32,9 @@ static dt_status_t console_emit(struct dt_sink *s, const struct dt_event *e)
                  eta / 60 % 60, eta % 60);
         bool last = m->step == m->steps;
         if (c->tty) {
-            fprintf(stderr, "\r%s\033[K%s", line, last ? "\n" : "");
+            fprintf(stderr, "\r%s%s\033[K%s", dt_log_prefix(), line, last ? "\n" : "");
             c->open_line = !last;
-        } else fprintf(stderr, "%s\n", line);
+        } else fprintf(stderr, "%s%s\n", dt_log_prefix(), line);
         return DT_SUCCESS;
     }
     if (e->type == DT_EV_EVAL) {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "core/dirlock.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "events/events.h"
@@ -36,17 +37,8 @@ static dt_status_t requeue_rejected(const char *spool)
     return rc;
 }
 
-dt_status_t dt_events_flush(const struct dt_config *cfg, const char *run_dir, FILE *out)
+static dt_status_t flush_dir(const struct dt_config *cfg, const char *run_dir, FILE *out)
 {
-    if (!cfg->events.webhook.url)
-        return dt_error(DT_ERR_CONFIG, "%s/config.yaml: error: events.webhook.url is null, so there is nowhere to send "
-                        "to\n  hint: dtrun events flush %s events.webhook.url=https://...", run_dir, run_dir);
-    if (strstr(cfg->events.webhook.url, "://***@"))
-        return dt_error(DT_ERR_CONFIG, "%s/config.yaml: error: the webhook URL's credentials were masked when the run "
-                        "saved it\n  hint: give it again: dtrun events flush %s events.webhook.url=...", run_dir,
-                        run_dir);
-    if (cfg->events.webhook.insecure)
-        DT_WARN("events.webhook.insecure is true: the webhook's TLS certificate is not verified");
     char pattern[4200];
     glob_t g;
     snprintf(pattern, sizeof pattern, "%s/events*.spool.rejected", run_dir);
@@ -88,5 +80,24 @@ dt_status_t dt_events_flush(const struct dt_config *cfg, const char *run_dir, FI
                       "them within events.webhook.flush_timeout (%gs)\n  hint: check the receiver, then run this again "
                       "(events.webhook.flush_timeout=60s gives it longer)", (long long)left, run_dir,
                       cfg->events.webhook.flush_timeout);
+    return rc;
+}
+
+dt_status_t dt_events_flush(const struct dt_config *cfg, const char *run_dir, FILE *out)
+{
+    if (!cfg->events.webhook.url)
+        return dt_error(DT_ERR_CONFIG, "%s/config.yaml: error: events.webhook.url is null, so there is nowhere to send "
+                        "to\n  hint: dtrun events flush %s events.webhook.url=https://...", run_dir, run_dir);
+    if (strstr(cfg->events.webhook.url, "://***@"))
+        return dt_error(DT_ERR_CONFIG, "%s/config.yaml: error: the webhook URL's credentials were masked when the run "
+                        "saved it\n  hint: give it again: dtrun events flush %s events.webhook.url=...", run_dir,
+                        run_dir);
+    if (cfg->events.webhook.insecure)
+        DT_WARN("events.webhook.insecure is true: the webhook's TLS certificate is not verified");
+    /* a run still in that directory sends its own spool: two senders would send it twice */
+    struct dt_dirlock lock;
+    DT_CHECK(dt_dirlock_take(&lock, run_dir, "run.dir"));
+    dt_status_t rc = flush_dir(cfg, run_dir, out);
+    dt_dirlock_release(&lock);
     return rc;
 }

@@ -35,5 +35,7 @@ const char *dt_json_end(struct dt_json *j);
 void dt_json_free(struct dt_json *j);
 /* s as a JSON string literal, quotes included, appended to j's buffer without a key (for tests). */
 void dt_json_quoted(struct dt_json *j, const char *s);
+/* Whether s[0..n) is one JSON document in UTF-8 (json_valid.c). */
+bool dt_json_valid(const char *s, size_t n);
 
 #endif

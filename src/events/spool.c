@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "core/error.h"
+#include "core/log.h"
+#include "events/json.h"
 #include "events/spool.h"
 
 static void offset_path(const struct dt_spool *s, char *buf, size_t n) { snprintf(buf, n, "%s.offset", s->path); }
@@ -27,7 +29,106 @@ static dt_status_t save_offset(struct dt_spool *s)
     return DT_SUCCESS;
 }
 
-dt_status_t dt_spool_open(struct dt_spool *s, const char *path)
+static dt_status_t write_all(int fd, const char *p, size_t n, const char *path)
+{
+    while (n > 0) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k < 0) return dt_error(DT_ERR_SYSTEM, "%s: error: writing the webhook spool failed: %s", path, strerror(errno));
+        p += k;
+        n -= (size_t)k;
+    }
+    return DT_SUCCESS;
+}
+
+/* The first n bytes of a record, for messages: printable ASCII, the rest as '?'. */
+static void excerpt(const char *rec, size_t len, char *buf, size_t n)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < len && k + 4 < n && i < 40; i++)
+        buf[k++] = rec[i] >= 0x20 && rec[i] < 0x7f ? rec[i] : '?';
+    if (len > 40 && k + 4 < n) buf[k++] = '.', buf[k++] = '.', buf[k++] = '.';
+    buf[k] = '\0';
+}
+
+/*
+ * Records from the offset on that are not one JSON document each (the last one torn by a crash
+ * mid-write, or bytes that were never a record) go to PATH.invalid, out of the spool, named in one
+ * warning with the byte offset of the first. Every complete record stays, in order; a complete
+ * last record that lost only its newline gets it back.
+ */
+static dt_status_t set_aside_invalid(struct dt_spool *s, bool *rewritten)
+{
+    *rewritten = false;
+    FILE *in = fdopen(dup(s->fd), "r");
+    if (!in || fseeko(in, s->offset, SEEK_SET) != 0) {
+        if (in) fclose(in);
+        return dt_error(DT_ERR_SYSTEM, "%s: error: cannot read the webhook spool: %s", s->path, strerror(errno));
+    }
+    char *line = NULL, tmp[4200], aside[4200], first[200] = "", ex[64];
+    size_t cap = 0;
+    ssize_t len;
+    int64_t at = s->offset, first_at = -1;
+    int bad = 0;
+    bool torn_ok = false; /* the last record is whole but for its newline */
+    FILE *out = NULL, *inv = NULL;
+    snprintf(tmp, sizeof tmp, "%s.tmp", s->path);
+    snprintf(aside, sizeof aside, "%s.invalid", s->path);
+    dt_status_t rc = DT_SUCCESS;
+    /* two passes: the first only looks; the second, when something is invalid, rewrites */
+    for (int pass = 0; pass < 2 && rc == DT_SUCCESS; pass++) {
+        if (pass == 1) {
+            if (!bad) break;
+            out = fopen(tmp, "w");
+            inv = fopen(aside, "a");
+            if (!out || !inv || fseeko(in, s->offset, SEEK_SET) != 0) {
+                rc = dt_error(DT_ERR_SYSTEM, "%s: error: cannot set invalid spool records aside: %s", s->path,
+                              strerror(errno));
+                break;
+            }
+            at = s->offset;
+        }
+        while ((len = getline(&line, &cap, in)) > 0) {
+            bool nl = line[len - 1] == '\n';
+            size_t body = (size_t)len - nl;
+            bool ok = body > 0 && dt_json_valid(line, body);
+            if (pass == 0 && !ok) {
+                if (!bad++) {
+                    first_at = at;
+                    excerpt(line, body, ex, sizeof ex);
+                    snprintf(first, sizeof first, "%s: %zu bytes: \"%s\"",
+                             nl ? "not a JSON document" : "torn, no end of line", body, ex);
+                }
+            }
+            if (pass == 0 && ok && !nl) torn_ok = true;
+            if (pass == 1) {
+                FILE *to = ok ? out : inv;
+                fwrite(line, 1, body, to);
+                fputc('\n', to);
+            }
+            at += len;
+        }
+    }
+    free(line);
+    fclose(in);
+    if (inv && fclose(inv) != 0 && rc == DT_SUCCESS)
+        rc = dt_error(DT_ERR_SYSTEM, "%s: error: cannot write set-aside records: %s", aside, strerror(errno));
+    if (out && fclose(out) != 0 && rc == DT_SUCCESS)
+        rc = dt_error(DT_ERR_SYSTEM, "%s: error: cannot rewrite the webhook spool: %s", tmp, strerror(errno));
+    if (rc == DT_SUCCESS && bad) {
+        if (rename(tmp, s->path) != 0)
+            return dt_error(DT_ERR_SYSTEM, "%s: error: cannot replace the webhook spool: %s", s->path, strerror(errno));
+        DT_WARN("%s: %d invalid record%s set aside in %s (the first at byte %lld, %s); every complete record is "
+                "sent as usual", s->path, bad, bad > 1 ? "s" : "", aside, (long long)first_at, first);
+        *rewritten = true;
+        return DT_SUCCESS;
+    }
+    if (rc != DT_SUCCESS) unlink(tmp);
+    if (rc == DT_SUCCESS && torn_ok && (rc = write_all(s->fd, "\n", 1, s->path)) == DT_SUCCESS) s->size++;
+    return rc;
+}
+
+static dt_status_t open_file(struct dt_spool *s, const char *path)
 {
     snprintf(s->path, sizeof s->path, "%s", path);
     s->fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
@@ -50,23 +151,34 @@ dt_status_t dt_spool_open(struct dt_spool *s, const char *path)
     return DT_SUCCESS;
 }
 
+dt_status_t dt_spool_open(struct dt_spool *s, const char *path)
+{
+    DT_CHECK(open_file(s, path));
+    bool rewritten;
+    dt_status_t rc = set_aside_invalid(s, &rewritten);
+    if (rc != DT_SUCCESS || !rewritten) return rc;
+    /* the rewritten spool holds only what was pending */
+    dt_spool_close(s);
+    s->offset = 0;
+    DT_CHECK(save_offset(s));
+    return open_file(s, path);
+}
+
+void dt_spool_remove(struct dt_spool *s)
+{
+    char p[4200];
+    dt_spool_close(s);
+    offset_path(s, p, sizeof p);
+    unlink(s->path);
+    unlink(p);
+}
+
 void dt_spool_close(struct dt_spool *s)
 {
     if (s->fd >= 0) close(s->fd);
     s->fd = -1;
 }
 
-static dt_status_t write_all(int fd, const char *p, size_t n, const char *path)
-{
-    while (n > 0) {
-        ssize_t k = write(fd, p, n);
-        if (k < 0 && errno == EINTR) continue;
-        if (k < 0) return dt_error(DT_ERR_SYSTEM, "%s: error: writing the webhook spool failed: %s", path, strerror(errno));
-        p += k;
-        n -= (size_t)k;
-    }
-    return DT_SUCCESS;
-}
 
 dt_status_t dt_spool_append(struct dt_spool *s, const char *line)
 {

@@ -19,8 +19,12 @@ struct dt_spool {
     int64_t size;
 };
 
+/* Open (creating) path and its offset; records from the offset on that are not whole JSON
+ * documents (torn by a crash mid-write) are set aside in PATH.invalid, with one warning. */
 dt_status_t dt_spool_open(struct dt_spool *s, const char *path);
 void dt_spool_close(struct dt_spool *s);
+/* Close and delete the spool and its offset file (everything was delivered). */
+void dt_spool_remove(struct dt_spool *s);
 static inline bool dt_spool_pending(const struct dt_spool *s) { return s->offset < s->size; }
 dt_status_t dt_spool_append(struct dt_spool *s, const char *line);
 /* Put lines[0..n) before what is pending (they are older); rewrites the file. */

@@ -436,8 +436,6 @@ void dt_webhook_close(struct dt_webhook *w, double deadline, struct dt_webhook_s
                 "sends them (a later run in the same run.dir does too)", w->where, (long long)w->st.left, deadline,
                 w->spool.path);
     if (st) *st = w->st;
-    char path[4096];
-    snprintf(path, sizeof path, "%s", w->spool.path);
+    if (!w_left) dt_spool_remove(&w->spool); /* all delivered: no spool (or its offset) left behind */
     destroy(w);
-    if (!w_left) unlink(path); /* all delivered: no spool left behind */
 }

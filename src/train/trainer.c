@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "core/clock.h"
 #include "comm/comm.h"
+#include "core/dirlock.h"
 #include "core/error.h"
 #include "core/fault.h"
 #include "config/schema.h"
@@ -43,6 +44,7 @@ struct trainer {
     float *x, *y;             /* MLP features (B, in) and regression targets (B, out) */
     struct dt_events events;
     bool events_open;
+    struct dt_dirlock lock; /* rank 0: run.dir is this run's */
     int64_t step; /* the step in progress, for run_failed */
     /* seconds spent in each part of the step since the last metrics record */
     double t_forward, t_backward, t_comm, t_optimizer;
@@ -81,12 +83,26 @@ static void warn_inert(const struct dt_config *cfg)
                 "can read or forge what is sent");
 }
 
-/* One run id for every rank: rank 0 draws it, the others receive it. */
-static dt_status_t share_run_id(struct dt_strat *st, char id[40])
+/* Rank 0 takes run.dir for this run (dirlock.h) and draws the run id; every rank receives the id,
+ * empty when rank 0 could not take the directory, so no rank writes into a directory another run
+ * holds. */
+static dt_status_t claim_run_dir(struct trainer *tr, char id[40])
 {
-    if (st->rank == 0) dt_events_new_run_id(id);
-    if (!st->comm) return DT_SUCCESS;
-    return dt_comm_do(st->comm, dt_coll_broadcast(id, 40, DT_U8, 0, "run id"));
+    struct dt_strat *st = tr->strategy;
+    const char *dir = tr->cfg->run.dir;
+    dt_status_t rc = DT_SUCCESS;
+    if (st->rank == 0) {
+        rc = dt_mkdirs(dir);
+        if (rc == DT_SUCCESS) rc = dt_dirlock_take(&tr->lock, dir, "run.dir");
+        if (rc == DT_SUCCESS) dt_events_new_run_id(id);
+    }
+    dt_status_t sent = st->comm ? dt_comm_do(st->comm, dt_coll_broadcast(id, 40, DT_U8, 0, "run id")) : DT_SUCCESS;
+    DT_CHECK(rc); /* rank 0's own message */
+    DT_CHECK(sent);
+    if (!id[0])
+        return dt_error(DT_ERR_CONFIG, "dtrun: rank %d: error: rank 0 could not take run.dir %s; its message says why",
+                        st->rank, dir);
+    return DT_SUCCESS;
 }
 
 /* bf16-true: the parameters are what bf16 can hold; the kernels read them back as fp32 */
@@ -102,8 +118,7 @@ static void store_bf16(struct trainer *tr)
 static dt_status_t save_config(const struct dt_config *cfg)
 {
     char path[4200];
-    DT_CHECK(dt_mkdirs(cfg->run.dir));
-    snprintf(path, sizeof path, "%s/config.yaml", cfg->run.dir);
+    snprintf(path, sizeof path, "%s/config.yaml", cfg->run.dir); /* claim_run_dir made the directory */
     FILE *f = fopen(path, "w");
     if (!f) return dt_error(DT_ERR_SYSTEM, "%s: error: cannot write the run's config: %s\n  hint: is run.dir writable?",
                             path, strerror(errno));
@@ -126,7 +141,7 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     dt_log_set_rank(w->rank, w->size);
     DT_CHECK(dt_strategy_create(cfg, w, &tr->strategy));
     char run_id[40] = "";
-    DT_CHECK(share_run_id(tr->strategy, run_id));
+    DT_CHECK(claim_run_dir(tr, run_id));
     if (w->rank == 0) DT_CHECK(save_config(cfg));
     DT_CHECK(dt_events_open(&tr->events, cfg, w, run_id));
     tr->events_open = true;
@@ -204,6 +219,7 @@ static void teardown(struct trainer *tr, bool clean)
     dt_dataset_close(&tr->train);
     dt_dataset_close(&tr->val);
     if (tr->events_open) dt_events_close(&tr->events);
+    dt_dirlock_release(&tr->lock); /* after the events: their spool lives in run.dir */
     free(tr->tokens);
     free(tr->labels);
     free(tr->x);

@@ -3,8 +3,8 @@
 # on this machine, PMIx, fake GPUs): DDP across "nodes" through
 # `srun --mpi=pmix` against the 1-rank run, the PMIx bootstrap over 3 nodes,
 # the device map, what is refused (no PMIx, ranks sharing a GPU, more nodes
-# than the allocation), the srun wrapper in a batch script, and a rank killed
-# under --kill-on-bad-exit. scripts/test starts the testbed and exports
+# than the allocation), the srun wrapper in a batch script, a rank killed
+# under --kill-on-bad-exit, and one run.dir wanted by runs on two nodes. scripts/test starts the testbed and exports
 # SLURM_CONF; without it these tests are skipped.
 . "$(dirname "$0")/tap.sh"
 cd "$TMP" || exit 1
@@ -25,6 +25,8 @@ info() { sed 's/; [0-9]* CPU threads*//; s/; no GPU: [^;]*//; s/Slurm job [0-9]*
 run "1 rank, accumulation 4" 0 "$DTRUN" run "${base[@]}" compute.gradient_accumulation_steps=4 run.dir=a4
 run "srun -N2 -n4 --mpi=pmix" 0 timeout 300 srun -N2 -n4 --ntasks-per-node=2 --mpi=pmix "$DTRUN" "${base[@]}" run.dir=s4
 has "4 ranks on 2 nodes" "$err" "; 4 ranks (ddp)"
+same "every line the ranks wrote says which rank (log, progress, the end)" "$(grep -vc '^\[rank [0-3]\] ' <<<"$err")" 0
+has "progress lines too" "$err" "[rank 0] step 50/50 | loss "
 same "50 steps" "$(losses s4 | wc -l)" 50
 d=$(maxrel s4 a4)
 within "$d" 1e-5 && ok "srun -N2 -n4 traces 1 rank x 4 micro-batches (max relative difference $d)" ||
@@ -91,4 +93,39 @@ signal_and_wait 9 "$victim" "$step"
 [ "$rc" != 0 ] && ok "srun exits non-zero ($rc)" || not_ok "srun exit 0 after a rank was killed"
 [ "$secs" -le 30 ] && ok "the step ended ${secs} s after the kill" || not_ok "the step took ${secs} s"
 has "srun names the rank" "$(cat k.err)" "task 1: Killed"
+
+# one run.dir, two nodes: the second run is refused while the first holds it; after a kill -9 of
+# the first, the next start proves it gone and takes over
+srun -N1 -w n1 --mpi=pmix "$DTRUN" "${base[@]}" run.max_duration=100000ba run.dir=$TMP/L >l1.out 2>l1.err &
+step=$!
+for _ in $(seq 300); do [ -s L/events.jsonl ] && break; sleep 0.1; done
+holder=$(sed -n 's/^pid=//p' L/dtrun.lock)
+job=$(sed -n 's/^slurm_job=//p' L/dtrun.lock)
+run "a second run of the same run.dir on node n2" 2 timeout 60 srun -N1 -w n2 --mpi=pmix "$DTRUN" "${base[@]}" \
+    run.max_duration=5ba run.dir=$TMP/L
+has "is refused, naming the holder's pid, job and node" "$err" \
+    "$TMP/L/dtrun.lock: error: run.dir $TMP/L is in use by dtrun pid $holder on host $(hostname) (Slurm job $job, restart 0, node n1), since "
+same "n1's run is the only one in its events" "$(grep -c '"type":"run_started"' L/events.jsonl)" 1
+kill -9 "$holder"
+wait "$step"
+run "after a kill -9 on n1, a run on n2" 0 timeout 120 srun -N1 -w n2 --mpi=pmix "$DTRUN" "${base[@]}" \
+    run.max_duration=5ba run.dir=$TMP/L
+has "takes the lock over with a notice" "$err" "took over the run.dir lock of dtrun pid $holder on host $(hostname) (Slurm job $job, restart 0, node n1)"
+[ ! -e L/dtrun.lock ] && ok "and releases it at its end" || not_ok "L/dtrun.lock left"
+# a holder on another machine: Slurm is asked whether its job still runs
+far_lock() { # DIR JOB
+    mkdir -p "$1"
+    printf 'host=elsewhere\nboot_id=00000000-0000-0000-0000-000000000000\npid=4242\nstart=1\nslurm_job=%s\nslurm_restart=0\nslurm_node=n9\nsince=2026-01-01T00:00:00Z\n' "$2" >"$1/dtrun.lock"
+}
+far_lock F "$job"
+run "a holder on another machine whose Slurm job has ended" 0 timeout 120 srun -N1 -w n2 --mpi=pmix "$DTRUN" \
+    "${base[@]}" run.max_duration=5ba run.dir=$TMP/F
+has "is taken over, on Slurm's word" "$err" "took over the run.dir lock of dtrun pid 4242 on host elsewhere (Slurm job $job, restart 0, node n9), since 2026-01-01T00:00:00Z, which is gone (Slurm job $job is "
+live=$(sbatch --parsable -N1 -w n3 --wrap "sleep 120")
+for _ in $(seq 100); do [ "$(squeue -h -j "$live" -o %T)" = RUNNING ] && break; sleep 0.1; done
+far_lock G "$live"
+run "a holder on another machine whose Slurm job runs" 2 timeout 120 srun -N1 -w n2 --mpi=pmix "$DTRUN" \
+    "${base[@]}" run.max_duration=5ba run.dir=$TMP/G
+has "is refused, on Slurm's word" "$err" "is in use by dtrun pid 4242 on host elsewhere (Slurm job $live, restart 0, node n9), since 2026-01-01T00:00:00Z: Slurm job $live is RUNNING"
+scancel "$live"
 finish

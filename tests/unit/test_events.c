@@ -76,6 +76,38 @@ static void documents(void **state)
     dt_json_free(&j);
 }
 
+/* the spool's check of its records: what the writer makes is valid; what a torn write or junk
+ * leaves is not */
+static void validity(void **state)
+{
+    (void)state;
+    static const char *const good[] = {"{}", "[]", " {\"a\":[1,-2.5e+3,true,false,null,\"\\u00e9\\n\"]} ",
+                                       "\"caf\xc3\xa9\"", "0", "-0.0e0", "[[[]]]", "{\"\xf0\x9f\x98\x80\":{}}"};
+    static const char *const bad[] = {"", "{", "{\"a\":1", "{\"a\":1}x", "{\"a\" 1}", "{a:1}", "[1,]", "[01]",
+                                      "\"\x01\"", "\"\\x\"", "\"\\u12\"", "\"\xe9\"", "\"\xc0\xaf\"",
+                                      "\"\xed\xa0\x80\"", "tru", "1.", "-", "{} {}", "nul"};
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        if (!dt_json_valid(good[i], strlen(good[i]))) fail_msg("valid JSON refused: %s", good[i]);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        if (dt_json_valid(bad[i], strlen(bad[i]))) fail_msg("invalid JSON accepted: %s", bad[i]);
+    }
+    /* a document the writer made, with every kind of awkward byte in a string */
+    struct dt_json j = {0};
+    dt_json_begin(&j);
+    dt_json_str(&j, "s", "q\"b\\n\n\x01\xff\xc3\xa9\xed\xa0\x80");
+    dt_json_num(&j, "x", -1.5e-300);
+    const char *doc = dt_json_end(&j);
+    assert_true(dt_json_valid(doc, strlen(doc)));
+    assert_false(dt_json_valid(doc, strlen(doc) - 1)); /* torn by one byte */
+    dt_json_free(&j);
+    /* nesting past 64 levels is refused, not recursed into without end */
+    char deep[200];
+    memset(deep, '[', 100);
+    memset(deep + 100, ']', 100);
+    assert_false(dt_json_valid(deep, 200));
+}
+
 /* the lines from the spool's offset, joined by '|' */
 static void pending(struct dt_spool *s, char *out, size_t n)
 {
@@ -155,4 +187,4 @@ static void hmac_sha256(void **state)
 #endif
 }
 
-DT_TESTS(T(escapes), T(documents), T(spool), T(redact), T(hmac_sha256))
+DT_TESTS(T(escapes), T(documents), T(validity), T(spool), T(redact), T(hmac_sha256))
