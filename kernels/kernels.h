@@ -34,9 +34,10 @@ struct dt_kernels {
                               int OC, enum dt_dtype lp);
     void (*matmul_backward_lp)(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, int BT, int C, int OC, enum dt_dtype lp);
-    /* fp32 <-> bf16/fp16 (t), round to nearest even */
+    /* fp32 <-> bf16/fp16 (t), round to nearest even; round_lp: dst = src rounded to t, kept in fp32 */
     void (*cast_to_lp)(uint16_t *dst, const float *src, size_t n, enum dt_dtype t);
     void (*cast_from_lp)(float *dst, const uint16_t *src, size_t n, enum dt_dtype t);
+    void (*round_lp)(float *dst, const float *src, size_t n, enum dt_dtype t);
     /* out = (inp - mean) * rstd * weight + bias, per row of C; mean, rstd (BT) kept for backward */
     void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *inp, const float *weight,
                               const float *bias, int BT, int C);
@@ -51,22 +52,30 @@ struct dt_kernels {
     void (*gelu_forward)(float *out, const float *inp, size_t N);
     void (*gelu_backward)(float *dinp, const float *inp, const float *dout, size_t N);
     void (*residual_forward)(float *out, const float *a, const float *b, size_t N);
-    /* out(B,T,C) = wte[inp] + wpe[t] */
-    void (*encoder_forward)(float *out, const int32_t *inp, const float *wte, const float *wpe, int B, int T, int C);
-    /* dwte[inp] += dout, dwpe[t] += dout; dwte NULL: the positions only */
-    void (*encoder_backward)(float *dwte, float *dwpe, const float *dout, const int32_t *inp, int B, int T, int C);
+    /* The embeddings, the token table possibly a block of rows at a time:
+     * position_forward: out(B,T,C) = wpe[t]; rows_forward: out[i] += table[inp[i] - v0] for the n
+     * tokens in [v0, v0 + nv) (the table holds rows v0..v0+nv-1) */
+    void (*position_forward)(float *out, const float *wpe, int B, int T, int C);
+    void (*rows_forward)(float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C);
+    /* dwpe[t] += sum over b of dout(b,t) */
+    void (*position_backward)(float *dwpe, const float *dout, int B, int T, int C);
+    /* A table's gradient, row by row, into whatever range of it dst holds: dst (of type t) holds
+     * elements [lo, lo + n) of a (rows, width) table; vals[i] is added to row rows[i] where they
+     * overlap. */
+    void (*rows_add)(void *dst, enum dt_dtype t, size_t lo, size_t n, const int32_t *rows, const float *vals,
+                     int nrows, int width);
     /*
      * Fused softmax + cross-entropy over rows of V. losses(BT) = -log softmax(logits)[target].
      * With dloss != 0, logits are overwritten IN PLACE by dlogits = (softmax - onehot(target)) * dloss,
      * so the (BT,V) buffer is used once (llm.c's fused classifier). Returns the mean loss.
+     * The (BT, V) buffer is block-major, so a matmul can fill vb vocabulary columns at a time from
+     * contiguous scratch: columns [b*vb, b*vb + n) of every row are one (BT, n) row-major block at
+     * offset BT*b*vb (n = vb, or what is left in the last block); vb = V is plain row-major.
      */
-    float (*softmax_xent)(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V);
+    float (*softmax_xent)(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb);
     /*
      * The same on logits stored in 16 bits (t: DT_BF16 or DT_F16), as autocast's bf16 LM head hands
      * them to an fp32 cross-entropy: widened, reduced in fp32, dlogits rounded back in place.
-     * The (BT, V) buffer is block-major, so a matmul can fill vb vocabulary columns at a time from
-     * contiguous scratch: columns [b*vb, b*vb + n) of every row are one (BT, n) row-major block at
-     * offset BT*b*vb (n = vb, or what is left in the last block).
      */
     float (*softmax_xent_lp)(float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V,
                              int vb, enum dt_dtype t);
@@ -79,9 +88,21 @@ struct dt_kernels {
                 int nesterov, float wd, int first_step);
     /* Mean squared error over n values; dout = 2 (out - target) * dloss when dloss != 0. */
     float (*mse)(float *dout, const float *out, const float *target, float dloss, size_t n);
-    double (*sumsq)(const float *x, size_t n);
-    /* number of inf/nan entries */
-    size_t (*nonfinite)(const float *x, size_t n);
+    /* sum of squares, in double; number of inf/nan entries (x of type t) */
+    double (*sumsq)(const void *x, enum dt_dtype t, size_t n);
+    size_t (*nonfinite)(const void *x, enum dt_dtype t, size_t n);
+    /* Between buffers of fp32, bf16 and fp16 (any two types): dst = src converted; dst += src (the sum
+     * in fp32, rounded once). */
+    void (*convert)(void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n);
+    void (*accumulate)(void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n);
+    /* In place, without a second buffer: n fp32 values become n 16-bit ones at the buffer's start,
+     * and back. */
+    void (*narrow_inplace)(void *buf, size_t n, enum dt_dtype t);
+    void (*widen_inplace)(void *buf, size_t n, enum dt_dtype t);
+    /* bf16 from fp32, rounded up with probability (x - lower) / (upper - lower) (llm.c's AdamW);
+     * the noise of element i comes from (seed, index0 + i), so whichever rank rounds it gets the
+     * same bits. */
+    void (*round_stochastic)(uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0);
 };
 
 extern const struct dt_kernels dt_kernels_cpu;

@@ -35,9 +35,12 @@ void dt_cpu_attention_backward(float *dqkv, const float *dout, const float *qkv,
 void dt_cpu_gelu_forward(float *out, const float *inp, size_t N);
 void dt_cpu_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N);
 void dt_cpu_residual_forward(float *out, const float *a, const float *b, size_t N);
-void dt_cpu_encoder_forward(float *out, const int32_t *inp, const float *wte, const float *wpe, int B, int T, int C);
-void dt_cpu_encoder_backward(float *dwte, float *dwpe, const float *dout, const int32_t *inp, int B, int T, int C);
-float dt_cpu_softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V);
+void dt_cpu_position_forward(float *out, const float *wpe, int B, int T, int C);
+void dt_cpu_rows_forward(float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C);
+void dt_cpu_position_backward(float *dwpe, const float *dout, int B, int T, int C);
+void dt_cpu_rows_add(void *dst, enum dt_dtype t, size_t lo, size_t n, const int32_t *rows, const float *vals,
+                     int nrows, int width);
+float dt_cpu_softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb);
 float dt_cpu_softmax_xent_lp(float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V,
                              int vb, enum dt_dtype t);
 void dt_cpu_adamw(float *param, const float *grad, float gscale, float *m, float *v, size_t n, float lr, float beta1,
@@ -45,7 +48,12 @@ void dt_cpu_adamw(float *param, const float *grad, float gscale, float *m, float
 void dt_cpu_sgd(float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
                 int nesterov, float wd, int first_step);
 float dt_cpu_mse(float *dout, const float *out, const float *target, float dloss, size_t n);
-double dt_cpu_sumsq(const float *x, size_t n);
-size_t dt_cpu_nonfinite(const float *x, size_t n);
+double dt_cpu_sumsq(const void *x, enum dt_dtype t, size_t n);
+size_t dt_cpu_nonfinite(const void *x, enum dt_dtype t, size_t n);
+void dt_cpu_convert(void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n);
+void dt_cpu_accumulate(void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n);
+void dt_cpu_narrow_inplace(void *buf, size_t n, enum dt_dtype t);
+void dt_cpu_widen_inplace(void *buf, size_t n, enum dt_dtype t);
+void dt_cpu_round_stochastic(uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0);
 
 #endif

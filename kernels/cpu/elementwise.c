@@ -1,4 +1,4 @@
-/* elementwise.c - residual add, mean squared error, squared norm, inf/nan scan. */
+/* elementwise.c - residual add, mean squared error. */
 #include <math.h>
 #include "kernels/cpu/cpu.h"
 
@@ -18,21 +18,4 @@ float dt_cpu_mse(float *dout, const float *out, const float *target, float dloss
         if (dloss != 0) dout[i] = 2.0f * e * dloss;
     }
     return (float)(s / (double)n);
-}
-
-/* in double, so the global norm of 124M gradients does not lose digits */
-double dt_cpu_sumsq(const float *x, size_t n)
-{
-    double s = 0;
-    #pragma omp parallel for simd reduction(+ : s)
-    for (size_t i = 0; i < n; i++) s += (double)x[i] * x[i];
-    return s;
-}
-
-size_t dt_cpu_nonfinite(const float *x, size_t n)
-{
-    size_t bad = 0;
-    #pragma omp parallel for reduction(+ : bad)
-    for (size_t i = 0; i < n; i++) bad += !isfinite(x[i]);
-    return bad;
 }

@@ -5,24 +5,41 @@
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/vmath.h"
 
-DT_CLONES float dt_cpu_softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V)
+/* Row i's block b of a block-major (BT, V) buffer (see kernels.h); n gets its width. */
+static inline float *block_row(float *logits, int i, int b, int BT, int V, int vb, int *n)
 {
+    int v0 = b * vb;
+    *n = V - v0 < vb ? V - v0 : vb;
+    return logits + (size_t)BT * v0 + (size_t)i * *n;
+}
+
+DT_CLONES float dt_cpu_softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V,
+                                    int vb)
+{
+    int nb = (V + vb - 1) / vb;
     #pragma omp parallel for
     for (int i = 0; i < BT; i++) {
-        float *row = logits + (size_t)i * V;
-        float mx = -INFINITY;
-        #pragma omp simd reduction(max : mx)
-        for (int v = 0; v < V; v++) mx = row[v] > mx ? row[v] : mx;
+        int y = targets[i], n;
+        float mx = -INFINITY, xy = 0;
+        for (int b = 0; b < nb; b++) {
+            const float *row = block_row(logits, i, b, BT, V, vb, &n);
+            #pragma omp simd reduction(max : mx)
+            for (int v = 0; v < n; v++) mx = row[v] > mx ? row[v] : mx;
+            if (y / vb == b) xy = row[y - b * vb];
+        }
         double sum = 0;
-        #pragma omp simd reduction(+ : sum)
-        for (int v = 0; v < V; v++) sum += expf(row[v] - mx);
+        for (int b = 0; b < nb; b++) {
+            const float *row = block_row(logits, i, b, BT, V, vb, &n);
+            #pragma omp simd reduction(+ : sum)
+            for (int v = 0; v < n; v++) sum += expf(row[v] - mx);
+        }
         float lse = mx + (float)log(sum);
-        int y = targets[i];
-        losses[i] = lse - row[y];
-        if (dloss != 0) {
+        losses[i] = lse - xy;
+        for (int b = 0; dloss != 0 && b < nb; b++) {
+            float *row = block_row(logits, i, b, BT, V, vb, &n);
             #pragma omp simd
-            for (int v = 0; v < V; v++) row[v] = expf(row[v] - lse) * dloss;
-            row[y] -= dloss;
+            for (int v = 0; v < n; v++) row[v] = expf(row[v] - lse) * dloss;
+            if (y / vb == b) row[y - b * vb] -= dloss;
         }
     }
     double mean = 0;

@@ -161,14 +161,11 @@ static void *watchdog_main(void *arg)
     return NULL;
 }
 
-dt_status_t dt_comm_open(struct dt_comm **out, const struct dt_world *w, const struct dt_comm_backend *be,
-                         double timeout_s)
+/* A communicator whose backend state init_fn sets up (open: the world; split: part of a parent). */
+static dt_status_t make(struct dt_comm **out, const struct dt_world *w, const struct dt_comm_backend *be,
+                        double timeout_s, struct dt_comm *parent, int color, int key)
 {
     *out = NULL;
-    if (!be)
-        return dt_error(DT_ERR_COMM, "dtrun: error: %d ranks need a communication backend, and this dtrun was built "
-                        "without MPI\n  hint: install libopenmpi-dev and rebuild (./configure reports what it found)",
-                        w->size);
     struct dt_comm *c = calloc(1, sizeof *c);
     struct dt_comm_sync *s = calloc(1, sizeof *s);
     if (!c || !s) {
@@ -184,7 +181,7 @@ dt_status_t dt_comm_open(struct dt_comm **out, const struct dt_world *w, const s
     pthread_cond_init(&s->cv, NULL);
     pthread_mutex_init(&s->wd_mu, NULL);
     pthread_cond_init(&s->wd_cv, NULL);
-    dt_status_t rc = be->init(c);
+    dt_status_t rc = parent ? be->split(parent, c, color, key) : be->init(c);
     if (rc != DT_SUCCESS) {
         free(s);
         free(c);
@@ -194,9 +191,28 @@ dt_status_t dt_comm_open(struct dt_comm **out, const struct dt_world *w, const s
         return dt_error(DT_ERR_SYSTEM, "dtrun: error: cannot start the communication threads\n  hint: the process "
                         "limit (ulimit -u) may be reached");
     }
+    *out = c;
+    return DT_SUCCESS;
+}
+
+dt_status_t dt_comm_open(struct dt_comm **out, const struct dt_world *w, const struct dt_comm_backend *be,
+                         double timeout_s)
+{
+    *out = NULL;
+    if (!be)
+        return dt_error(DT_ERR_COMM, "dtrun: error: %d ranks need a communication backend, and this dtrun was built "
+                        "without MPI\n  hint: install libopenmpi-dev and rebuild (./configure reports what it found)",
+                        w->size);
+    DT_CHECK(make(out, w, be, timeout_s, NULL, 0, 0));
     DT_INFO(DT_SUB_COMM, "communicator: %s, %d ranks found through %s, watchdog %g s", be->name, w->size,
             dt_world_source_str(w->source), timeout_s);
-    *out = c;
+    return DT_SUCCESS;
+}
+
+dt_status_t dt_comm_split(struct dt_comm *c, int color, int key, const char *what, struct dt_comm **out)
+{
+    DT_CHECK(make(out, &c->world, c->be, c->timeout, c, color, key));
+    DT_DEBUG(DT_SUB_COMM, "communicator %s: rank %d of %d", what, (*out)->world.rank, (*out)->world.size);
     return DT_SUCCESS;
 }
 

@@ -95,6 +95,9 @@ struct dt_comm_backend {
     const char *name;
     /* set up c->impl for this world */
     dt_status_t (*init)(struct dt_comm *c);
+    /* set up child->impl for the ranks of parent with the same color, ordered by key, and
+     * child->world.rank / size within them */
+    dt_status_t (*split)(struct dt_comm *parent, struct dt_comm *child, int color, int key);
     /* run r to completion (blocking); averages may be left as sums: dt_comm divides */
     dt_status_t (*run)(struct dt_comm *c, struct dt_comm_req *r);
     /* watchdog tick, every few ms: answer other ranks' "where are you?" */
@@ -126,6 +129,9 @@ const struct dt_comm_backend *dt_comm_cpu_backend(void);
 
 dt_status_t dt_comm_open(struct dt_comm **out, const struct dt_world *w, const struct dt_comm_backend *be,
                          double timeout_s);
+/* A communicator over the ranks of c with the same color (collective over c), ranked by key: the
+ * ranks of one node, or one rank of each node. what names it in messages. */
+dt_status_t dt_comm_split(struct dt_comm *c, int color, int key, const char *what, struct dt_comm **out);
 /* clean: every rank got here. Otherwise an error is on its way out: nothing that needs the
  * peers is done (they may never join), and a thread stuck in a collective is left to the
  * process exit; the launcher ends the other ranks. */

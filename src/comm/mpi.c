@@ -122,6 +122,37 @@ static dt_status_t mpi_init(struct dt_comm *c)
     return DT_SUCCESS;
 }
 
+static dt_status_t mpi_split(struct dt_comm *parent, struct dt_comm *child, int color, int key)
+{
+    struct mpi_state *pm = parent->impl, *m = calloc(1, sizeof *m);
+    if (!m) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for MPI state");
+    if (MPI_Comm_split(pm->data, color, key, &m->data) != MPI_SUCCESS ||
+        MPI_Comm_split(pm->ctrl, color, key, &m->ctrl) != MPI_SUCCESS) {
+        free(m);
+        return dt_error(DT_ERR_COMM, "dtrun: rank %d: error: MPI_Comm_split failed", parent->world.rank);
+    }
+    int rank, size;
+    MPI_Comm_rank(m->data, &rank);
+    MPI_Comm_size(m->data, &size);
+    child->world.rank = rank;
+    child->world.size = size;
+    m->counts = calloc((size_t)size, sizeof *m->counts);
+    m->displs = calloc((size_t)size, sizeof *m->displs);
+    if (!m->counts || !m->displs) {
+        free(m->counts);
+        free(m->displs);
+        free(m);
+        return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for MPI state");
+    }
+    MPI_Comm_set_errhandler(m->data, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(m->ctrl, MPI_ERRORS_RETURN);
+    MPI_Irecv(&m->query_buf, 1, MPI_UINT64_T, MPI_ANY_SOURCE, TAG_QUERY, m->ctrl, &m->query);
+    MPI_Op_create(sum_bf16, 1, &m->sum_bf16);
+    MPI_Op_create(sum_f16, 1, &m->sum_f16);
+    child->impl = m;
+    return DT_SUCCESS;
+}
+
 /* Element counts beyond INT_MAX go in pieces (all-reduce and broadcast are elementwise). */
 static dt_status_t mpi_run(struct dt_comm *c, struct dt_comm_req *r)
 {
@@ -294,6 +325,7 @@ static void mpi_finalize(struct dt_comm *c, bool clean)
 const struct dt_comm_backend dt_comm_mpi = {
     .name = "mpi",
     .init = mpi_init,
+    .split = mpi_split,
     .run = mpi_run,
     .serve = mpi_serve,
     .laggards = mpi_laggards,

@@ -45,6 +45,21 @@ enum dt_warmup_type { DT_WARMUP_LOG, DT_WARMUP_LINEAR };
 enum dt_synth_kind { DT_SYNTH_AUTO, DT_SYNTH_MARKOV, DT_SYNTH_TEACHER };
 enum dt_mlp_task { DT_TASK_CLASSIFICATION, DT_TASK_REGRESSION };
 enum dt_dtype_name { DT_DTYPE_FP32, DT_DTYPE_BF16, DT_DTYPE_FP16 };
+/* FSDP's sharding strategies: FULL_SHARD is ZeRO-3, SHARD_GRAD_OP ZeRO-2, NO_SHARD DDP, HYBRID_SHARD
+ * ZeRO-3 within each node and DDP across nodes */
+enum dt_fsdp_sharding { DT_FSDP_FULL_SHARD, DT_FSDP_SHARD_GRAD_OP, DT_FSDP_NO_SHARD, DT_FSDP_HYBRID_SHARD };
+
+/* compute.strategy_config: what the ddp, zero and fsdp strategies take (a DeepSpeed JSON's
+ * zero_optimization block maps onto it; element counts as DeepSpeed counts them) */
+struct dt_strategy_config {
+    double bucket_cap_mb; /* gradients reduced at once (DeepSpeed reduce_bucket_size) */
+    char *config;         /* deepspeed: the JSON */
+    int sharding_strategy; /* fsdp: enum dt_fsdp_sharding */
+    int64_t allgather_bucket_size, prefetch_bucket_size, param_persistence_threshold, max_live_parameters,
+        max_reuse_distance, sub_group_size;
+    bool overlap_comm;
+    int offload_optimizer, offload_param; /* enum dt_ds_offload */
+};
 
 struct dt_config {
     struct {
@@ -99,10 +114,7 @@ struct dt_config {
         int precision; /* enum dt_precision */
         int64_t num_devices, num_nodes;
         int strategy; /* enum dt_strategy */
-        struct {
-            double bucket_cap_mb;
-            char *config;
-        } strategy_config;
+        struct dt_strategy_config strategy_config;
         int64_t gradient_accumulation_steps;
         double gradient_clipping;
         double comm_timeout; /* seconds */
@@ -140,6 +152,8 @@ struct dt_config {
         int nodes, devices_per_node, world;
         int64_t global_batch; /* sequences per optimizer step */
         int strategy;         /* the strategy that runs: never AUTO or DEEPSPEED */
+        int stage;            /* its ZeRO stage: 0 (single, ddp) to 3 */
+        bool hybrid;          /* fsdp HYBRID_SHARD: shard within each node, replicate across nodes */
         int gpus;             /* GPUs this process can use (0: none, or never looked for: device cpu) */
         char device_note[160]; /* why there are none */
     } resolved;
@@ -159,7 +173,7 @@ void dt_config_free(struct dt_config *cfg);
 extern const struct dt_schema dt_config_schema;
 /* The enum spellings of the schema, for messages and output. */
 extern const struct dt_enum_name dt_precision_names[], dt_strategy_names[], dt_optim_names[], dt_sched_names[],
-    dt_warmup_type_names[], dt_dtype_names[];
+    dt_warmup_type_names[], dt_dtype_names[], dt_fsdp_sharding_names[], dt_offload_names[];
 
 /* The origin of a key by path ("optimizer.lr"); NULL for an unknown path. */
 const struct dt_origin *dt_config_origin(const struct dt_config *cfg, const char *path);

@@ -74,6 +74,19 @@ static const struct dt_enum_name mlp_tasks[] = {
 const struct dt_enum_name dt_dtype_names[] = {
     {"fp32", DT_DTYPE_FP32, NULL}, {"bf16", DT_DTYPE_BF16, NULL}, {"fp16", DT_DTYPE_FP16, NULL}, {0}};
 
+const struct dt_enum_name dt_fsdp_sharding_names[] = {{"FULL_SHARD", DT_FSDP_FULL_SHARD, NULL},
+                                                      {"SHARD_GRAD_OP", DT_FSDP_SHARD_GRAD_OP, NULL},
+                                                      {"NO_SHARD", DT_FSDP_NO_SHARD, NULL},
+                                                      {"HYBRID_SHARD", DT_FSDP_HYBRID_SHARD, NULL},
+                                                      {"_HYBRID_SHARD_ZERO2", -1, "dtrun's HYBRID_SHARD is ZeRO-3 within a node; use it, or SHARD_GRAD_OP"},
+                                                      {0}};
+
+const struct dt_enum_name dt_offload_names[] = {
+    {"none", DT_OFFLOAD_NONE, NULL},
+    {"cpu", DT_OFFLOAD_CPU, NULL},
+    {"nvme", -1, "dtrun offloads to host memory only; use \"cpu\""},
+    {0}};
+
 #define K(p, t, f, d, lo, hi, fl, h) {.path = p, .type = t, .offset = OFF(f), .def = d, .min = lo, .max = hi, .flags = fl, .help = h}
 #define E(p, f, d, names_, fl, h) {.path = p, .type = DT_T_ENUM, .offset = OFF(f), .def = d, .names = names_, .flags = fl, .help = h}
 #define D(p, f, d, u, h) {.path = p, .type = DT_T_DURATION, .offset = OFF(f), .def = d, .min = 0, .max = INF, .units = u, .help = h}
@@ -165,16 +178,38 @@ static const struct dt_key keys[] = {
       "nodes; auto: what the scheduler gives"),
     E("compute.strategy", compute.strategy, "auto", dt_strategy_names, 0, "auto: single on 1 rank, ddp on more"),
     K("compute.strategy_config.bucket_cap_mb", DT_T_FLOAT, compute.strategy_config.bucket_cap_mb, "25", 0, 65536,
-      DT_F_MIN_EXCL, "ddp/zero: gradient bucket size in MiB"),
+      DT_F_MIN_EXCL, "ddp/zero/fsdp: gradients reduced at once, in MiB of fp32"),
     K("compute.strategy_config.config", DT_T_STR, compute.strategy_config.config, NULL, 0, 0, DT_F_NULLABLE,
       "deepspeed: path of the DeepSpeed JSON"),
+    E("compute.strategy_config.sharding_strategy", compute.strategy_config.sharding_strategy, "FULL_SHARD",
+      dt_fsdp_sharding_names, 0, "fsdp: FULL_SHARD (zero3), SHARD_GRAD_OP (zero2), NO_SHARD (ddp), HYBRID_SHARD"),
+    K("compute.strategy_config.allgather_bucket_size", DT_T_INT, compute.strategy_config.allgather_bucket_size,
+      "500000000", 1, 1e15, 0, "zero1/2: parameter elements all-gathered at a time after the step"),
+    K("compute.strategy_config.prefetch_bucket_size", DT_T_INT, compute.strategy_config.prefetch_bucket_size, "auto",
+      0, 1e15, DT_F_AUTO, "zero3: parameter elements gathered ahead of use; auto: 0.9 n_embd^2"),
+    K("compute.strategy_config.param_persistence_threshold", DT_T_INT,
+      compute.strategy_config.param_persistence_threshold, "auto", 0, 1e15, DT_F_AUTO,
+      "zero3: units with fewer parameters stay whole on every rank; auto: 10 n_embd"),
+    K("compute.strategy_config.max_live_parameters", DT_T_INT, compute.strategy_config.max_live_parameters, "0", 0,
+      1e15, 0, "zero3: gathered parameters kept beyond those in use (0: none, as FSDP)"),
+    K("compute.strategy_config.max_reuse_distance", DT_T_INT, compute.strategy_config.max_reuse_distance, "0", 0,
+      1e15, 0, "zero3: a unit used again within this many parameters stays gathered"),
+    K("compute.strategy_config.sub_group_size", DT_T_INT, compute.strategy_config.sub_group_size, "1000000000", 1,
+      1e15, 0, "the optimizer updates this many elements at a time"),
+    K("compute.strategy_config.overlap_comm", DT_T_BOOL, compute.strategy_config.overlap_comm, "true", 0, 0, 0,
+      "reduce gradients while backward runs"),
+    E("compute.strategy_config.offload_optimizer", compute.strategy_config.offload_optimizer, "none",
+      dt_offload_names, 0, "none or cpu: where optimizer state lives (a CPU run: there already)"),
+    E("compute.strategy_config.offload_param", compute.strategy_config.offload_param, "none", dt_offload_names, 0,
+      "none or cpu: where zero3's parameters live (a CPU run: there already)"),
     K("compute.gradient_accumulation_steps", DT_T_INT, compute.gradient_accumulation_steps, "1", 1, 1048576, 0,
       "micro-batches per optimizer step"),
     K("compute.gradient_clipping", DT_T_FLOAT, compute.gradient_clipping, "1.0", 0, 1e9, 0,
       "clip the global gradient norm to this; 0: off"),
     K("compute.comm_timeout", DT_T_SECONDS, compute.comm_timeout, "600s", 0.001, 604800, 0,
       "a collective slower than this ends the job"),
-    E("compute.grad_reduce_dtype", compute.grad_reduce_dtype, "fp32", dt_dtype_names, 0, "dtype of gradient reduction"),
+    E("compute.grad_reduce_dtype", compute.grad_reduce_dtype, "fp32", dt_dtype_names, 0,
+      "dtype gradients travel in and are summed in (fp32: exact whatever order the collective adds in)"),
     K("compute.loss_scaler.loss_scale", DT_T_FLOAT, compute.loss_scaler.loss_scale, "0", 0, 1e30, 0,
       "16-mixed: 0 = dynamic, else a static scale"),
     K("compute.loss_scaler.initial_scale_power", DT_T_INT, compute.loss_scaler.initial_scale_power, "16", 0, 126, 0,

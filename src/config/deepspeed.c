@@ -35,12 +35,6 @@ static const struct dt_enum_name ds_optimizers[] = {
     {"MuSGD", -1, "dtrun does not implement muP optimizers; use SGD"},
     {0}};
 
-static const struct dt_enum_name ds_offload[] = {
-    {"none", DT_OFFLOAD_NONE, NULL},
-    {"cpu", DT_OFFLOAD_CPU, NULL},
-    {"nvme", -1, "dtrun offloads to host memory only; use \"cpu\""},
-    {0}};
-
 #define A DT_F_AUTO
 /* path, type, field, default, min, max, flags, maps_to, policy */
 #define DK(p, t, f, d, lo, hi, fl, to, pol)                                                                     \
@@ -49,8 +43,10 @@ static const struct dt_enum_name ds_offload[] = {
 #define DE(p, f, d, names_, to, pol)                                                                          \
     {.path = p, .type = DT_T_ENUM, .offset = OFF(f), .def = d, .names = names_, .flags = A, .maps_to = to,     \
      .policy = pol, .help = "DeepSpeed " p}
-/* a documented key or section dtrun accepts and does not implement yet */
-#define IGN(p) {.path = p, .type = DT_T_ANY, .policy = DT_DS_IGNORED, .help = "DeepSpeed " p " (accepted; dtrun warns that it ignores it)"}
+/* a documented key or section dtrun accepts and has no use for, with the reason (said by name when set) */
+#define IGN(p, why) {.path = p, .type = DT_T_ANY, .policy = DT_DS_IGNORED, .help = why}
+/* the same for a key whose type is still checked */
+#define NOOP(p, t, f, why) {.path = p, .type = t, .offset = OFF(f), .min = 0, .max = 1e15, .policy = DT_DS_IGNORED, .help = why}
 
 static const struct dt_key ds_keys[] = {
     DK("train_batch_size", DT_T_INT, train_batch_size, NULL, 1, 1e12, A, NULL, DT_DS_BATCH),
@@ -62,7 +58,7 @@ static const struct dt_key ds_keys[] = {
     DK("wall_clock_breakdown", DT_T_BOOL, wall_clock_breakdown, NULL, 0, 0, A, "events.wall_clock_breakdown",
        DT_DS_WIN),
     DE("communication_data_type", communication_data_type, NULL, dt_dtype_names, "compute.grad_reduce_dtype", DT_DS_WIN),
-    DK("steps_per_print", DT_T_INT, steps_per_print, NULL, 1, 1e12, A, NULL, DT_DS_IGNORED),
+    NOOP("steps_per_print", DT_T_INT, steps_per_print, "dtrun prints every events.interval"),
 
     DE("optimizer.type", optimizer.type, NULL, ds_optimizers, NULL, DT_DS_WIN),
     DK("optimizer.params.lr", DT_T_FLOAT, optimizer.params.lr, NULL, 0, 10, A | DT_F_MIN_EXCL, "optimizer.lr",
@@ -79,9 +75,9 @@ static const struct dt_key ds_keys[] = {
     DK("optimizer.params.nesterov", DT_T_BOOL, optimizer.params.nesterov, NULL, 0, 0, A, "optimizer.nesterov",
        DT_DS_WIN),
     DK("optimizer.params.adam_w_mode", DT_T_BOOL, optimizer.params.adam_w_mode, "true", 0, 0, 0, NULL, DT_DS_STORE),
-    IGN("optimizer.params.torch_adam"),
-    IGN("optimizer.params.amsgrad"),
-    IGN("optimizer.params.bias_correction"),
+    IGN("optimizer.params.torch_adam", "a choice between DeepSpeed's Adam kernels; dtrun has one"),
+    IGN("optimizer.params.amsgrad", "dtrun's Adam has no AMSGrad variant"),
+    IGN("optimizer.params.bias_correction", "dtrun's Adam always corrects bias, as PyTorch's does"),
 
     DE("scheduler.type", scheduler.type, NULL, dt_sched_names, "scheduler.type", DT_DS_WIN),
     DK("scheduler.params.warmup_min_lr", DT_T_FLOAT, scheduler.params.warmup_min_lr, NULL, 0, 10, A,
@@ -98,7 +94,7 @@ static const struct dt_key ds_keys[] = {
        "scheduler.warmup_min_ratio", DT_DS_WIN),
     DK("scheduler.params.cos_min_ratio", DT_T_FLOAT, scheduler.params.cos_min_ratio, NULL, 0, 1, A,
        "scheduler.cos_min_ratio", DT_DS_WIN),
-    IGN("scheduler.params.last_batch_iteration"),
+    IGN("scheduler.params.last_batch_iteration", "dtrun resumes from its own checkpoints (issue #12)"),
 
     DK("fp16.enabled", DT_T_BOOL, fp16.enabled, NULL, 0, 0, A, NULL, DT_DS_WIN),
     DK("fp16.loss_scale", DT_T_FLOAT, fp16.loss_scale, NULL, 0, 1e30, A, "compute.loss_scaler.loss_scale", DT_DS_WIN),
@@ -111,90 +107,94 @@ static const struct dt_key ds_keys[] = {
        "compute.loss_scaler.consecutive_hysteresis", DT_DS_WIN),
     DK("fp16.min_loss_scale", DT_T_FLOAT, fp16.min_loss_scale, NULL, 0, 1e30, A | DT_F_MIN_EXCL,
        "compute.loss_scaler.min_loss_scale", DT_DS_WIN),
-    IGN("fp16.auto_cast"),
-    IGN("fp16.fp16_master_weights_and_grads"),
+    IGN("fp16.auto_cast", "dtrun's 16-mixed already runs every matmul in fp16"),
+    IGN("fp16.fp16_master_weights_and_grads", "dtrun keeps fp32 master weights"),
     DK("bf16.enabled", DT_T_BOOL, bf16.enabled, NULL, 0, 0, A, NULL, DT_DS_WIN),
-    IGN("bf16.immediate_grad_update"),
-    IGN("bf16.check_grad_overflow"),
-    IGN("amp"),
+    IGN("bf16.immediate_grad_update", "a DeepSpeed accumulation detail; dtrun accumulates once per step"),
+    IGN("bf16.check_grad_overflow", "bf16 needs no overflow check; 16-mixed has its loss scaler"),
+    IGN("amp", "NVIDIA apex; dtrun's precision is compute.precision"),
 
     DK("zero_optimization.stage", DT_T_INT, zero.stage, "0", 0, 3, 0, NULL, DT_DS_STORE),
     DK("zero_optimization.reduce_bucket_size", DT_T_INT, zero.reduce_bucket_size, NULL, 1, 1e12, A,
        "compute.strategy_config.bucket_cap_mb", DT_DS_WIN),
-    DK("zero_optimization.overlap_comm", DT_T_BOOL, zero.overlap_comm, NULL, 0, 0, 0, NULL, DT_DS_IGNORED),
-    DK("zero_optimization.contiguous_gradients", DT_T_BOOL, zero.contiguous_gradients, NULL, 0, 0, 0, NULL,
-       DT_DS_IGNORED),
-    DK("zero_optimization.reduce_scatter", DT_T_BOOL, zero.reduce_scatter, NULL, 0, 0, 0, NULL, DT_DS_IGNORED),
-    DK("zero_optimization.allgather_partitions", DT_T_BOOL, zero.allgather_partitions, NULL, 0, 0, 0, NULL,
-       DT_DS_IGNORED),
-    DK("zero_optimization.allgather_bucket_size", DT_T_INT, zero.allgather_bucket_size, NULL, 1, 1e12, 0, NULL,
-       DT_DS_IGNORED),
-    DK("zero_optimization.round_robin_gradients", DT_T_BOOL, zero.round_robin_gradients, NULL, 0, 0, 0, NULL,
-       DT_DS_IGNORED),
-    DK("zero_optimization.sub_group_size", DT_T_INT, zero.sub_group_size, NULL, 0, 1e15, 0, NULL, DT_DS_IGNORED),
+    DK("zero_optimization.overlap_comm", DT_T_BOOL, zero.overlap_comm, NULL, 0, 0, 0,
+       "compute.strategy_config.overlap_comm", DT_DS_WIN),
+    NOOP("zero_optimization.contiguous_gradients", DT_T_BOOL, zero.contiguous_gradients,
+         "dtrun's gradients are always in one contiguous buffer"),
+    NOOP("zero_optimization.reduce_scatter", DT_T_BOOL, zero.reduce_scatter,
+         "dtrun always reduce-scatters gradients in stages 1-3"),
+    NOOP("zero_optimization.allgather_partitions", DT_T_BOOL, zero.allgather_partitions,
+         "dtrun always all-gathers the updated parts"),
+    DK("zero_optimization.allgather_bucket_size", DT_T_INT, zero.allgather_bucket_size, NULL, 1, 1e15, 0,
+       "compute.strategy_config.allgather_bucket_size", DT_DS_WIN),
+    NOOP("zero_optimization.round_robin_gradients", DT_T_BOOL, zero.round_robin_gradients,
+         "a layout for offloaded gradients; dtrun's gradient parts are contiguous already"),
+    DK("zero_optimization.sub_group_size", DT_T_INT, zero.sub_group_size, NULL, 1, 1e15, 0,
+       "compute.strategy_config.sub_group_size", DT_DS_WIN),
     DK("zero_optimization.stage3_prefetch_bucket_size", DT_T_INT, zero.stage3_prefetch_bucket_size, NULL, 0, 1e15, A,
-       NULL, DT_DS_IGNORED),
+       "compute.strategy_config.prefetch_bucket_size", DT_DS_WIN),
     DK("zero_optimization.stage3_param_persistence_threshold", DT_T_INT, zero.stage3_param_persistence_threshold,
-       NULL, 0, 1e15, A, NULL, DT_DS_IGNORED),
+       NULL, 0, 1e15, A, "compute.strategy_config.param_persistence_threshold", DT_DS_WIN),
     DK("zero_optimization.stage3_max_live_parameters", DT_T_INT, zero.stage3_max_live_parameters, NULL, 0, 1e15, 0,
-       NULL, DT_DS_IGNORED),
+       "compute.strategy_config.max_live_parameters", DT_DS_WIN),
     DK("zero_optimization.stage3_max_reuse_distance", DT_T_INT, zero.stage3_max_reuse_distance, NULL, 0, 1e15, 0,
-       NULL, DT_DS_IGNORED),
-    DK("zero_optimization.stage3_gather_16bit_weights_on_model_save", DT_T_BOOL,
-       zero.stage3_gather_16bit_weights_on_model_save, NULL, 0, 0, A, NULL, DT_DS_IGNORED),
-    DE("zero_optimization.offload_optimizer.device", zero.offload_optimizer.device, "none", ds_offload, NULL,
-       DT_DS_IGNORED),
-    DK("zero_optimization.offload_optimizer.pin_memory", DT_T_BOOL, zero.offload_optimizer.pin_memory, NULL, 0, 0, 0,
-       NULL, DT_DS_IGNORED),
-    IGN("zero_optimization.offload_optimizer.buffer_count"),
-    IGN("zero_optimization.offload_optimizer.fast_init"),
-    IGN("zero_optimization.offload_optimizer.ratio"),
-    IGN("zero_optimization.offload_optimizer.nvme_path"),
-    DE("zero_optimization.offload_param.device", zero.offload_param.device, "none", ds_offload, NULL, DT_DS_IGNORED),
-    DK("zero_optimization.offload_param.pin_memory", DT_T_BOOL, zero.offload_param.pin_memory, NULL, 0, 0, 0, NULL,
-       DT_DS_IGNORED),
-    IGN("zero_optimization.offload_param.buffer_count"),
-    IGN("zero_optimization.offload_param.buffer_size"),
-    IGN("zero_optimization.offload_param.max_in_cpu"),
-    IGN("zero_optimization.offload_param.nvme_path"),
-    IGN("zero_optimization.cpu_offload"),
-    IGN("zero_optimization.elastic_checkpoint"),
-    IGN("zero_optimization.load_from_fp32_weights"),
-    IGN("zero_optimization.ignore_unused_parameters"),
-    IGN("zero_optimization.legacy_stage1"),
-    IGN("zero_optimization.stage3_gather_fp16_weights_on_model_save"),
-    IGN("zero_optimization.zero_hpz_partition_size"),
-    IGN("zero_optimization.zero_quantized_weights"),
-    IGN("zero_optimization.zero_quantized_gradients"),
-    IGN("zero_optimization.mics_shard_size"),
-    IGN("zero_optimization.memory_efficient_linear"),
-    IGN("prescale_gradients"),
-    IGN("gradient_predivide_factor"),
-    IGN("sparse_gradients"),
-    IGN("zero_allow_untested_optimizer"),
-    IGN("zero_force_ds_cpu_optimizer"),
-    IGN("activation_checkpointing"),
-    IGN("flops_profiler"),
-    IGN("tensorboard"),
-    IGN("wandb"),
-    IGN("csv_monitor"),
-    IGN("comet"),
-    IGN("comms_logger"),
-    IGN("data_types"),
-    IGN("checkpoint"),
-    IGN("elasticity"),
-    IGN("aio"),
-    IGN("autotuning"),
-    IGN("compression_training"),
-    IGN("data_efficiency"),
-    IGN("curriculum_learning"),
-    IGN("dump_state"),
-    IGN("memory_breakdown"),
-    IGN("sparse_attention"),
-    IGN("pipeline"),
-    IGN("seq_parallel_communication_data_type"),
-    IGN("disable_allgather"),
-    IGN("gradient_accumulation_dtype"),
+       "compute.strategy_config.max_reuse_distance", DT_DS_WIN),
+    NOOP("zero_optimization.stage3_gather_16bit_weights_on_model_save", DT_T_BOOL,
+         zero.stage3_gather_16bit_weights_on_model_save, "dtrun writes no checkpoints yet (issue #12)"),
+    DE("zero_optimization.offload_optimizer.device", zero.offload_optimizer.device, "none", dt_offload_names,
+       "compute.strategy_config.offload_optimizer", DT_DS_WIN),
+    NOOP("zero_optimization.offload_optimizer.pin_memory", DT_T_BOOL, zero.offload_optimizer.pin_memory,
+         "pinning speeds host-GPU copies; a CPU run has none"),
+    IGN("zero_optimization.offload_optimizer.buffer_count", "a tuning knob of NVMe offload, which dtrun lacks"),
+    IGN("zero_optimization.offload_optimizer.fast_init", "a tuning knob of NVMe offload, which dtrun lacks"),
+    IGN("zero_optimization.offload_optimizer.ratio", "partial offload of a GPU run; a CPU run keeps all on the host"),
+    IGN("zero_optimization.offload_optimizer.nvme_path", "dtrun offloads to host memory only"),
+    DE("zero_optimization.offload_param.device", zero.offload_param.device, "none", dt_offload_names,
+       "compute.strategy_config.offload_param", DT_DS_WIN),
+    NOOP("zero_optimization.offload_param.pin_memory", DT_T_BOOL, zero.offload_param.pin_memory,
+         "pinning speeds host-GPU copies; a CPU run has none"),
+    IGN("zero_optimization.offload_param.buffer_count", "a tuning knob of NVMe offload, which dtrun lacks"),
+    IGN("zero_optimization.offload_param.buffer_size", "a tuning knob of NVMe offload, which dtrun lacks"),
+    IGN("zero_optimization.offload_param.max_in_cpu", "a tuning knob of NVMe offload, which dtrun lacks"),
+    IGN("zero_optimization.offload_param.nvme_path", "dtrun offloads to host memory only"),
+    IGN("zero_optimization.cpu_offload", "the old name of offload_optimizer: use offload_optimizer.device"),
+    IGN("zero_optimization.elastic_checkpoint", "dtrun writes no checkpoints yet (issue #12)"),
+    IGN("zero_optimization.load_from_fp32_weights", "dtrun writes no checkpoints yet (issue #12)"),
+    IGN("zero_optimization.ignore_unused_parameters", "dtrun's models use every parameter"),
+    IGN("zero_optimization.legacy_stage1", "dtrun has one stage 1"),
+    IGN("zero_optimization.stage3_gather_fp16_weights_on_model_save", "dtrun writes no checkpoints yet (issue #12)"),
+    IGN("zero_optimization.zero_hpz_partition_size", "ZeRO++'s secondary partition: use fsdp HYBRID_SHARD"),
+    IGN("zero_optimization.zero_quantized_weights", "ZeRO++'s quantized gathers are not in dtrun"),
+    IGN("zero_optimization.zero_quantized_gradients", "ZeRO++'s quantized gradients are not in dtrun"),
+    IGN("zero_optimization.mics_shard_size", "MiCS is not in dtrun: use fsdp HYBRID_SHARD"),
+    IGN("zero_optimization.memory_efficient_linear", "a PyTorch autograd detail with no counterpart here"),
+    IGN("prescale_gradients", "dtrun always divides gradients by the world size before reducing"),
+    IGN("gradient_predivide_factor", "dtrun always divides gradients by the world size before reducing"),
+    IGN("sparse_gradients", "dtrun reduces the embedding's rows itself"),
+    IGN("zero_allow_untested_optimizer", "dtrun's optimizers all work with every stage"),
+    IGN("zero_force_ds_cpu_optimizer", "a CPU run already updates on the CPU"),
+    IGN("activation_checkpointing", "use model.activation_checkpointing"),
+    IGN("flops_profiler", "dtrun reports MFU in its metrics (events.peak_tflops)"),
+    IGN("tensorboard", "dtrun reports through events.jsonl and the webhook"),
+    IGN("wandb", "dtrun reports through events.jsonl and the webhook"),
+    IGN("csv_monitor", "dtrun reports through events.jsonl and the webhook"),
+    IGN("comet", "dtrun reports through events.jsonl and the webhook"),
+    IGN("comms_logger", "dtrun's watchdog names stalled collectives; DTRUN_DEBUG_SUBSYS=COMM traces them"),
+    IGN("data_types", "dtrun's types follow compute.precision and compute.grad_reduce_dtype"),
+    IGN("checkpoint", "dtrun writes no checkpoints yet (issue #12)"),
+    IGN("elasticity", "a Slurm job's world is fixed for its life"),
+    IGN("aio", "a tuning knob of NVMe offload, which dtrun lacks"),
+    IGN("autotuning", "dtrun does not search configurations"),
+    IGN("compression_training", "not in dtrun"),
+    IGN("data_efficiency", "dtrun's data comes from data.*"),
+    IGN("curriculum_learning", "dtrun's data comes from data.*"),
+    IGN("dump_state", "DTRUN_DEBUG shows dtrun's state"),
+    IGN("memory_breakdown", "run_started and dtrun check --memory give the model-state bytes per rank"),
+    IGN("sparse_attention", "dtrun's attention is dense"),
+    IGN("pipeline", "dtrun has no pipeline parallelism"),
+    IGN("seq_parallel_communication_data_type", "dtrun has no sequence parallelism"),
+    IGN("disable_allgather", "a pipeline detail; dtrun has no pipeline parallelism"),
+    IGN("gradient_accumulation_dtype", "dtrun accumulates in the gradients' type (compute.precision)"),
 };
 
 const struct dt_schema dt_ds_schema = {"DeepSpeed config", ds_keys, sizeof ds_keys / sizeof ds_keys[0]};
@@ -507,18 +507,18 @@ static void merge_batch(struct merge *m)
 
 static void warn_ignored(const struct dt_ds_config *ds, const char *path)
 {
-    char list[4096] = "";
+    char list[8192] = "";
     int n = 0;
     for (size_t i = 0; i < dt_ds_schema.n; i++) {
         if (dt_ds_schema.keys[i].policy != DT_DS_IGNORED || ds->origin[i].kind != DT_ORIGIN_DEEPSPEED) continue;
-        char item[256];
-        snprintf(item, sizeof item, "%s%s (line %d)", n++ ? ", " : "", dt_ds_schema.keys[i].path,
-                 ds->origin[i].loc.line);
+        char item[512];
+        snprintf(item, sizeof item, "\n  %s (line %d): %s", dt_ds_schema.keys[i].path, ds->origin[i].loc.line,
+                 dt_ds_schema.keys[i].help);
         strncat(list, item, sizeof list - strlen(list) - 1);
+        n++;
     }
-    if (n)
-        DT_WARN("%s: dtrun does not implement %d DeepSpeed key%s yet and runs without %s: %s", path, n,
-                n > 1 ? "s" : "", n > 1 ? "them" : "it", list);
+    if (n) DT_WARN("%s: %d DeepSpeed key%s set here %s no meaning in dtrun:%s", path, n, n > 1 ? "s" : "",
+                   n > 1 ? "have" : "has", list);
 }
 
 dt_status_t dt_ds_load_merge(struct dt_config *cfg)

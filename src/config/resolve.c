@@ -129,7 +129,51 @@ static void resolve_strategy(struct dt_config *cfg, struct dt_diags *d)
     if (s == DT_STRAT_DEEPSPEED && !cfg->compute.strategy_config.config)
         dt_diag(d, loc_of(cfg, "compute.strategy"), "name the JSON: compute.strategy_config.config: ds_config.json",
                 "compute.strategy deepspeed needs compute.strategy_config.config");
+    if (s != DT_STRAT_FSDP && cfg->compute.strategy_config.sharding_strategy != DT_FSDP_FULL_SHARD)
+        dt_diag(d, loc_of(cfg, "compute.strategy_config.sharding_strategy"),
+                "set compute.strategy: fsdp, or remove sharding_strategy (zero1/2/3 name their stage)",
+                "compute.strategy_config.sharding_strategy %s is FSDP's, but compute.strategy is %s (%s)",
+                dt_enum_str(dt_fsdp_sharding_names, cfg->compute.strategy_config.sharding_strategy),
+                dt_enum_str(dt_strategy_names, s), where(cfg, "compute.strategy", w, sizeof w));
     cfg->resolved.strategy = s;
+    static const int fsdp[] = {[DT_FSDP_FULL_SHARD] = DT_STRAT_ZERO3, [DT_FSDP_SHARD_GRAD_OP] = DT_STRAT_ZERO2,
+                               [DT_FSDP_NO_SHARD] = DT_STRAT_DDP, [DT_FSDP_HYBRID_SHARD] = DT_STRAT_ZERO3};
+    if (s == DT_STRAT_FSDP) {
+        cfg->resolved.strategy = fsdp[cfg->compute.strategy_config.sharding_strategy];
+        cfg->resolved.hybrid = cfg->compute.strategy_config.sharding_strategy == DT_FSDP_HYBRID_SHARD;
+    }
+}
+
+/* The ZeRO stage that runs; one rank has nothing to share, whatever the strategy. */
+static void resolve_stage(struct dt_config *cfg)
+{
+    int s = cfg->resolved.strategy;
+    cfg->resolved.stage = s == DT_STRAT_ZERO1 ? 1 : s == DT_STRAT_ZERO2 ? 2 : s == DT_STRAT_ZERO3 ? 3 : 0;
+    if (cfg->resolved.world == 1) {
+        cfg->resolved.strategy = DT_STRAT_SINGLE;
+        cfg->resolved.stage = 0;
+        cfg->resolved.hybrid = false;
+    }
+}
+
+/* Hugging Face's rules for DeepSpeed's "auto" (REFERENCE.md B2, phase 2): h = the model's width. */
+static void resolve_zero(struct dt_config *cfg)
+{
+    struct dt_strategy_config *sc = &cfg->compute.strategy_config;
+    int64_t h = cfg->model.n_embd;
+    if (cfg->model.type == DT_MODEL_MLP)
+        for (int i = 0; i < cfg->model.mlp.hidden.n; i++)
+            if ((int64_t)cfg->model.mlp.hidden.v[i] > h || i == 0) h = (int64_t)cfg->model.mlp.hidden.v[i];
+    if (origin(cfg, "compute.strategy_config.prefetch_bucket_size")->is_auto) {
+        sc->prefetch_bucket_size = (int64_t)(0.9 * (double)h * (double)h);
+        set_auto(cfg, "compute.strategy_config.prefetch_bucket_size", "0.9 x %lld^2 (the model's width)",
+                 (long long)h);
+    }
+    if (origin(cfg, "compute.strategy_config.param_persistence_threshold")->is_auto) {
+        sc->param_persistence_threshold = 10 * h;
+        set_auto(cfg, "compute.strategy_config.param_persistence_threshold", "10 x %lld (the model's width)",
+                 (long long)h);
+    }
 }
 
 static void resolve_schedule(struct dt_config *cfg)
@@ -232,14 +276,15 @@ dt_status_t dt_config_resolve(struct dt_config *cfg, const struct dt_geometry *g
     check_model(cfg, &d);
     check_data(cfg, &d);
     resolve_strategy(cfg, &d);
+    resolve_zero(cfg);
     DT_CHECK(dt_diag_finish(&d));
     if (cfg->compute.strategy == DT_STRAT_DEEPSPEED) {
         /* the JSON is read once the world is known: its batch identity needs it */
         DT_CHECK(dt_ds_load_merge(cfg));
         static const int by_stage[] = {DT_STRAT_DDP, DT_STRAT_ZERO1, DT_STRAT_ZERO2, DT_STRAT_ZERO3};
-        int s = by_stage[cfg->ds.zero.stage];
-        cfg->resolved.strategy = s == DT_STRAT_DDP && cfg->resolved.world == 1 ? DT_STRAT_SINGLE : s;
+        cfg->resolved.strategy = by_stage[cfg->ds.zero.stage];
     }
+    resolve_stage(cfg);
     resolve_schedule(cfg);
     cfg->resolved.global_batch =
         cfg->data.micro_batch_size * cfg->compute.gradient_accumulation_steps * (int64_t)cfg->resolved.world;

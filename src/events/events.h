@@ -55,7 +55,10 @@ struct dt_run_info {
     const char *world;       /* how the world was found */
     const char *device;      /* this rank's device line */
     const char *strategy, *precision;
-    int64_t param_bytes, grad_bytes, optimizer_bytes, activation_bytes;
+    /* this rank's model state as the strategy allocated it (master: fp32 master weights; gathered:
+     * ZeRO-3's gathered units; buffers: gradient scratch and conversions), and the largest over ranks */
+    int64_t param_bytes, grad_bytes, master_bytes, optimizer_bytes, gathered_bytes, buffer_bytes, activation_bytes;
+    int64_t state_max_bytes;
 };
 
 /* What a sink receives. */

@@ -4,6 +4,13 @@
  * creation; with activation checkpointing the arena keeps each block's input
  * and one shared set of block internals, which backward recomputes.
  *
+ * Parameters are layer-major, so that every unit (model.h) is one contiguous
+ * range: the token embedding in blocks of vb vocabulary rows (one unit each;
+ * the LM head and the embedding lookup walk them), the positions, each
+ * (weight, bias) pair of each transformer block, the final layernorm. llm.c
+ * keeps the same tensors tensor-major (all layers' qkvw together, ...);
+ * dt_gpt_from_llmc / dt_gpt_to_llmc convert.
+ *
  * Shapes: B batch, T time, C channels, NH heads, V vocabulary, L layers.
  */
 #include <errno.h>
@@ -16,11 +23,17 @@
 #include "core/rng.h"
 #include "model/gpt.h"
 
-/* most vocabulary columns per fp32 logits block with 16-bit logits: 2 MiB of scratch at B*T = 256,
- * and wide enough that sgemm keeps its full rate */
+/* most vocabulary rows per unit (and per logits block): 2 MiB of fp32 scratch at B*T = 256, wide enough
+ * that sgemm keeps its full rate */
 #define LOGIT_COLS 2048
 
-enum { WTE, WPE, LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB, LNFW, LNFB, NP };
+/* a block's tensors, in llm.c's order */
+enum { LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB, NB };
+/* a block's units: each (weight, bias) pair, the tensors one kernel call reads together; small units keep
+ * what ZeRO-3 holds gathered at once small (the largest is fc's, 4C^2 + 4C) */
+enum { P_LN1, P_QKV, P_ATTPROJ, P_LN2, P_FC, P_FCPROJ, NPAIR };
+/* llm.c's 16 tensors: wte, wpe, the block tensors, lnfw, lnfb */
+#define NLLMC (NB + 4)
 
 struct block {
     float *ln1, *ln1_mean, *ln1_rstd; /* (B,T,C), (B,T), (B,T) */
@@ -36,9 +49,12 @@ struct gpt {
     struct dt_model base;
     struct dt_gpt_config c;
     int B, T;
-    struct dt_param_view views[NP];
-    struct dt_grad_seg *segs; /* lnf, then each layer from the last, then the embeddings */
-    float *p[NP], *g[NP]; /* parameter and gradient tensors, inside the flat buffers */
+    int vb, nchunks;           /* vocabulary rows per token-embedding unit, and how many units */
+    int u_wpe, u_block0, u_lnf; /* unit indices: the chunks are 0 .. nchunks-1 */
+    size_t in_block[NB + 1];   /* each block tensor's offset in its block; [NB]: the block's size */
+    struct dt_unit *units;
+    struct dt_param_view *views;
+    char (*names)[24];
     float *arena;
     uint16_t *packed;     /* L x per_block 16-bit activations (c.activations != DT_F32), else NULL */
     size_t per_block;     /* floats of one block's activations, contiguous from blk[l].ln1 */
@@ -46,10 +62,9 @@ struct gpt {
     struct block *blk;    /* L entries; all equal under activation checkpointing */
     float *proj;          /* (B,T,C) scratch for projections before the residual add */
     float *lnf, *lnf_mean, *lnf_rstd;
-    float *logits;        /* (B,T,V); dlogits after a training forward. NULL with 16-bit activations: */
-    uint16_t *logits_lp;  /* then they are kept here, block-major (kernels.h, softmax_xent_lp), */
-    float *logit_block;   /* and computed vb vocabulary columns at a time in this (B,T,vb) scratch */
-    int vb;
+    float *logits;        /* (B,T,V) block-major (kernels.h); dlogits after a training forward. NULL with */
+    uint16_t *logits_lp;  /* 16-bit activations: then they are kept here, */
+    float *logit_block;   /* computed vb columns at a time in this (B,T,vb) scratch */
     float *losses;        /* (B,T) */
     /* gradient scratch, reused by every layer */
     float *dres, *dln, *dqkv, *datty, *dfch, *dfch_gelu, *attn_scratch;
@@ -62,88 +77,172 @@ size_t dt_gpt_num_params(const struct dt_gpt_config *c)
     return (size_t)c->vocab_size * C + (size_t)c->max_seq_len * C + L * (12 * C * C + 13 * C) + 2 * C;
 }
 
-static void layout(struct gpt *g)
+/* Vocabulary rows per unit: at most an eighth of the vocabulary in whole cache lines, and at most
+ * LOGIT_COLS; all of a vocabulary below 64. */
+static int vocab_block(int V)
 {
-    int C = g->c.n_embd, L = g->c.n_layer, V = g->c.vocab_size, maxT = g->c.max_seq_len;
-    const struct {
-        const char *name;
-        int ndim, s0, s1, s2;
-        bool decay;
-    } spec[NP] = {
-        {"wte", 2, V, C, 0, g->c.decay_embeddings},
-        {"wpe", 2, maxT, C, 0, g->c.decay_embeddings},
-        {"ln1w", 2, L, C, 0, false},
-        {"ln1b", 2, L, C, 0, false},
-        {"qkvw", 3, L, 3 * C, C, true},
-        {"qkvb", 2, L, 3 * C, 0, false},
-        {"attprojw", 3, L, C, C, true},
-        {"attprojb", 2, L, C, 0, false},
-        {"ln2w", 2, L, C, 0, false},
-        {"ln2b", 2, L, C, 0, false},
-        {"fcw", 3, L, 4 * C, C, true},
-        {"fcb", 2, L, 4 * C, 0, false},
-        {"fcprojw", 3, L, C, 4 * C, true},
-        {"fcprojb", 2, L, C, 0, false},
-        {"lnfw", 1, C, 0, 0, false},
-        {"lnfb", 1, C, 0, 0, false},
-    };
-    size_t off = 0;
-    for (int i = 0; i < NP; i++) {
-        size_t n = (size_t)spec[i].s0 * (spec[i].ndim > 1 ? (size_t)spec[i].s1 : 1) *
-                   (spec[i].ndim > 2 ? (size_t)spec[i].s2 : 1);
-        g->views[i] = (struct dt_param_view){spec[i].name, off, n, spec[i].decay, spec[i].ndim,
-                                             {spec[i].s0, spec[i].s1, spec[i].s2}};
-        off += n;
-    }
+    int vb = (V / 8 + 63) / 64 * 64;
+    return vb > LOGIT_COLS ? LOGIT_COLS : vb < 64 ? (V < 64 ? V : 64) : vb;
 }
 
+static dt_status_t layout(struct gpt *g)
+{
+    int C = g->c.n_embd, L = g->c.n_layer, V = g->c.vocab_size, maxT = g->c.max_seq_len;
+    static const struct {
+        const char *name;
+        int rows, cols; /* in units of C; cols 0: a vector */
+        bool decay;
+    } bt[NB] = {{"ln1w", 1, 0, false}, {"ln1b", 1, 0, false},      {"qkvw", 3, 1, true},  {"qkvb", 3, 0, false},
+                {"attprojw", 1, 1, true}, {"attprojb", 1, 0, false}, {"ln2w", 1, 0, false}, {"ln2b", 1, 0, false},
+                {"fcw", 4, 1, true},   {"fcb", 4, 0, false},      {"fcprojw", 1, 4, true}, {"fcprojb", 1, 0, false}};
+    g->vb = vocab_block(V);
+    g->nchunks = (V + g->vb - 1) / g->vb;
+    g->u_wpe = g->nchunks;
+    g->u_block0 = g->u_wpe + 1;
+    g->u_lnf = g->u_block0 + L * NPAIR;
+    int nunits = g->u_lnf + 1, nviews = 4 + NB * L;
+    g->units = calloc((size_t)nunits, sizeof *g->units);
+    g->views = calloc((size_t)nviews, sizeof *g->views);
+    g->names = calloc((size_t)nviews, sizeof *g->names);
+    if (!g->units || !g->views || !g->names) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the model");
+    size_t off = 0;
+    for (int i = 0; i < NB; i++) {
+        g->in_block[i] = off;
+        off += (size_t)bt[i].rows * C * (bt[i].cols ? (size_t)bt[i].cols * C : 1);
+    }
+    g->in_block[NB] = off;
+    int nv = 0;
+#define VIEW(nm, o, n, dec, nd, s0, s1)                                                                         \
+    g->views[nv] = (struct dt_param_view){g->names[nv], (o), (n), (dec), (nd), {(s0), (s1), 0}};                \
+    snprintf(g->names[nv], sizeof g->names[nv], "%s", nm);                                                     \
+    nv++
+    off = 0;
+    for (int c = 0; c < g->nchunks; c++) {
+        int rows = V - c * g->vb < g->vb ? V - c * g->vb : g->vb;
+        g->units[c] = (struct dt_unit){off, (size_t)rows * C};
+        off += (size_t)rows * C;
+    }
+    VIEW("wte", 0, (size_t)V * C, g->c.decay_embeddings, 2, V, C);
+    g->units[g->u_wpe] = (struct dt_unit){off, (size_t)maxT * C};
+    VIEW("wpe", off, (size_t)maxT * C, g->c.decay_embeddings, 2, maxT, C);
+    off += (size_t)maxT * C;
+    for (int l = 0; l < L; l++) {
+        for (int k = 0; k < NPAIR; k++)
+            g->units[g->u_block0 + l * NPAIR + k] =
+                (struct dt_unit){off + g->in_block[2 * k], g->in_block[2 * k + 2] - g->in_block[2 * k]};
+        for (int i = 0; i < NB; i++) {
+            char nm[24];
+            snprintf(nm, sizeof nm, "h.%d.%s", l, bt[i].name);
+            size_t n = g->in_block[i + 1] - g->in_block[i];
+            VIEW(nm, off + g->in_block[i], n, bt[i].decay, bt[i].cols ? 2 : 1, bt[i].rows * C, bt[i].cols * C);
+        }
+        off += g->in_block[NB];
+    }
+    g->units[g->u_lnf] = (struct dt_unit){off, 2 * (size_t)C};
+    VIEW("lnfw", off, (size_t)C, false, 1, C, 0);
+    VIEW("lnfb", off + C, (size_t)C, false, 1, C, 0);
+#undef VIEW
+    struct dt_model *m = &g->base;
+    m->units = g->units;
+    m->nunits = nunits;
+    m->views = g->views;
+    m->nviews = nv;
+    m->nparams = off + 2 * (size_t)C;
+    return DT_SUCCESS;
+}
+
+/* block l's unit for a (weight, bias) pair, and that pair's weight elements (its bias follows) */
+static int pair_unit(const struct gpt *g, int l, int pair) { return g->u_block0 + l * NPAIR + pair; }
+static size_t pair_weight(const struct gpt *g, int pair) { return g->in_block[2 * pair + 1] - g->in_block[2 * pair]; }
+
+static const float *P(struct gpt *g, int l, int pair) { return dt_model_params(&g->base, pair_unit(g, l, pair)); }
+static void done(struct gpt *g, int l, int pair) { dt_model_params_done(&g->base, pair_unit(g, l, pair)); }
+
+/* out = linear(inp) with pair's weight and bias */
+static void linear(struct gpt *g, int l, int pair, float *out, const float *inp, int C, int OC)
+{
+    const float *w = P(g, l, pair);
+    dt_mm_forward(&g->base, out, inp, w, w + pair_weight(g, pair), g->B * g->T, C, OC);
+    done(g, l, pair);
+}
+
+static void norm(struct gpt *g, int l, int pair, float *out, float *mean, float *rstd, const float *inp)
+{
+    const float *w = P(g, l, pair);
+    int C = g->c.n_embd;
+    g->base.k->layernorm_forward(out, mean, rstd, inp, w, w + C, g->B * g->T, C);
+    done(g, l, pair);
+}
+
+/* x: block l's input, out its output */
 static void block_forward(struct gpt *g, int l, const float *x, float *out)
 {
     const struct dt_kernels *k = g->base.k;
-    int B = g->B, T = g->T, C = g->c.n_embd, NH = g->c.n_head, BT = B * T;
-    size_t BTC = (size_t)BT * C;
+    int B = g->B, T = g->T, C = g->c.n_embd, NH = g->c.n_head;
+    size_t BTC = (size_t)B * T * C;
     struct block *b = &g->blk[l];
-    k->layernorm_forward(b->ln1, b->ln1_mean, b->ln1_rstd, x, g->p[LN1W] + l * C, g->p[LN1B] + l * C, BT, C);
-    dt_mm_forward(&g->base, b->qkv, b->ln1, g->p[QKVW] + (size_t)l * 3 * C * C, g->p[QKVB] + l * 3 * C, BT, C, 3 * C);
+    norm(g, l, P_LN1, b->ln1, b->ln1_mean, b->ln1_rstd, x);
+    linear(g, l, P_QKV, b->qkv, b->ln1, C, 3 * C);
     k->attention_forward(b->atty, b->att, b->qkv, B, T, C, NH);
-    dt_mm_forward(&g->base, g->proj, b->atty, g->p[ATTPROJW] + (size_t)l * C * C, g->p[ATTPROJB] + l * C, BT, C, C);
+    linear(g, l, P_ATTPROJ, g->proj, b->atty, C, C);
     k->residual_forward(b->res2, x, g->proj, BTC);
-    k->layernorm_forward(b->ln2, b->ln2_mean, b->ln2_rstd, b->res2, g->p[LN2W] + l * C, g->p[LN2B] + l * C, BT, C);
-    dt_mm_forward(&g->base, b->fch, b->ln2, g->p[FCW] + (size_t)l * 4 * C * C, g->p[FCB] + l * 4 * C, BT, C, 4 * C);
+    norm(g, l, P_LN2, b->ln2, b->ln2_mean, b->ln2_rstd, b->res2);
+    linear(g, l, P_FC, b->fch, b->ln2, C, 4 * C);
     k->gelu_forward(b->fch_gelu, b->fch, 4 * BTC);
-    dt_mm_forward(&g->base, g->proj, b->fch_gelu, g->p[FCPROJW] + (size_t)l * 4 * C * C, g->p[FCPROJB] + l * C, BT, 4 * C,
-                      C);
+    linear(g, l, P_FCPROJ, g->proj, b->fch_gelu, 4 * C, C);
     k->residual_forward(out, b->res2, g->proj, BTC);
+}
+
+/* dinp = (zeroed, then) d loss / d inp of the pair's linear layer, its parameters' gradients added */
+static void linear_backward(struct gpt *g, int l, int pair, float *dinp, size_t ninp, const float *dout,
+                            const float *inp, int C, int OC)
+{
+    int u = pair_unit(g, l, pair);
+    const float *w = dt_model_params(&g->base, u);
+    float *dw = dt_model_grads(&g->base, u);
+    memset(dinp, 0, ninp * sizeof(float));
+    dt_mm_backward(&g->base, dinp, dw, dw + pair_weight(g, pair), dout, inp, w, g->B * g->T, C, OC);
+    dt_model_grads_done(&g->base, u);
+    dt_model_params_done(&g->base, u);
+}
+
+/* dres += d loss / d inp of the pair's layernorm, given dout */
+static void norm_backward(struct gpt *g, int l, int pair, const float *dout, const float *inp, const float *mean,
+                          const float *rstd)
+{
+    int u = pair_unit(g, l, pair), C = g->c.n_embd;
+    const float *w = dt_model_params(&g->base, u);
+    float *dw = dt_model_grads(&g->base, u);
+    g->base.k->layernorm_backward(g->dres, dw, dw + C, dout, inp, w, mean, rstd, g->B * g->T, C);
+    dt_model_grads_done(&g->base, u);
+    dt_model_params_done(&g->base, u);
 }
 
 /* On entry dres = dL/d(block output); on return dL/d(block input). */
 static void block_backward(struct gpt *g, int l, const float *x)
 {
     const struct dt_kernels *k = g->base.k;
-    int B = g->B, T = g->T, C = g->c.n_embd, NH = g->c.n_head, BT = B * T;
-    size_t BTC = (size_t)BT * C;
+    int B = g->B, T = g->T, C = g->c.n_embd, NH = g->c.n_head;
+    size_t BTC = (size_t)B * T * C;
     struct block *b = &g->blk[l];
-    memset(g->dfch_gelu, 0, 4 * BTC * sizeof(float));
-    dt_mm_backward(&g->base, g->dfch_gelu, g->g[FCPROJW] + (size_t)l * 4 * C * C, g->g[FCPROJB] + l * C, g->dres,
-                       b->fch_gelu, g->p[FCPROJW] + (size_t)l * 4 * C * C, BT, 4 * C, C);
+    linear_backward(g, l, P_FCPROJ, g->dfch_gelu, 4 * BTC, g->dres, b->fch_gelu, 4 * C, C);
     memset(g->dfch, 0, 4 * BTC * sizeof(float));
     k->gelu_backward(g->dfch, b->fch, g->dfch_gelu, 4 * BTC);
-    memset(g->dln, 0, BTC * sizeof(float));
-    dt_mm_backward(&g->base, g->dln, g->g[FCW] + (size_t)l * 4 * C * C, g->g[FCB] + l * 4 * C, g->dfch, b->ln2,
-                       g->p[FCW] + (size_t)l * 4 * C * C, BT, C, 4 * C);
+    linear_backward(g, l, P_FC, g->dln, BTC, g->dfch, b->ln2, C, 4 * C);
     /* the residual path: dres becomes dL/d res2 */
-    k->layernorm_backward(g->dres, g->g[LN2W] + l * C, g->g[LN2B] + l * C, g->dln, b->res2, g->p[LN2W] + l * C,
-                          b->ln2_mean, b->ln2_rstd, BT, C);
-    memset(g->datty, 0, BTC * sizeof(float));
-    dt_mm_backward(&g->base, g->datty, g->g[ATTPROJW] + (size_t)l * C * C, g->g[ATTPROJB] + l * C, g->dres, b->atty,
-                       g->p[ATTPROJW] + (size_t)l * C * C, BT, C, C);
+    norm_backward(g, l, P_LN2, g->dln, b->res2, b->ln2_mean, b->ln2_rstd);
+    linear_backward(g, l, P_ATTPROJ, g->datty, BTC, g->dres, b->atty, C, C);
     memset(g->dqkv, 0, 3 * BTC * sizeof(float));
     k->attention_backward(g->dqkv, g->datty, b->qkv, b->att, g->attn_scratch, B, T, C, NH);
-    memset(g->dln, 0, BTC * sizeof(float));
-    dt_mm_backward(&g->base, g->dln, g->g[QKVW] + (size_t)l * 3 * C * C, g->g[QKVB] + l * 3 * C, g->dqkv, b->ln1,
-                       g->p[QKVW] + (size_t)l * 3 * C * C, BT, C, 3 * C);
-    k->layernorm_backward(g->dres, g->g[LN1W] + l * C, g->g[LN1B] + l * C, g->dln, x, g->p[LN1W] + l * C,
-                          b->ln1_mean, b->ln1_rstd, BT, C);
+    linear_backward(g, l, P_QKV, g->dln, BTC, g->dqkv, b->ln1, C, 3 * C);
+    norm_backward(g, l, P_LN1, g->dln, x, b->ln1_mean, b->ln1_rstd);
+}
+
+/* rows of vocabulary chunk c */
+static int chunk_rows(const struct gpt *g, int c)
+{
+    int V = g->c.vocab_size, v0 = c * g->vb;
+    return V - v0 < g->vb ? V - v0 : g->vb;
 }
 
 static float gpt_forward(struct dt_model *m, const struct dt_batch *batch, float grad_scale)
@@ -155,98 +254,78 @@ static float gpt_forward(struct dt_model *m, const struct dt_batch *batch, float
         memcpy(g->inputs + b * T, batch->tokens + (size_t)b * (T + 1), (size_t)T * sizeof(int32_t));
         memcpy(g->targets + b * T, batch->tokens + (size_t)b * (T + 1) + 1, (size_t)T * sizeof(int32_t));
     }
-    k->encoder_forward(g->resid[0], g->inputs, g->p[WTE], g->p[WPE], B, T, C);
+    k->position_forward(g->resid[0], dt_model_params(m, g->u_wpe), B, T, C);
+    dt_model_params_done(m, g->u_wpe);
+    for (int c = 0; c < g->nchunks; c++) {
+        k->rows_forward(g->resid[0], g->inputs, dt_model_params(m, c), c * g->vb, chunk_rows(g, c), BT, C);
+        dt_model_params_done(m, c);
+    }
     for (int l = 0; l < L; l++) {
         block_forward(g, l, g->resid[l], g->resid[l + 1]);
         if (g->packed) k->cast_to_lp(g->packed + (size_t)l * g->per_block, g->blk[0].ln1, g->per_block, g->c.activations);
     }
-    k->layernorm_forward(g->lnf, g->lnf_mean, g->lnf_rstd, g->resid[L], g->p[LNFW], g->p[LNFB], BT, C);
-    if (!g->logits_lp) {
-        dt_mm_forward(&g->base, g->logits, g->lnf, g->p[WTE], NULL, BT, C, V);
-        return k->softmax_xent(g->losses, g->logits, g->targets, grad_scale / (float)BT, BT, V);
+    const float *w = dt_model_params(m, g->u_lnf);
+    k->layernorm_forward(g->lnf, g->lnf_mean, g->lnf_rstd, g->resid[L], w, w + C, BT, C);
+    dt_model_params_done(m, g->u_lnf);
+    /* the LM head, tied to the token embedding, a vocabulary block at a time */
+    for (int c = 0; c < g->nchunks; c++) {
+        int n = chunk_rows(g, c);
+        size_t at = (size_t)BT * c * g->vb;
+        w = dt_model_params(m, c);
+        if (g->logits_lp) {
+            dt_mm_forward(m, g->logit_block, g->lnf, w, NULL, BT, C, n);
+            k->cast_to_lp(g->logits_lp + at, g->logit_block, (size_t)BT * n, g->c.activations);
+        } else {
+            dt_mm_forward(m, g->logits + at, g->lnf, w, NULL, BT, C, n);
+        }
+        dt_model_params_done(m, c);
     }
-    for (int v0 = 0; v0 < V; v0 += g->vb) {
-        int n = V - v0 < g->vb ? V - v0 : g->vb;
-        dt_mm_forward(&g->base, g->logit_block, g->lnf, g->p[WTE] + (size_t)v0 * C, NULL, BT, C, n);
-        k->cast_to_lp(g->logits_lp + (size_t)BT * v0, g->logit_block, (size_t)BT * n, g->c.activations);
-    }
-    return k->softmax_xent_lp(g->losses, g->logits_lp, g->targets, grad_scale / (float)BT, BT, V, g->vb,
-                              g->c.activations);
-}
-
-/* dln += dlogits @ wte, dwte += dlogits^T @ lnf: the LM head's backward, a vocabulary block at a
- * time when the logits are kept in 16 bits (each block of wte and its gradient touched once). */
-static void lm_head_backward(struct gpt *g, int BT, int C, int V)
-{
-    if (!g->logits_lp) {
-        dt_mm_backward(&g->base, g->dln, g->g[WTE], NULL, g->logits, g->lnf, g->p[WTE], BT, C, V);
-        return;
-    }
-    for (int v0 = 0; v0 < V; v0 += g->vb) {
-        int n = V - v0 < g->vb ? V - v0 : g->vb;
-        g->base.k->cast_from_lp(g->logit_block, g->logits_lp + (size_t)BT * v0, (size_t)BT * n, g->c.activations);
-        dt_mm_backward(&g->base, g->dln, g->g[WTE] + (size_t)v0 * C, NULL, g->logit_block, g->lnf,
-                       g->p[WTE] + (size_t)v0 * C, BT, C, n);
-    }
+    if (g->logits_lp)
+        return k->softmax_xent_lp(g->losses, g->logits_lp, g->targets, grad_scale / (float)BT, BT, V, g->vb,
+                                  g->c.activations);
+    return k->softmax_xent(g->losses, g->logits, g->targets, grad_scale / (float)BT, BT, V, g->vb);
 }
 
 static void gpt_backward(struct dt_model *m)
 {
     struct gpt *g = m->impl;
     const struct dt_kernels *k = m->k;
-    int B = g->B, T = g->T, C = g->c.n_embd, V = g->c.vocab_size, L = g->c.n_layer, BT = B * T;
+    int B = g->B, T = g->T, C = g->c.n_embd, L = g->c.n_layer, BT = B * T;
     size_t BTC = (size_t)BT * C;
-    /* reporting groups as they finish needs the token embedding's rows handed over at the end */
-    bool report = m->on_grads_ready && m->on_sparse_grads;
     memset(g->dln, 0, BTC * sizeof(float));
     memset(g->dres, 0, BTC * sizeof(float));
-    lm_head_backward(g, BT, C, V);
-    if (report) dt_model_grads_ready(m, 0);
-    k->layernorm_backward(g->dres, g->g[LNFW], g->g[LNFB], g->dln, g->resid[L], g->p[LNFW], g->lnf_mean, g->lnf_rstd,
-                          BT, C);
-    if (report) dt_model_grads_ready(m, 1);
+    /* the LM head: dln += dlogits @ wte, dwte += dlogits^T @ lnf, a vocabulary block at a time */
+    for (int c = 0; c < g->nchunks; c++) {
+        int n = chunk_rows(g, c);
+        size_t at = (size_t)BT * c * g->vb;
+        const float *w = dt_model_params(m, c);
+        float *dw = dt_model_grads(m, c), *dlogits = g->logits_lp ? g->logit_block : g->logits + at;
+        if (g->logits_lp) k->cast_from_lp(g->logit_block, g->logits_lp + at, (size_t)BT * n, g->c.activations);
+        dt_mm_backward(m, g->dln, dw, NULL, dlogits, g->lnf, w, BT, C, n);
+        dt_model_grads_done(m, c);
+        dt_model_params_done(m, c);
+    }
+    const float *w = dt_model_params(m, g->u_lnf);
+    float *dw = dt_model_grads(m, g->u_lnf);
+    k->layernorm_backward(g->dres, dw, dw + C, g->dln, g->resid[L], w, g->lnf_mean, g->lnf_rstd, BT, C);
+    dt_model_grads_done(m, g->u_lnf);
+    dt_model_params_done(m, g->u_lnf);
     for (int l = L - 1; l >= 0; l--) {
         if (g->c.activation_checkpointing) block_forward(g, l, g->resid[l], g->proj);
         else if (g->packed)
             k->cast_from_lp(g->blk[0].ln1, g->packed + (size_t)l * g->per_block, g->per_block, g->c.activations);
         block_backward(g, l, g->resid[l]);
-        if (report) dt_model_grads_ready(m, L - l + 1);
     }
-    k->encoder_backward(report ? NULL : g->g[WTE], g->g[WPE], g->dres, g->inputs, B, T, C);
-    if (report) {
-        m->on_sparse_grads(m->hook_ctx, g->views[WTE].offset, g->inputs, g->dres, BT, C);
-        dt_model_grads_ready(m, L + 2);
-    }
-}
-
-/* Group 0: wte (final after the LM head but for the input tokens' rows, handed over
- * separately); group 1: lnfw, lnfb; group L-l+1: layer l's slice of each per-layer tensor;
- * group L+2: wpe. */
-static dt_status_t grad_segments(struct gpt *g)
-{
-    int L = g->c.n_layer, n = 0;
-    g->segs = malloc((size_t)(4 + (LNFW - LN1W) * L) * sizeof *g->segs);
-    if (!g->segs) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for gradient segments");
-    g->segs[n++] = (struct dt_grad_seg){g->views[WTE].offset, g->views[WTE].numel, 0};
-    g->segs[n++] = (struct dt_grad_seg){g->views[LNFW].offset, g->views[LNFW].numel, 1};
-    g->segs[n++] = (struct dt_grad_seg){g->views[LNFB].offset, g->views[LNFB].numel, 1};
-    for (int l = L - 1; l >= 0; l--)
-        for (int i = LN1W; i < LNFW; i++) {
-            size_t per = g->views[i].numel / (size_t)L;
-            g->segs[n++] = (struct dt_grad_seg){g->views[i].offset + (size_t)l * per, per, L - l + 1};
-        }
-    g->segs[n++] = (struct dt_grad_seg){g->views[WPE].offset, g->views[WPE].numel, L + 2};
-    g->base.segs = g->segs;
-    g->base.nsegs = n;
-    g->base.ngroups = L + 3;
-    return DT_SUCCESS;
+    k->position_backward(dt_model_grads(m, g->u_wpe), g->dres, B, T, C);
+    dt_model_grads_done(m, g->u_wpe);
+    /* the input tokens' rows of the token embedding, last */
+    m->mem.rows(m->mem_ctx, 0, g->inputs, g->dres, BT, C);
 }
 
 static void gpt_free(struct dt_model *m)
 {
     struct gpt *g = m->impl;
-    dt_free_big(m->params);
-    dt_free_big(m->grads);
+    dt_model_drop_buffers(m);
     dt_free_big(g->arena);
     dt_free_big(g->packed);
     dt_free_big(g->logits_lp);
@@ -254,7 +333,9 @@ static void gpt_free(struct dt_model *m)
     free(g->blk);
     free(g->inputs);
     free(g->targets);
-    free(g->segs);
+    free(g->units);
+    free(g->views);
+    free(g->names);
     free(g);
 }
 
@@ -278,10 +359,17 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     g->c = *c;
     g->B = B;
     g->T = T;
-    layout(g);
+    struct dt_model *m = &g->base;
+    m->iface = (struct dt_model_i){.forward = gpt_forward, .backward = gpt_backward, .free = gpt_free};
+    m->impl = g;
+    m->k = k;
+    dt_status_t rc = layout(g);
+    if (rc != DT_SUCCESS) {
+        gpt_free(m);
+        return rc;
+    }
     int C = c->n_embd, NH = c->n_head, V = c->vocab_size, L = c->n_layer;
-    size_t BT = (size_t)B * T, BTC = BT * C;
-    size_t nparams = g->views[NP - 1].offset + g->views[NP - 1].numel;
+    size_t BT = (size_t)B * T, BTC = BT * C, nparams = m->nparams;
     size_t per_block = BTC /* ln1 */ + 2 * BT + 3 * BTC + BTC + (size_t)B * NH * T * T + BTC /* res2 */ + BTC +
                        2 * BT + 8 * BTC;
     /* one fp32 block when block activations are recomputed or kept packed in 16 bits */
@@ -289,40 +377,26 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     size_t nblocks = c->activation_checkpointing || pack ? 1 : (size_t)L;
     /* 16-bit logits: a block of vb vocabulary columns is computed in fp32 at a time */
     bool lp_logits = c->activations != DT_F32;
-    int vb = (V / 8 + 63) / 64 * 64; /* at most an eighth of the vocabulary, whole cache lines */
-    vb = !lp_logits ? V : vb > LOGIT_COLS ? LOGIT_COLS : vb < 64 ? (V < 64 ? V : 64) : vb;
-    size_t nlogits = lp_logits ? BT * (size_t)vb : BT * V;
+    size_t nlogits = lp_logits ? BT * (size_t)g->vb : BT * V;
     size_t nacts = (size_t)(L + 1) * BTC + nblocks * per_block + BTC + BTC + 2 * BT + nlogits + BT;
     /* dres, dln, datty (BTC each), dqkv (3 BTC), dfch and dfch_gelu (4 BTC each), attention scratch */
     size_t ngrad_scratch = 14 * BTC + dt_kernels_attention_scratch(T);
-    struct dt_model *m = &g->base;
     m->params = dt_alloc_big(nparams * sizeof(float));
     m->grads = dt_alloc_big(nparams * sizeof(float));
     g->arena = dt_alloc_big((nacts + ngrad_scratch) * sizeof(float));
     g->per_block = per_block;
     if (pack) g->packed = dt_alloc_big((size_t)L * per_block * sizeof(uint16_t));
     if (lp_logits) g->logits_lp = dt_alloc_big(BT * V * sizeof(uint16_t));
-    g->vb = vb;
     g->resid = calloc((size_t)L + 1, sizeof *g->resid);
     g->blk = calloc((size_t)L, sizeof *g->blk);
     g->inputs = malloc(BT * sizeof(int32_t));
     g->targets = malloc(BT * sizeof(int32_t));
-    m->iface = (struct dt_model_i){.forward = gpt_forward, .backward = gpt_backward, .free = gpt_free};
-    m->impl = g;
-    if (!m->params || !m->grads || !g->arena || (pack && !g->packed) || (lp_logits && !g->logits_lp) || !g->resid || !g->blk || !g->inputs || !g->targets) {
+    if (!m->params || !m->grads || !g->arena || (pack && !g->packed) || (lp_logits && !g->logits_lp) || !g->resid ||
+        !g->blk || !g->inputs || !g->targets) {
         gpt_free(m);
         return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the model (%zu parameters, %zu MiB of "
                         "activations); lower data.micro_batch_size or enable model.activation_checkpointing",
                         nparams, nacts * 4 >> 20);
-    }
-    for (int i = 0; i < NP; i++) {
-        g->p[i] = m->params + g->views[i].offset;
-        g->g[i] = m->grads + g->views[i].offset;
-    }
-    dt_status_t rc = grad_segments(g);
-    if (rc != DT_SUCCESS) {
-        gpt_free(m);
-        return rc;
     }
     float *cur = g->arena;
     for (int l = 0; l <= L; l++) g->resid[l] = take(&cur, BTC);
@@ -356,15 +430,46 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     g->dfch = take(&cur, 4 * BTC);
     g->dfch_gelu = take(&cur, 4 * BTC);
     g->attn_scratch = take(&cur, dt_kernels_attention_scratch(T));
-    m->k = k;
-    m->nparams = nparams;
-    m->views = g->views;
-    m->nviews = NP;
+    dt_model_own_mem(m);
     m->activation_bytes = nacts * sizeof(float) + (pack ? (size_t)L * per_block * sizeof(uint16_t) : 0) +
                           (lp_logits ? BT * V * sizeof(uint16_t) : 0);
     m->flops_per_token = 6.0 * (double)nparams + 12.0 * L * C * T;
     *out = m;
     return DT_SUCCESS;
+}
+
+/*
+ * llm.c's order: wte (V,C), wpe (maxT,C), then each block tensor for all layers (ln1w (L,C),
+ * ln1b (L,C), qkvw (L,3C,C), ...), lnfw, lnfb. copy(i, l, llmc, ours, n): move n floats of tensor i
+ * (layer l) between an llm.c-ordered buffer and this model's. Each direction walks the same list.
+ */
+typedef void (*move_fn)(void *ctx, float *ours, size_t llmc_off, size_t n);
+
+static void walk_llmc(const struct gpt *g, float *ours, move_fn move, void *ctx)
+{
+    int C = g->c.n_embd, L = g->c.n_layer;
+    size_t wte = (size_t)g->c.vocab_size * C, wpe = (size_t)g->c.max_seq_len * C, off = 0;
+    move(ctx, ours, off, wte + wpe); /* wte and wpe: the same place in both orders */
+    off += wte + wpe;
+    size_t blocks = wte + wpe; /* block 0 in ours */
+    for (int i = 0; i < NB; i++) {
+        size_t n = g->in_block[i + 1] - g->in_block[i];
+        for (int l = 0; l < L; l++, off += n) move(ctx, ours + blocks + (size_t)l * g->in_block[NB] + g->in_block[i], off, n);
+    }
+    move(ctx, ours + blocks + (size_t)L * g->in_block[NB], off, 2 * (size_t)C);
+}
+
+static void from_llmc(void *ctx, float *ours, size_t off, size_t n) { memcpy(ours, (const float *)ctx + off, n * 4); }
+static void to_llmc(void *ctx, float *ours, size_t off, size_t n) { memcpy((float *)ctx + off, ours, n * 4); }
+
+void dt_gpt_from_llmc(const struct dt_model *m, const float *llmc, float *ours)
+{
+    walk_llmc(m->impl, ours, from_llmc, (void *)llmc);
+}
+
+void dt_gpt_to_llmc(const struct dt_model *m, const float *ours, float *llmc)
+{
+    walk_llmc(m->impl, (float *)ours, to_llmc, llmc);
 }
 
 dt_status_t dt_gpt_load_llmc(struct dt_model *m, const char *path)
@@ -389,37 +494,69 @@ dt_status_t dt_gpt_load_llmc(struct dt_model *m, const char *path)
                       path, h[2], h[3], h[4], h[5], h[6], g->c.max_seq_len, g->c.vocab_size, g->c.n_layer,
                       g->c.n_head, g->c.n_embd);
     }
+    /* read in llm.c's order into the gradient buffer (free until training), then reorder */
     int C = g->c.n_embd;
-    for (int i = 0; i < NP && rc == DT_SUCCESS; i++) {
-        size_t n = g->views[i].numel;
-        size_t skip_after = 0;
-        if (i == WTE) skip_after = (size_t)(h[7] - h[3]) * C;           /* padded vocab rows */
-        if (i == WPE) skip_after = (size_t)(h[2] - g->c.max_seq_len) * C; /* longer contexts */
-        if (fread(g->p[i], sizeof(float), n, f) != n || fseek(f, (long)(skip_after * sizeof(float)), SEEK_CUR) != 0)
+    size_t wte = (size_t)g->c.vocab_size * C, wpe = (size_t)g->c.max_seq_len * C;
+    float *llmc = m->grads;
+    const struct {
+        size_t n, skip_after;
+        const char *name;
+    } parts[3] = {{wte, rc == DT_SUCCESS ? (size_t)(h[7] - h[3]) * C : 0, "wte"}, /* padded vocabulary rows */
+                  {wpe, rc == DT_SUCCESS ? (size_t)(h[2] - g->c.max_seq_len) * C : 0, "wpe"}, /* longer contexts */
+                  {m->nparams - wte - wpe, 0, "the transformer blocks"}};
+    size_t at = 0;
+    for (int i = 0; i < 3 && rc == DT_SUCCESS; i++) {
+        if (fread(llmc + at, sizeof(float), parts[i].n, f) != parts[i].n ||
+            fseek(f, (long)(parts[i].skip_after * sizeof(float)), SEEK_CUR) != 0)
             rc = dt_error(DT_ERR_DATA, "%s: error: truncated in %s: the file ends before the parameters do", path,
-                          g->views[i].name);
+                          parts[i].name);
+        at += parts[i].n;
     }
     fclose(f);
+    if (rc == DT_SUCCESS) dt_gpt_from_llmc(m, llmc, m->params);
+    memset(m->grads, 0, m->nparams * sizeof(float));
     return rc;
 }
 
-const float *dt_gpt_logits(const struct dt_model *m) { return ((const struct gpt *)m->impl)->logits; }
+void dt_gpt_logits(const struct dt_model *m, float *out)
+{
+    const struct gpt *g = m->impl;
+    int BT = g->B * g->T, V = g->c.vocab_size;
+    for (int c = 0; c < g->nchunks; c++) {
+        int n = chunk_rows(g, c), v0 = c * g->vb;
+        for (int i = 0; i < BT; i++)
+            memcpy(out + (size_t)i * V + v0, g->logits + (size_t)BT * v0 + (size_t)i * n, (size_t)n * sizeof(float));
+    }
+}
 
 void dt_gpt_init(struct dt_model *m, uint64_t seed)
 {
+    /* llm.c's (and GPT-2's) tensors in its order, each drawn from its own stream, so the weights are the
+     * same whatever the layout: drawn into the gradient buffer (free until training), then reordered */
     struct gpt *g = m->impl;
+    float *llmc = m->grads;
     float resid_std = 0.02f / sqrtf(2.0f * (float)g->c.n_layer);
-    for (int i = 0; i < NP; i++) {
-        float *p = g->p[i];
-        size_t n = g->views[i].numel;
-        bool norm_w = i == LN1W || i == LN2W || i == LNFW;
-        bool bias = i == LN1B || i == LN2B || i == LNFB || i == QKVB || i == ATTPROJB || i == FCB || i == FCPROJB;
+    int C = g->c.n_embd, L = g->c.n_layer;
+    size_t off = 0;
+    for (int i = 0; i < NLLMC; i++) {
+        size_t n = i == 0   ? (size_t)g->c.vocab_size * C
+                 : i == 1   ? (size_t)g->c.max_seq_len * C
+                 : i < NLLMC - 2 ? (g->in_block[i - 1] - g->in_block[i - 2]) * (size_t)L
+                                 : (size_t)C;
+        int b = i - 2; /* the block tensor, for i in [2, NLLMC - 2) */
+        bool norm_w = (b == LN1W || b == LN2W) || i == NLLMC - 2;
+        bool bias = (i >= 2 && i < NLLMC - 2 && (b == LN1B || b == LN2B || b == QKVB || b == ATTPROJB || b == FCB ||
+                                                   b == FCPROJB)) || i == NLLMC - 1;
+        float *p = llmc + off;
+        off += n;
         if (norm_w || bias) {
             for (size_t j = 0; j < n; j++) p[j] = norm_w ? 1.0f : 0.0f;
             continue;
         }
-        float std = (i == ATTPROJW || i == FCPROJW) ? resid_std : 0.02f;
+        float std = (i >= 2 && (b == ATTPROJW || b == FCPROJW)) ? resid_std : 0.02f;
         struct dt_rng r = dt_rng_make(seed, (uint64_t)i);
         for (size_t j = 0; j < n; j++) p[j] = std * dt_rng_normal(&r);
     }
+    dt_gpt_from_llmc(m, llmc, m->params);
+    memset(m->grads, 0, m->nparams * sizeof(float));
 }

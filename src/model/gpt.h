@@ -1,8 +1,10 @@
 /*
  * gpt.h - GPT-2: pre-LayerNorm blocks, learned positions, the output layer tied
- * to the token embedding, a 4x GELU MLP. Parameters are laid out as llm.c's
+ * to the token embedding, a 4x GELU MLP. The parameters are llm.c's
  * ParameterTensors (wte, wpe, ln1w, ln1b, qkvw, qkvb, attprojw, attprojb, ln2w,
- * ln2b, fcw, fcb, fcprojw, fcprojb, lnfw, lnfb), so weights move between the two.
+ * ln2b, fcw, fcb, fcprojw, fcprojb, lnfw, lnfb), laid out layer by layer (each
+ * block's tensors together, so a block is one unit that ZeRO-3 can gather);
+ * dt_gpt_from_llmc and dt_gpt_to_llmc convert to and from llm.c's order.
  */
 #ifndef DT_GPT_H
 #define DT_GPT_H
@@ -34,8 +36,11 @@ size_t dt_gpt_num_params(const struct dt_gpt_config *c);
  * the positions may be longer (the first max_seq_len rows are used).
  */
 dt_status_t dt_gpt_load_llmc(struct dt_model *m, const char *path);
-/* Logits (B,T,V) of the last forward with grad_scale 0 (a training forward overwrites them with their gradient);
- * NULL with 16-bit activations, which keep them in 16 bits. */
-const float *dt_gpt_logits(const struct dt_model *m);
+/* Logits (B,T,V), row-major, of the last forward with grad_scale 0 (a training forward overwrites them with their
+ * gradient); fp32 activations only (16-bit ones keep the logits in 16 bits). */
+void dt_gpt_logits(const struct dt_model *m, float *out);
+/* A whole parameter (or gradient) buffer from llm.c's tensor-major order into this model's, and back. */
+void dt_gpt_from_llmc(const struct dt_model *m, const float *llmc, float *ours);
+void dt_gpt_to_llmc(const struct dt_model *m, const float *ours, float *llmc);
 
 #endif

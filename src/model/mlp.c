@@ -1,9 +1,11 @@
-/* mlp.c - see mlp.h. Layer l maps width[l] to width[l+1]; pre[l] is its output before GELU. */
+/* mlp.c - see mlp.h. Layer l maps width[l] to width[l+1]; pre[l] is its output before GELU. Each layer
+ * (its weight, then its bias) is one unit. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/error.h"
+#include "core/mem.h"
 #include "core/rng.h"
 #include "model/mlp.h"
 
@@ -13,7 +15,7 @@ struct mlp {
     int B, nlayers;
     int width[DT_MLP_MAX_LAYERS + 1];
     struct dt_param_view views[2 * DT_MLP_MAX_LAYERS];
-    struct dt_grad_seg segs[DT_MLP_MAX_LAYERS]; /* layer l's weight and bias, finished in reverse order */
+    struct dt_unit units[DT_MLP_MAX_LAYERS]; /* layer l: its weight and bias */
     char names[2 * DT_MLP_MAX_LAYERS][8];
     float *pre[DT_MLP_MAX_LAYERS];  /* (B, width[l+1]) */
     float *post[DT_MLP_MAX_LAYERS]; /* GELU(pre[l]), the next layer's input; post[-1] is x */
@@ -31,9 +33,9 @@ static float mlp_forward(struct dt_model *m, const struct dt_batch *b, float gra
     p->x = b->x;
     const float *in = b->x;
     for (int l = 0; l < L; l++) {
-        const struct dt_param_view *w = &p->views[2 * l], *bias = &p->views[2 * l + 1];
-        dt_mm_forward(m, p->pre[l], in, m->params + w->offset, m->params + bias->offset, B, p->width[l],
-                          p->width[l + 1]);
+        const float *w = dt_model_params(m, l); /* the weight (width[l+1], width[l]), then the bias */
+        dt_mm_forward(m, p->pre[l], in, w, w + (size_t)p->width[l] * p->width[l + 1], B, p->width[l], p->width[l + 1]);
+        dt_model_params_done(m, l);
         if (l + 1 < L) {
             k->gelu_forward(p->post[l], p->pre[l], (size_t)B * p->width[l + 1]);
             in = p->post[l];
@@ -42,7 +44,7 @@ static float mlp_forward(struct dt_model *m, const struct dt_batch *b, float gra
     const float *logits = p->pre[L - 1];
     if (p->c.regression) return k->mse(p->dout, logits, b->y, grad_scale / (float)(B * out), (size_t)B * out);
     memcpy(p->dout, logits, (size_t)B * out * sizeof(float));
-    return k->softmax_xent(p->losses, p->dout, b->labels, grad_scale / (float)B, B, out);
+    return k->softmax_xent(p->losses, p->dout, b->labels, grad_scale / (float)B, B, out, out);
 }
 
 /* dpost holds d loss / d (layer input), dpre d loss / d pre[l-1]; each is consumed before it is rewritten. */
@@ -53,13 +55,14 @@ static void mlp_backward(struct dt_model *m)
     int B = p->B;
     const float *dcur = p->dout; /* d loss / d pre[l] */
     for (int l = p->nlayers - 1; l >= 0; l--) {
-        const struct dt_param_view *w = &p->views[2 * l], *bias = &p->views[2 * l + 1];
         const float *in = l ? p->post[l - 1] : p->x;
-        size_t nin = (size_t)B * p->width[l];
+        size_t nin = (size_t)B * p->width[l], nw = (size_t)p->width[l] * p->width[l + 1];
+        const float *w = dt_model_params(m, l);
+        float *dw = dt_model_grads(m, l);
         memset(p->dpost, 0, nin * sizeof(float));
-        dt_mm_backward(m, p->dpost, m->grads + w->offset, m->grads + bias->offset, dcur, in, m->params + w->offset,
-                           B, p->width[l], p->width[l + 1]);
-        dt_model_grads_ready(m, p->nlayers - 1 - l);
+        dt_mm_backward(m, p->dpost, dw, dw + nw, dcur, in, w, B, p->width[l], p->width[l + 1]);
+        dt_model_grads_done(m, l);
+        dt_model_params_done(m, l);
         if (l == 0) break;
         memset(p->dpre, 0, nin * sizeof(float));
         k->gelu_backward(p->dpre, p->pre[l - 1], p->dpost, nin);
@@ -70,8 +73,7 @@ static void mlp_backward(struct dt_model *m)
 static void mlp_free(struct dt_model *m)
 {
     struct mlp *p = m->impl;
-    free(m->params);
-    free(m->grads);
+    dt_model_drop_buffers(m);
     for (int l = 0; l < p->nlayers; l++) {
         free(p->pre[l]);
         free(p->post[l]);
@@ -107,7 +109,7 @@ dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels
         off += (size_t)fo * fi;
         p->views[2 * l + 1] = (struct dt_param_view){p->names[2 * l + 1], off, (size_t)fo, false, 1, {fo, 0, 0}};
         off += (size_t)fo;
-        p->segs[l] = (struct dt_grad_seg){p->views[2 * l].offset, (size_t)fo * fi + fo, p->nlayers - 1 - l};
+        p->units[l] = (struct dt_unit){p->views[2 * l].offset, (size_t)fo * fi + fo};
         p->pre[l] = malloc((size_t)B * fo * sizeof(float));
         p->post[l] = malloc((size_t)B * fo * sizeof(float));
     }
@@ -117,10 +119,10 @@ dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels
     m->nparams = off;
     m->views = p->views;
     m->nviews = 2 * p->nlayers;
-    m->segs = p->segs;
-    m->nsegs = m->ngroups = p->nlayers;
-    m->params = calloc(off, sizeof(float));
-    m->grads = calloc(off, sizeof(float));
+    m->units = p->units;
+    m->nunits = p->nlayers;
+    m->params = dt_alloc_big(off * sizeof(float));
+    m->grads = dt_alloc_big(off * sizeof(float));
     p->dpre = malloc((size_t)B * maxw * sizeof(float));
     p->dpost = malloc((size_t)B * maxw * sizeof(float));
     p->dout = malloc((size_t)B * c->out * sizeof(float));
@@ -135,6 +137,7 @@ dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels
     for (int l = 0; l < p->nlayers; l++) acts += 2 * (size_t)B * p->width[l + 1];
     m->activation_bytes = acts * sizeof(float);
     m->flops_per_token = 6.0 * (double)off;
+    dt_model_own_mem(m);
     *out = m;
     return DT_SUCCESS;
 }

@@ -1,8 +1,21 @@
 /*
  * model.h - what the trainer and the strategies see of a model: one flat
- * parameter buffer and one flat gradient buffer with named views (so ZeRO can
- * partition them by offset), a forward that returns the mean loss, and a
- * backward that accumulates into the gradients.
+ * parameter space with named views, cut into units, a forward that returns
+ * the mean loss, and a backward that accumulates gradients.
+ *
+ * A unit is a contiguous range of the flat buffer that the model reads and
+ * writes as a whole: a transformer block, a block of vocabulary rows, the
+ * final layernorm. Units cover the buffer in order. The model never keeps a
+ * pointer to its parameters or gradients: before it uses a unit it asks the
+ * memory interface (struct dt_model_mem_i) where the unit's parameters are,
+ * and where to add its gradients, and says when it is done. That is the hook
+ * every strategy needs: DDP hands out the full buffers and starts a unit's
+ * all-reduce when its gradients are done; ZeRO-3 gathers a unit's
+ * parameters just before it is used and frees them after
+ * (src/strategy/engine.h).
+ *
+ * Without a strategy the model uses its own full fp32 buffers, m->params and
+ * m->grads (dt_model_own_mem), as unit tests and the reference check do.
  */
 #ifndef DT_MODEL_H
 #define DT_MODEL_H
@@ -21,6 +34,10 @@ struct dt_param_view {
     int shape[3];
 };
 
+struct dt_unit {
+    size_t offset, numel;
+};
+
 /* One micro-batch: for a GPT, B sequences of T+1 tokens (inputs [0,T), targets [1,T]);
  * for an MLP, B feature rows with class labels or regression targets. */
 struct dt_batch {
@@ -31,11 +48,19 @@ struct dt_batch {
     const float *y;        /* MLP regression: (B, out) */
 };
 
-/* Backward finishes gradients in groups, numbered 0, 1, ... in the order it finishes them;
- * a segment is a contiguous part of the flat gradient buffer that belongs to one group. */
-struct dt_grad_seg {
-    size_t offset, numel;
-    int group;
+/* Where a unit's parameters and gradients are while the model works on it. */
+struct dt_model_mem_i {
+    /* unit u's parameters in fp32, valid until params_done(u) */
+    const float *(*params)(void *ctx, int u);
+    void (*params_done)(void *ctx, int u);
+    /* where unit u's gradients of this backward are added (+=), valid until grads_done(u), which says
+     * they are final for this micro-batch */
+    float *(*grads)(void *ctx, int u);
+    void (*grads_done)(void *ctx, int u);
+    /* Gradients that arrive as rows after their units were done (the token embedding: the LM head
+     * finishes its units, the input tokens' rows come last): row rows[i] of the (.., width) table
+     * at flat offset `table` gets vals[i]. Once per backward, after every grads_done. */
+    void (*rows)(void *ctx, size_t table, const int32_t *rows, const float *vals, int nrows, int width);
 };
 
 struct dt_model;
@@ -52,26 +77,21 @@ struct dt_model_i {
 struct dt_model {
     struct dt_model_i iface;
     const struct dt_kernels *k;
-    float *params, *grads;
     size_t nparams;
     const struct dt_param_view *views;
     int nviews;
+    const struct dt_unit *units;
+    int nunits;
+    struct dt_model_mem_i mem;
+    void *mem_ctx;
+    /* The model's own fp32 buffers, filled by its init or a weights file: the strategy takes the
+     * parameters from here, and may free both (dt_model_drop_buffers) when it keeps its own. */
+    float *params, *grads;
     size_t activation_bytes; /* the activation arena, measured as allocated */
     double flops_per_token;  /* forward + backward, 6N plus attention (PaLM appendix B) */
-    const struct dt_grad_seg *segs;
-    int nsegs, ngroups;
     /* the operands of every matmul: DT_F32, or DT_BF16 / DT_F16 (mixed precision: rounded to
      * 16 bits, products accumulated in fp32) */
     enum dt_dtype compute;
-    /* Called by backward as each group's gradients become final (strategies that overlap
-     * communication with backward set it; NULL: nobody listens). */
-    void (*on_grads_ready)(void *ctx, int group);
-    /* Set together with on_grads_ready. Rows a model adds to a gradient after reporting its group
-     * (the GPT's token embedding: the LM head makes it final but for the rows of the input tokens,
-     * which backward reaches last) come here instead of being added:
-     * grads[offset + rows[i] * width + c] += vals[i * width + c]. */
-    void (*on_sparse_grads)(void *ctx, size_t offset, const int32_t *rows, const float *vals, int nrows, int width);
-    void *hook_ctx;
     void *impl;
 };
 
@@ -89,10 +109,15 @@ static inline void dt_mm_backward(const struct dt_model *m, float *dinp, float *
     else m->k->matmul_backward_lp(dinp, dw, db, dout, inp, w, BT, C, OC, m->compute);
 }
 
-static inline void dt_model_grads_ready(struct dt_model *m, int group)
-{
-    if (m->on_grads_ready) m->on_grads_ready(m->hook_ctx, group);
-}
+static inline const float *dt_model_params(struct dt_model *m, int u) { return m->mem.params(m->mem_ctx, u); }
+static inline void dt_model_params_done(struct dt_model *m, int u) { m->mem.params_done(m->mem_ctx, u); }
+static inline float *dt_model_grads(struct dt_model *m, int u) { return m->mem.grads(m->mem_ctx, u); }
+static inline void dt_model_grads_done(struct dt_model *m, int u) { m->mem.grads_done(m->mem_ctx, u); }
+
+/* Use m->params and m->grads for every unit (no strategy; model.c). */
+void dt_model_own_mem(struct dt_model *m);
+/* Free m->params and m->grads: a strategy that keeps the state elsewhere. */
+void dt_model_drop_buffers(struct dt_model *m);
 
 static inline void dt_model_free(struct dt_model *m)
 {

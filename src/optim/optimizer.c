@@ -25,39 +25,45 @@ void dt_optimizer_free(struct dt_optimizer *o)
     o->m = o->v = NULL;
 }
 
+size_t dt_optimizer_state_bytes(enum dt_optim_kind kind) { return kind == DT_OPT_SGD ? 4 : 8; }
+
+void dt_optimizer_begin(struct dt_optimizer *o) { o->t++; }
+
+void dt_optimizer_update(const struct dt_optimizer *o, float *p, float *g, size_t at, size_t n, bool decay, float lr,
+                         float gscale)
+{
+    const struct dt_optim_config *c = &o->c;
+    float wd = decay ? c->weight_decay : 0.0f;
+    switch (c->kind) {
+    case DT_OPT_ADAMW:
+        o->k->adamw(p, g, gscale, o->m + at, o->v + at, n, lr, c->beta1, c->beta2, c->eps, wd, (int)o->t);
+        break;
+    case DT_OPT_ADAM:
+        /* Adam's L2 penalty is part of the gradient, unlike AdamW's decoupled decay: fold it in first */
+        if (wd != 0) {
+            for (size_t j = 0; j < n; j++) g[j] = g[j] * gscale + wd * p[j];
+            gscale = 1.0f;
+        }
+        o->k->adamw(p, g, gscale, o->m + at, o->v + at, n, lr, c->beta1, c->beta2, c->eps, 0.0f, (int)o->t);
+        break;
+    case DT_OPT_SGD:
+        o->k->sgd(p, g, gscale, o->m + at, n, lr, c->momentum, c->nesterov, wd, o->t == 1);
+        break;
+    }
+}
+
 void dt_optimizer_step(struct dt_optimizer *o, struct dt_model *m, float lr, float gscale)
 {
-    o->t++;
-    const struct dt_optim_config *c = &o->c;
+    dt_optimizer_begin(o);
     for (int i = 0; i < m->nviews; i++) {
         const struct dt_param_view *v = &m->views[i];
-        float wd = v->decay ? c->weight_decay : 0.0f;
-        float *p = m->params + v->offset;
-        const float *g = m->grads + v->offset;
-        switch (c->kind) {
-        case DT_OPT_ADAMW:
-            o->k->adamw(p, g, gscale, o->m + v->offset, o->v + v->offset, v->numel, lr, c->beta1, c->beta2, c->eps,
-                        wd, (int)o->t);
-            break;
-        case DT_OPT_ADAM:
-            /* Adam's L2 penalty is part of the gradient, unlike AdamW's decoupled decay: fold it in first */
-            if (wd != 0) {
-                float *gm = m->grads + v->offset;
-                for (size_t j = 0; j < v->numel; j++) gm[j] = gm[j] * gscale + wd * p[j];
-            }
-            o->k->adamw(p, g, wd != 0 ? 1.0f : gscale, o->m + v->offset, o->v + v->offset, v->numel, lr, c->beta1,
-                        c->beta2, c->eps, 0.0f, (int)o->t);
-            break;
-        case DT_OPT_SGD:
-            o->k->sgd(p, g, gscale, o->m + v->offset, v->numel, lr, c->momentum, c->nesterov, wd, o->t == 1);
-            break;
-        }
+        dt_optimizer_update(o, m->params + v->offset, m->grads + v->offset, v->offset, v->numel, v->decay, lr, gscale);
     }
 }
 
 float dt_grad_norm(const struct dt_model *m, float clip, float *gscale)
 {
-    float norm = (float)sqrt(m->k->sumsq(m->grads, m->nparams));
+    float norm = (float)sqrt(m->k->sumsq(m->grads, DT_F32, m->nparams));
     float coef = clip > 0 ? clip / (norm + 1e-6f) : 1.0f;
     *gscale = coef < 1.0f ? coef : 1.0f;
     return norm;

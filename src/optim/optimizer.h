@@ -25,13 +25,22 @@ struct dt_optimizer {
     int64_t t; /* optimizer steps taken */
 };
 
+/* State for n elements (all of a model, or the shard a ZeRO rank keeps). */
 dt_status_t dt_optimizer_init(struct dt_optimizer *o, const struct dt_optim_config *c, const struct dt_kernels *k,
                               size_t n);
-/* One update of every view of the model at learning rate lr, the gradients taken times gscale. */
+/* Bytes of state per element: 8 for Adam(W), 4 for SGD. */
+size_t dt_optimizer_state_bytes(enum dt_optim_kind kind);
+/* A step: begin it once, then update ranges. The update of n elements p with gradients g (Adam's L2
+ * penalty is added into g), their state at [at, at + n), at learning rate lr, gradients taken times
+ * gscale; decay: weight decay applies. */
+void dt_optimizer_begin(struct dt_optimizer *o);
+void dt_optimizer_update(const struct dt_optimizer *o, float *p, float *g, size_t at, size_t n, bool decay, float lr,
+                         float gscale);
+/* One step of every view of a model that keeps its own buffers (m->params, m->grads). */
 void dt_optimizer_step(struct dt_optimizer *o, struct dt_model *m, float lr, float gscale);
 void dt_optimizer_free(struct dt_optimizer *o);
 
-/* Global L2 norm of the gradients, and in *gscale the factor that clips them to
+/* Global L2 norm of a model's own gradients (m->grads), and in *gscale the factor that clips them to
  * norm `clip` (torch.nn.utils.clip_grad_norm_: clip / (norm + 1e-6) when that is
  * below 1, else 1; clip 0 means no clipping). The optimizer applies the factor. */
 float dt_grad_norm(const struct dt_model *m, float clip, float *gscale);

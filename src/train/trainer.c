@@ -30,13 +30,11 @@
 struct trainer {
     const struct dt_config *cfg;
     struct dt_model *model;
-    struct dt_optimizer opt;
     struct dt_sched sched;
     struct dt_dataset train, val;
     struct dt_strat *strategy;
     struct dt_prec_policy prec;
     struct dt_loss_scaler scaler;
-    uint16_t *params_bf16;      /* bf16-true: the parameters as stored */
     int64_t opt_steps;          /* optimizer steps taken (skipped ones excluded): the LR schedule's clock */
     int rank, world, B, T, gas;
     int64_t steps, eval_every, log_every, steps_per_epoch;
@@ -105,14 +103,6 @@ static dt_status_t claim_run_dir(struct trainer *tr, char id[40])
     return DT_SUCCESS;
 }
 
-/* bf16-true: the parameters are what bf16 can hold; the kernels read them back as fp32 */
-static void store_bf16(struct trainer *tr)
-{
-    const struct dt_kernels *k = tr->model->k;
-    k->cast_to_lp(tr->params_bf16, tr->model->params, tr->model->nparams, DT_BF16);
-    k->cast_from_lp(tr->model->params, tr->params_bf16, tr->model->nparams, DT_BF16);
-}
-
 /* run.dir/config.yaml: the resolved config as `dtrun check` prints it (credentials masked), so the
  * run can be repeated and `dtrun events flush` knows where its events go. */
 static dt_status_t save_config(const struct dt_config *cfg)
@@ -139,7 +129,7 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     DT_CHECK(dt_precision_from_config(cfg, &tr->prec));
     dt_loss_scaler_init(&tr->scaler, &tr->prec.scaler);
     dt_log_set_rank(w->rank, w->size);
-    DT_CHECK(dt_strategy_create(cfg, w, &tr->strategy));
+    DT_CHECK(dt_strategy_create(cfg, &tr->prec, w, &tr->strategy));
     char run_id[40] = "";
     DT_CHECK(claim_run_dir(tr, run_id));
     if (w->rank == 0) DT_CHECK(save_config(cfg));
@@ -198,13 +188,7 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
                                  (float)cfg->optimizer.momentum,
                                  cfg->optimizer.nesterov};
     tr->model->compute = tr->prec.compute;
-    DT_CHECK(dt_optimizer_init(&tr->opt, &oc, &dt_kernels_cpu, tr->model->nparams));
-    DT_CHECK(tr->strategy->attach(tr->strategy, tr->model));
-    if (tr->prec.bf16_params) {
-        if (!(tr->params_bf16 = malloc(tr->model->nparams * sizeof *tr->params_bf16)))
-            return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for bf16 parameters");
-        store_bf16(tr);
-    }
+    DT_CHECK(dt_strategy_attach(tr->strategy, tr->model, &oc));
     tr->tokens = malloc((size_t)tr->B * (tr->T + 1) * sizeof(int32_t)); /* GPT; small for an MLP */
     if (!tr->tokens) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the batch");
     return DT_SUCCESS;
@@ -212,10 +196,8 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
 
 static void teardown(struct trainer *tr, bool clean)
 {
-    free(tr->params_bf16);
     dt_strategy_free(tr->strategy, clean);
     dt_model_free(tr->model);
-    dt_optimizer_free(&tr->opt);
     dt_dataset_close(&tr->train);
     dt_dataset_close(&tr->val);
     if (tr->events_open) dt_events_close(&tr->events);
@@ -256,7 +238,7 @@ static dt_status_t evaluate(struct trainer *tr, double *out)
         sum += tr->model->iface.forward(tr->model, &b, 0.0f);
     }
     *out = n ? sum / n : NAN;
-    return tr->strategy->mean(tr->strategy, out, 1);
+    return dt_strategy_mean(tr->strategy, out, 1);
 }
 
 /* Said once per change of the scaler, never once per skipped step (REFERENCE.md problems 28-30). */
@@ -275,29 +257,28 @@ static void report_scale(const struct trainer *tr, int64_t step, enum dt_scale_e
                  s->scale, (long long)s->window);
 }
 
-/* Unscale, decide overflow for every rank at once, clip, step; an overflowing step leaves the
- * parameters and the LR schedule where they were. norm is NaN for a skipped step. */
+/* Unscale, decide overflow for every rank at once (with the norm: one all-reduce), clip, step; an
+ * overflowing step leaves the parameters and the LR schedule where they were. norm is NaN for a
+ * skipped step. */
 static dt_status_t apply_step(struct trainer *tr, int64_t step, float *norm, double *lr)
 {
-    struct dt_model *m = tr->model;
-    double scale = tr->scaler.scale;
-    if (dt_fault_hit(DT_FAULT_GRAD_INF, step + 1, tr->rank)) m->grads[m->nparams / 2] = INFINITY;
-    bool overflow = false;
-    if (tr->prec.scaled) {
-        double any = m->k->nonfinite(m->grads, m->nparams) > 0; /* mean over ranks > 0: some rank overflowed */
-        DT_CHECK(tr->strategy->mean(tr->strategy, &any, 1));
-        overflow = any > 0;
-    }
+    struct dt_engine *e = tr->strategy->engine;
+    double scale = tr->scaler.scale, sumsq;
+    bool nonfinite;
+    if (dt_fault_hit(DT_FAULT_GRAD_INF, step + 1, tr->rank)) dt_engine_poison_grad(e);
+    DT_CHECK(dt_engine_grad_norm(e, &sumsq, &nonfinite));
+    bool overflow = tr->prec.scaled && nonfinite;
     enum dt_scale_event ev;
     DT_CHECK(dt_loss_scaler_update(&tr->scaler, overflow, step, &ev));
     report_scale(tr, step, ev, scale);
     *lr = dt_sched_lr(&tr->sched, tr->opt_steps);
     *norm = NAN;
     if (overflow) return DT_SUCCESS;
-    float clip = (float)(tr->cfg->compute.gradient_clipping * scale), f;
-    *norm = dt_grad_norm(m, clip, &f) / (float)scale;
-    dt_optimizer_step(&tr->opt, m, (float)*lr, f / (float)scale);
-    if (tr->prec.bf16_params) store_bf16(tr);
+    /* torch.nn.utils.clip_grad_norm_: max_norm / (norm + 1e-6) when that is below 1 */
+    float clip = (float)tr->cfg->compute.gradient_clipping;
+    *norm = (float)(sqrt(sumsq) / scale);
+    float f = clip > 0 && clip / (*norm + 1e-6f) < 1.0f ? clip / (*norm + 1e-6f) : 1.0f;
+    DT_CHECK(dt_engine_step(e, (float)*lr, f / (float)scale));
     tr->opt_steps++;
     return DT_SUCCESS;
 }
@@ -311,7 +292,7 @@ static dt_status_t report(struct trainer *tr, int64_t step, double loss, double 
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     double slowest[2] = {interval_s / (double)interval_steps * 1e3, (double)ru.ru_maxrss * 1024};
-    DT_CHECK(tr->strategy->max(tr->strategy, slowest, 2));
+    DT_CHECK(dt_strategy_max(tr->strategy, slowest, 2));
     if (tr->rank != 0) return DT_SUCCESS;
     double samples_per_step = (double)cfg->resolved.global_batch, per = 1e3 / (double)interval_steps;
     struct dt_metrics m = {
@@ -340,20 +321,19 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
         tr->step = step;
         struct dt_strat *st = tr->strategy;
         if (dt_fault_hit(DT_FAULT_KILL, step + 1, tr->rank)) raise(SIGKILL);
-        dt_strategy_set_step(st, step);
-        memset(m->grads, 0, m->nparams * sizeof(float));
+        dt_engine_begin_step(st->engine, step);
         double loss = 0, t = dt_now(), t1;
         for (int micro = 0; micro < tr->gas; micro++) {
             int64_t first = (((step * tr->gas) + micro) * tr->world + tr->rank) * tr->B;
             struct dt_batch b = fill(tr, &tr->train, first);
             loss += m->iface.forward(m, &b, (float)tr->scaler.scale / (float)(tr->gas * st->grad_divisor)) / tr->gas;
             tr->t_forward += (t1 = dt_now()) - t;
-            st->before_backward(st, m, micro == tr->gas - 1);
+            dt_engine_before_backward(st->engine, micro == tr->gas - 1);
             m->iface.backward(m);
             tr->t_backward += (t = dt_now()) - t1;
         }
-        DT_CHECK(st->reduce_grads(st, m));
-        DT_CHECK(st->mean(st, &loss, 1));
+        DT_CHECK(dt_engine_reduce_grads(st->engine));
+        DT_CHECK(dt_strategy_mean(st, &loss, 1));
         tr->t_comm += (t1 = dt_now()) - t;
         if (!isfinite(loss))
             return dt_error(DT_ERR_TRAIN, "dtrun: error: the loss is %f at step %lld\n  hint: lower optimizer.lr or "
@@ -425,13 +405,22 @@ dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, cons
         dt_world_describe(w, world, sizeof world);
         snprintf(device, sizeof device, "cpu (%d thread%s)", dt_kernels_threads(), dt_kernels_threads() > 1 ? "s" : "");
         const struct dt_model *m = tr.model;
+        struct dt_mem_report mem;
+        dt_engine_memory(tr.strategy->engine, &mem);
+        double most = (double)mem.total;
+        rc = dt_strategy_max(tr.strategy, &most, 1);
         struct dt_run_info info = {
             .model = model, .params = (int64_t)m->nparams, .steps = tr.steps, .world = world, .device = device,
-            .strategy = tr.strategy->name, .precision = tr.prec.name, .param_bytes = (int64_t)(m->nparams * 4),
-            .grad_bytes = (int64_t)(m->nparams * 4), .activation_bytes = (int64_t)m->activation_bytes,
-            .optimizer_bytes = (int64_t)(tr.opt.n * 4 * ((tr.opt.m != NULL) + (tr.opt.v != NULL)))};
-        if (tr.params_bf16) info.param_bytes += (int64_t)(m->nparams * 2);
-        rc = tr.rank == 0 ? dt_events_run_started(&tr.events, &info) : DT_SUCCESS;
+            .strategy = tr.strategy->name, .precision = tr.prec.name, .param_bytes = mem.params,
+            .grad_bytes = mem.grads, .master_bytes = mem.master, .optimizer_bytes = mem.optimizer,
+            .gathered_bytes = mem.gathered, .buffer_bytes = mem.buffers, .state_max_bytes = (int64_t)most,
+            .activation_bytes = (int64_t)m->activation_bytes};
+        DT_INFO(DT_SUB_TRAIN, "model state on this rank: %.1f MiB (parameters %.1f, gradients %.1f, master weights "
+                "%.1f, optimizer %.1f, gathered %.1f, buffers %.1f); the most on any rank %.1f MiB",
+                (double)mem.total / 1048576, (double)mem.params / 1048576, (double)mem.grads / 1048576,
+                (double)mem.master / 1048576, (double)mem.optimizer / 1048576, (double)mem.gathered / 1048576,
+                (double)mem.buffers / 1048576, most / 1048576);
+        if (rc == DT_SUCCESS && tr.rank == 0) rc = dt_events_run_started(&tr.events, &info);
         if (rc == DT_SUCCESS) rc = loop(&tr, res);
     }
     /* the rank that saw a failure reports it (every rank, when all saw it) */

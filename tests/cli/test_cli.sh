@@ -72,9 +72,10 @@ DTRUN_SITE_CONFIG=site.yaml run "site defaults" 0 "$DTRUN" check user.yaml
 has "site defaults: admin's value applies" "$out" "  comm_timeout: 900s                             # site.yaml:2:17"
 has "site defaults: the user's config wins" "$out" "  interval: 5ba                                  # user.yaml:2:13"
 
-run "run refuses what this build cannot train" 2 "$DTRUN" run compute.strategy=zero1
-same "run: says what is missing" "$err" "dtrun: error: compute.strategy zero1 is not implemented in this build (ZeRO and FSDP land with their issue)
-  hint: use compute.strategy: ddp"
+run "an FSDP sharding strategy with another strategy" 2 "$DTRUN" run compute.strategy=zero3 \
+    compute.strategy_config.sharding_strategy=HYBRID_SHARD
+same "is refused, naming both" "$err" "override 'compute.strategy_config.sharding_strategy=HYBRID_SHARD': error: compute.strategy_config.sharding_strategy HYBRID_SHARD is FSDP's, but compute.strategy is zero3 (override 'compute.strategy=zero3')
+  hint: set compute.strategy: fsdp, or remove sharding_strategy (zero1/2/3 name their stage)"
 run "run refuses a world it cannot start" 2 "$DTRUN" run compute.num_devices=2
 same "run: says how to start the ranks" "$err" "override 'compute.num_devices=2': error: compute.num_nodes 1 (auto) x compute.num_devices 2 (override 'compute.num_devices=2') = 2 ranks, but dtrun was started as one process
   hint: start the ranks: \`dtrun -n N CONFIG\` on this machine, \`srun --mpi=pmix dtrun CONFIG\` in Slurm"

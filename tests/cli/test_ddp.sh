@@ -52,7 +52,7 @@ within "$d" 1e-5 && ok "2 ranks x 2 micro-batches trace 1 rank x 4 (max relative
     not_ok "2x2 vs 1x4 differ by $d"
 run "dtrun -n 2, 0.05 MiB buckets" 0 timeout 300 "$DTRUN" -n 2 "${base[@]}" compute.gradient_accumulation_steps=2 \
     compute.strategy_config.bucket_cap_mb=0.05 run.dir=d2b
-has "many buckets" "$err" "ddp: 10 gradient buckets of at most 0.05 MiB over 118528 parameters"
+has "many buckets" "$err" "strategy: stage 0 over 2 ranks: 18 units in 15 pieces of at most 12608 elements"
 d=$(maxrel d2b a4)
 within "$d" 1e-5 && ok "overlapped buckets trace the same losses (max relative difference $d)" ||
     not_ok "small buckets differ by $d"
@@ -83,7 +83,7 @@ signal_and_wait STOP "$(rank_pid 1 s)" "$launcher"
 [ "$secs" -le 30 ] && ok "the watchdog ended the job ${secs} s after the stall" || not_ok "it took ${secs} s"
 msg=$(grep 'did not finish' s.err)
 # the stall lands in a gradient all-reduce, the embedding rows' all-gather or the metrics' all-reduce
-grep -qE '^\[rank 0\] dtrun: rank 0: error: (all-reduce of gradient bucket [0-9]+/[0-9]+|all-gather of embedding row(s| gradients)|all-reduce of metrics) \(' <<<"$msg" &&
+grep -qE '^\[rank 0\] dtrun: rank 0: error: (all-reduce of gradient piece [0-9]+/[0-9]+|all-gather of embedding row(s| gradients)|all-reduce of (metrics|gradient norm)) \(' <<<"$msg" &&
     ok "the watchdog names the operation" || not_ok "the watchdog names the operation" "$msg"
 has "the watchdog names the timeout and the step" "$msg" "did not finish within 2 s at step "
 has "the watchdog names the stalled rank" "$msg" ": rank 1 did not answer (stopped, hung or dead)"

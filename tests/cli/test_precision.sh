@@ -60,7 +60,7 @@ if "$DTRUN" --version | grep -q '^comm: mpi'; then
     run "dtrun -n 2, gradients reduced in fp32" 0 timeout 300 "$DTRUN" -n 2 "${ddp[@]}" run.dir=r32
     run "dtrun -n 2, gradients reduced in bf16" 0 timeout 300 "$DTRUN" -n 2 "${ddp[@]}" \
         compute.grad_reduce_dtype=bf16 run.dir=r16
-    has "the log says so" "$err" "parameters, reduced in bf16"
+    has "the log says so" "$err" "parameters in fp32, gradients in fp32, reduced in bf16"
     d=$(relto "$(last_loss r16)" "$(last_loss r32)")
     within "$d" 0.01 && ok "bf16 gradient reduction ends within 1% of fp32's ($d)" || not_ok "bf16 reduction: $d"
     [ "$(last_loss r16)" != "$(last_loss r32)" ] && ok "and really rounds (another trajectory)" ||

@@ -180,8 +180,10 @@ static void refused_and_ignored(void **state)
     assert_int_equal(with_json(&cfg, "{\"flops_profiler\": {\"enabled\": false},\n \"prescale_gradients\": true}", NULL,
                                &warn),
                      DT_SUCCESS);
-    assert_string_equal(warn, "dtrun: warning: ds.json: dtrun does not implement 2 DeepSpeed keys yet and runs "
-                              "without them: prescale_gradients (line 2), flops_profiler (line 1)\n");
+    assert_string_equal(warn, "dtrun: warning: ds.json: 2 DeepSpeed keys set here have no meaning in dtrun:\n"
+                              "  prescale_gradients (line 2): dtrun always divides gradients by the world size before "
+                              "reducing\n  flops_profiler (line 1): dtrun reports MFU in its metrics "
+                              "(events.peak_tflops)\n");
     free(warn);
     dt_config_free(&cfg);
 }

@@ -76,6 +76,15 @@ static double max_rel(const float *a, const float *b, size_t n)
     return den > 0 ? num / den : num;
 }
 
+/* The fixture (llm.c's tensor-major order) in the model's order. */
+static float *ours(const struct dt_model *m, const float *llmc)
+{
+    float *p = malloc(m->nparams * sizeof *p);
+    assert_non_null(p);
+    dt_gpt_from_llmc(m, llmc, p);
+    return p;
+}
+
 static void check(bool checkpointing)
 {
     struct fixture x = load();
@@ -83,12 +92,14 @@ static void check(bool checkpointing)
     struct dt_model *m;
     assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, x.B, x.T, &m), DT_SUCCESS);
     assert_int_equal(m->nparams, x.n);
-    memcpy(m->params, x.params, x.n * sizeof(float));
+    float *params = ours(m, x.params), *grads = ours(m, x.grads), *logits = malloc((size_t)x.B * x.T * x.V * 4);
+    memcpy(m->params, params, x.n * sizeof(float));
     struct dt_batch batch = {.B = x.B, .T = x.T, .tokens = x.tokens};
 
     float loss = m->iface.forward(m, &batch, 0.0f);
     assert_true(fabs(loss - x.loss) / x.loss <= 1e-5);
-    assert_true(max_rel(dt_gpt_logits(m), x.logits, (size_t)x.B * x.T * x.V) <= 1e-5);
+    dt_gpt_logits(m, logits);
+    assert_true(max_rel(logits, x.logits, (size_t)x.B * x.T * x.V) <= 1e-5);
 
     memset(m->grads, 0, x.n * sizeof(float));
     m->iface.forward(m, &batch, 1.0f);
@@ -96,12 +107,17 @@ static void check(bool checkpointing)
     double worst = 0;
     for (int i = 0; i < m->nviews; i++) {
         const struct dt_param_view *v = &m->views[i];
-        double err = max_rel(m->grads + v->offset, x.grads + v->offset, v->numel);
+        double err = max_rel(m->grads + v->offset, grads + v->offset, v->numel);
         if (err > 1e-4) fail_msg("gradient of %s: max relative error %.3g > 1e-4", v->name, err);
         worst = fmax(worst, err);
     }
+    /* and back: the model's order converts to llm.c's exactly */
+    float *back = malloc(x.n * sizeof(float));
+    dt_gpt_to_llmc(m, params, back);
+    assert_memory_equal(back, x.params, x.n * sizeof(float));
+    free(back);
 
-    memcpy(m->params, x.params, x.n * sizeof(float));
+    memcpy(m->params, params, x.n * sizeof(float));
     struct dt_optimizer opt;
     struct dt_optim_config oc = {DT_OPT_ADAMW, x.beta1, x.beta2, x.eps, x.wd, 0, false};
     assert_int_equal(dt_optimizer_init(&opt, &oc, &dt_kernels_cpu, x.n), DT_SUCCESS);
@@ -121,6 +137,9 @@ static void check(bool checkpointing)
                   worst_loss, x.steps);
     dt_optimizer_free(&opt);
     dt_model_free(m);
+    free(params);
+    free(grads);
+    free(logits);
     release(&x);
 }
 
@@ -165,7 +184,9 @@ static void loads_llmc_weights(void **state)
     struct dt_model *m;
     assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, x.B, x.T, &m), DT_SUCCESS);
     assert_int_equal(dt_gpt_load_llmc(m, "model.bin"), DT_SUCCESS);
-    assert_memory_equal(m->params, x.params, x.n * sizeof(float));
+    float *params = ours(m, x.params);
+    assert_memory_equal(m->params, params, x.n * sizeof(float));
+    free(params);
     struct dt_batch batch = {.B = x.B, .T = x.T, .tokens = x.tokens};
     assert_true(fabs(m->iface.forward(m, &batch, 0.0f) - x.loss) / x.loss <= 1e-5);
     dt_model_free(m);

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/dtype.h"
 #include "core/rng.h"
 #include "dt_test.h"
 #include "kernels/kernels.h"
@@ -145,28 +146,40 @@ struct em {
     float *wte, *wpe;
     int B, T, C;
 };
+/* the token table in two blocks of rows (ZeRO-3 gathers it a block at a time), then the positions */
 static void em_fwd(struct fd *f, float *out)
 {
     struct em *e = f->ctx;
-    K->encoder_forward(out, e->tok, e->wte, e->wpe, e->B, e->T, e->C);
+    int n = e->B * e->T;
+    K->position_forward(out, e->wpe, e->B, e->T, e->C);
+    K->rows_forward(out, e->tok, e->wte, 0, 2, n, e->C);
+    K->rows_forward(out, e->tok, e->wte + 2 * e->C, 2, 2, n, e->C);
 }
 static void embedding(void **state)
 {
     int32_t tok[6] = {3, 1, 3, 0, 2, 3}; /* repeats: gradients of a row add up */
     struct em e = {tok, rnd(4 * 5, 1, 13), rnd(3 * 5, 1, 14), 2, 3, 5};
-    float *R = rnd(30, 1, 15), *dte = calloc(20, 4), *dpe = calloc(15, 4);
-    K->encoder_backward(dte, dpe, R, tok, 2, 3, 5);
+    float *R = rnd(30, 1, 15), *dte = calloc(20, 4), *dpe = calloc(15, 4), *part = calloc(20, 4);
+    K->position_backward(dpe, R, 2, 3, 5);
+    K->rows_add(dte, DT_F32, 0, 20, tok, R, 6, 5);
     struct fd f = {em_fwd, 30, R, &e};
     check(&f, "embedding dwte", e.wte, 20, dte, 1e-3);
     check(&f, "embedding dwpe", e.wpe, 15, dpe, 1e-3);
-    free(e.wte), free(e.wpe), free(R), free(dte), free(dpe);
+    /* what a rank keeping elements [7, 13) of the table gets: exactly those of the whole */
+    K->rows_add(part, DT_F32, 7, 6, tok, R, 6, 5);
+    assert_memory_equal(part, dte + 7, 6 * sizeof(float));
+    /* into bf16 storage: the same sums, rounded once per row added */
+    uint16_t lp[20] = {0};
+    K->rows_add(lp, DT_BF16, 0, 20, tok, R, 6, 5);
+    for (int i = 0; i < 20; i++) assert_true(fabsf(dt_f32_from_bf16(lp[i]) - dte[i]) <= 0.02f * fabsf(dte[i]) + 1e-6f);
+    free(e.wte), free(e.wpe), free(R), free(dte), free(dpe), free(part);
 }
 
 /* ---------------------------------------------------------------- softmax + cross-entropy */
 struct sx {
     float *logits;
     int32_t *targets;
-    int BT, V;
+    int BT, V, vb;
 };
 /* L = sum of losses: one output per row, R = 1 */
 static void sx_fwd(struct fd *f, float *out)
@@ -174,21 +187,91 @@ static void sx_fwd(struct fd *f, float *out)
     struct sx *s = f->ctx;
     float *copy = malloc((size_t)s->BT * s->V * 4);
     memcpy(copy, s->logits, (size_t)s->BT * s->V * 4);
-    K->softmax_xent(out, copy, s->targets, 0.0f, s->BT, s->V);
+    K->softmax_xent(out, copy, s->targets, 0.0f, s->BT, s->V, s->vb);
     free(copy);
 }
 static void softmax_xent(void **state)
 {
     int BT = 3, V = 7;
     int32_t targets[3] = {6, 0, 3};
-    struct sx s = {rnd((size_t)BT * V, 2, 16), targets, BT, V};
-    float ones[3] = {1, 1, 1}, losses[3];
-    float *grad = malloc((size_t)BT * V * 4);
+    float ones[3] = {1, 1, 1}, losses[3], blocked_losses[3];
+    float *logits = rnd((size_t)BT * V, 2, 16), *grad = malloc((size_t)BT * V * 4), *blocked = malloc((size_t)BT * V * 4);
+    struct sx s = {logits, targets, BT, V, V};
     memcpy(grad, s.logits, (size_t)BT * V * 4);
-    K->softmax_xent(losses, grad, targets, 1.0f, BT, V); /* dloss 1: gradient of the sum */
+    K->softmax_xent(losses, grad, targets, 1.0f, BT, V, V); /* dloss 1: gradient of the sum */
     struct fd f = {sx_fwd, (size_t)BT, ones, &s};
     check(&f, "softmax_xent dlogits", s.logits, (size_t)BT * V, grad, 1e-3);
-    free(s.logits), free(grad);
+    /* block-major, 3 columns a block (the last holds 1): the same losses and gradients, moved */
+    int vb = 3;
+    for (int b = 0; b * vb < V; b++) {
+        int n = V - b * vb < vb ? V - b * vb : vb;
+        for (int i = 0; i < BT; i++)
+            memcpy(blocked + (size_t)BT * b * vb + (size_t)i * n, logits + (size_t)i * V + b * vb, (size_t)n * 4);
+    }
+    K->softmax_xent(blocked_losses, blocked, targets, 1.0f, BT, V, vb);
+    for (int i = 0; i < BT; i++) assert_true(blocked_losses[i] == losses[i]);
+    for (int b = 0; b * vb < V; b++) {
+        int n = V - b * vb < vb ? V - b * vb : vb;
+        for (int i = 0; i < BT; i++)
+            assert_memory_equal(blocked + (size_t)BT * b * vb + (size_t)i * n, grad + (size_t)i * V + b * vb,
+                                (size_t)n * 4);
+    }
+    free(logits), free(grad), free(blocked);
+}
+
+/* ---------------------------------------------------------------- mixed types */
+/* conversions and sums between fp32, bf16 and fp16 against the one-value reference */
+static void mixed_types(void **state)
+{
+    enum { N = 1001 };
+    float *x = rnd(N, 3, 30), *y = rnd(N, 3, 31), back[N];
+    uint16_t b[N], h[N], b2[N];
+    K->convert(b, DT_BF16, x, DT_F32, N);
+    K->convert(h, DT_F16, b, DT_BF16, N); /* 16 to 16 bits, through fp32 */
+    K->convert(back, DT_F32, h, DT_F16, N);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(b[i], dt_bf16_from_f32(x[i]));
+        assert_int_equal(h[i], dt_f16_from_f32(dt_f32_from_bf16(b[i])));
+        assert_true(back[i] == dt_f32_from_f16(h[i]));
+    }
+    memcpy(b2, b, sizeof b);
+    K->accumulate(b2, DT_BF16, y, DT_F32, N); /* bf16 += fp32: summed in fp32, rounded once */
+    for (int i = 0; i < N; i++) assert_int_equal(b2[i], dt_bf16_from_f32(dt_f32_from_bf16(b[i]) + y[i]));
+    /* in place, both ways, without a second buffer */
+    float buf[N];
+    memcpy(buf, x, sizeof buf);
+    K->narrow_inplace(buf, N, DT_BF16);
+    assert_memory_equal(buf, b, sizeof b);
+    K->widen_inplace(buf, N, DT_BF16);
+    for (int i = 0; i < N; i++) assert_true(buf[i] == dt_f32_from_bf16(b[i]));
+    assert_true(K->sumsq(b, DT_BF16, N) == K->sumsq(buf, DT_F32, N));
+    free(x), free(y);
+}
+
+/* stochastic rounding: deterministic for (seed, index), one of the two neighbours, unbiased on average */
+static void stochastic_rounding(void **state)
+{
+    enum { N = 20000 };
+    float *x = malloc(N * sizeof *x);
+    uint16_t *r = malloc(N * sizeof *r), *again = malloc(N * sizeof *again);
+    float v = 1.0f + 1.0f / 512; /* a quarter of the way from 1 to the next bf16, 1 + 1/128 */
+    for (int i = 0; i < N; i++) x[i] = v;
+    K->round_stochastic(r, x, N, 7, 1000);
+    K->round_stochastic(again + 500, x + 500, N - 500, 7, 1500); /* the same elements from another start */
+    assert_memory_equal(r + 500, again + 500, (N - 500) * sizeof *r);
+    double mean = 0;
+    int up = 0;
+    for (int i = 0; i < N; i++) {
+        float f = dt_f32_from_bf16(r[i]);
+        assert_true(f == 1.0f || f == 1.0f + 1.0f / 128);
+        up += f > 1.0f;
+        mean += f;
+    }
+    mean /= N;
+    print_message("# stochastic rounding: %d of %d up (expected a quarter), mean error %.2e\n", up, N, mean - v);
+    assert_true(fabs((double)up / N - 0.25) < 0.02);
+    assert_true(fabs(mean - v) < 2e-4);
+    free(x), free(r), free(again);
 }
 
 /* the reductions the optimizer and the loss scaler use, against closed forms */
@@ -197,16 +280,21 @@ static void reductions(void **state)
     size_t n = 100003; /* odd, so no vector width divides it */
     float *x = malloc(n * sizeof *x);
     for (size_t i = 0; i < n; i++) x[i] = (i % 2) ? 3.0f : -4.0f;
-    assert_true(K->sumsq(x, n) == 50002.0 * 16 + 50001.0 * 9); /* 50002 even indices hold -4 */
-    assert_int_equal(K->nonfinite(x, n), 0);
+    assert_true(K->sumsq(x, DT_F32, n) == 50002.0 * 16 + 50001.0 * 9); /* 50002 even indices hold -4 */
+    assert_int_equal(K->nonfinite(x, DT_F32, n), 0);
     x[7] = INFINITY;
     x[n - 1] = NAN;
     x[500] = -INFINITY;
-    assert_int_equal(K->nonfinite(x, n), 3);
+    assert_int_equal(K->nonfinite(x, DT_F32, n), 3);
+    uint16_t *h = malloc(n * sizeof *h);
+    K->convert(h, DT_F16, x, DT_F32, n);
+    assert_int_equal(K->nonfinite(h, DT_F16, n), 3);
+    free(h);
     float out[3] = {1, 2, 3}, target[3] = {1, 0, 6}, d[3];
     assert_true(K->mse(d, out, target, 0.5f, 3) == (0 + 4 + 9) / 3.0f);
     assert_true(d[1] == 2.0f && d[2] == -3.0f); /* 2 (out - target) * 0.5 */
     free(x);
 }
 
-DT_TESTS(T(matmul), T(layernorm), T(attention), T(gelu), T(embedding), T(softmax_xent), T(reductions))
+DT_TESTS(T(matmul), T(layernorm), T(attention), T(gelu), T(embedding), T(softmax_xent), T(mixed_types),
+         T(stochastic_rounding), T(reductions))

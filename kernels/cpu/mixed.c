@@ -1,0 +1,129 @@
+/*
+ * mixed.c - arithmetic between buffers of different element types (fp32, bf16,
+ * fp16): what mixed precision needs around the matmuls. Sums are formed in
+ * fp32 and rounded once, to nearest even (core/dtype.h), except the
+ * stochastic rounding of bf16-true's parameter updates.
+ */
+#include <math.h>
+#include <string.h>
+#include "core/dtype.h"
+#include "kernels/cpu/convert.h"
+#include "kernels/cpu/cpu.h"
+
+static inline float get(const void *p, enum dt_dtype t, size_t i)
+{
+    if (t == DT_F32) return ((const float *)p)[i];
+    if (t == DT_BF16) return dt_f32_from_bf16(((const uint16_t *)p)[i]);
+    return dt_f32_from_f16(((const uint16_t *)p)[i]);
+}
+
+static inline void put(void *p, enum dt_dtype t, size_t i, float v)
+{
+    if (t == DT_F32) ((float *)p)[i] = v;
+    else if (t == DT_BF16) ((uint16_t *)p)[i] = dt_bf16_from_f32(v);
+    else ((uint16_t *)p)[i] = dt_f16_from_f32(v);
+}
+
+void dt_cpu_convert(void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n)
+{
+    if (dt == st) {
+        memcpy(dst, src, n * dt_dtype_size(dt));
+    } else if (st == DT_F32) {
+        dt_cpu_cast_to_lp(dst, src, n, dt);
+    } else if (dt == DT_F32) {
+        dt_cpu_cast_from_lp(dst, src, n, st);
+    } else {
+        #pragma omp parallel for
+        for (size_t i = 0; i < n; i++) put(dst, dt, i, get(src, st, i));
+    }
+}
+
+void dt_cpu_accumulate(void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n)
+{
+    if (dt == DT_F32 && st == DT_F32) {
+        float *d = dst;
+        const float *s = src;
+        #pragma omp parallel for simd
+        for (size_t i = 0; i < n; i++) d[i] += s[i];
+        return;
+    }
+    #pragma omp parallel for
+    for (size_t i = 0; i < n; i++) put(dst, dt, i, get(dst, dt, i) + get(src, st, i));
+}
+
+/* Forward: the 16-bit value i lands on bytes [2i, 2i+2), which held fp32 values already read. */
+void dt_cpu_narrow_inplace(void *buf, size_t n, enum dt_dtype t)
+{
+    const float *f = buf;
+    uint16_t *h = buf;
+    for (size_t i = 0; i < n; i++) {
+        float v = f[i];
+        h[i] = t == DT_BF16 ? dt_bf16_from_f32(v) : dt_f16_from_f32(v);
+    }
+}
+
+/* Backward: the fp32 value i lands on bytes [4i, 4i+4), which held 16-bit values 2i and 2i+1,
+ * already widened (they come after i). */
+void dt_cpu_widen_inplace(void *buf, size_t n, enum dt_dtype t)
+{
+    float *f = buf;
+    const uint16_t *h = buf;
+    for (size_t i = n; i-- > 0;) {
+        uint16_t v = h[i];
+        f[i] = t == DT_BF16 ? dt_f32_from_bf16(v) : dt_f32_from_f16(v);
+    }
+}
+
+/* splitmix64 of (seed, index): the same noise for an element whichever rank updates it */
+static inline uint32_t noise(uint64_t seed, uint64_t i)
+{
+    uint64_t z = seed + 0x9e3779b97f4a7c15ull * (i + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (uint32_t)(z ^ (z >> 31));
+}
+
+/* llm.c's stochastic rounding (llmc/adamw.cuh): add 16 random bits below bf16's last one, truncate.
+ * Rounds up with probability (x - lower) / (upper - lower), so updates far below bf16's precision
+ * still move the parameter on average. NaN and infinity are rounded as usual. */
+void dt_cpu_round_stochastic(uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0)
+{
+    #pragma omp parallel for
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &src[i], 4);
+        if ((u & 0x7f800000u) == 0x7f800000u) {
+            dst[i] = dt_bf16_from_f32(src[i]);
+            continue;
+        }
+        uint32_t r = u + (noise(seed, index0 + i) & 0xffffu);
+        if ((r & 0x7f800000u) == 0x7f800000u) r = u; /* no rounding past the largest finite value */
+        dst[i] = (uint16_t)(r >> 16);
+    }
+}
+
+/* in double, so the global norm of 124M gradients does not lose digits */
+double dt_cpu_sumsq(const void *x, enum dt_dtype t, size_t n)
+{
+    double s = 0;
+    if (t == DT_F32) {
+        const float *f = x;
+        #pragma omp parallel for simd reduction(+ : s)
+        for (size_t i = 0; i < n; i++) s += (double)f[i] * f[i];
+        return s;
+    }
+    #pragma omp parallel for reduction(+ : s)
+    for (size_t i = 0; i < n; i++) {
+        double v = get(x, t, i);
+        s += v * v;
+    }
+    return s;
+}
+
+size_t dt_cpu_nonfinite(const void *x, enum dt_dtype t, size_t n)
+{
+    size_t bad = 0;
+    #pragma omp parallel for reduction(+ : bad)
+    for (size_t i = 0; i < n; i++) bad += !isfinite(get(x, t, i));
+    return bad;
+}

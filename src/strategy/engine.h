@@ -1,0 +1,108 @@
+/*
+ * engine.h - the one sharding engine behind every strategy: DDP is stage 0,
+ * ZeRO-1/2/3 are stages 1-3 (FSDP's FULL_SHARD is 3, SHARD_GRAD_OP 2,
+ * NO_SHARD 0), single is stage 0 on one rank. The stage only decides what
+ * each rank keeps whole and what it keeps a part of (DeepSpeed's ZeRO paper;
+ * REFERENCE.md):
+ *
+ *                 parameters   gradients   fp32 master + optimizer state
+ *   stage 0       whole        whole       whole          (all-reduce)
+ *   stage 1       whole        whole       part           (reduce-scatter, all-gather after the step)
+ *   stage 2       whole        part        part           (reduce-scatter per micro-batch)
+ *   stage 3       part         part        part           (all-gather before each use)
+ *
+ * The flat parameter space is cut into pieces: each model unit (model.h) in
+ * pieces of at most `bucket` elements. A piece is what one collective moves
+ * and what is partitioned: rank r of the sharding group owns the part
+ * dt_comm_part(piece, r). Stage 3 keeps units smaller than `persist` whole on
+ * every rank (DeepSpeed's stage3_param_persistence_threshold). A rank's shard
+ * is its parts of every piece, concatenated; its optimizer state and master
+ * weights cover the shard only.
+ *
+ * Precision: the working parameters and gradients are in `pdt` (fp32, or bf16
+ * / fp16 under mixed precision, whose fp32 master weights the optimizer
+ * updates; bf16-true has no master and updates bf16 parameters with
+ * stochastic rounding). The model reads fp32: the engine widens a unit into a
+ * scratch slot when it is stored in 16 bits, and gathers it first under
+ * stage 3 (prefetching the next unit in the order the first step used them).
+ * Every strategy rounds the same way, so they trace the same losses: each
+ * micro-batch's gradients are rounded to the working type (as a 16-bit
+ * model's backward writes them), summed over micro-batches and ranks in fp32
+ * (reductions travel in fp32 unless compute.grad_reduce_dtype says
+ * otherwise), and rounded once more at the end. The sums are kept in the
+ * working type with one micro-batch a step, in fp32 with several (DeepSpeed's
+ * fp32 gradient accumulation).
+ *
+ * HYBRID_SHARD shards within a node and replicates across nodes: the shard
+ * group is the node's ranks, and each reduced part is then all-reduced over
+ * the ranks holding the same part on the other nodes.
+ */
+#ifndef DT_ENGINE_H
+#define DT_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "comm/comm.h"
+#include "core/dtype.h"
+#include "core/status.h"
+#include "model/model.h"
+#include "optim/optimizer.h"
+
+struct dt_engine_config {
+    int stage;                /* 0..3 */
+    bool hybrid;              /* shard within a node, replicate across nodes */
+    size_t bucket;            /* most elements in one piece (reduce_bucket_size) */
+    size_t allgather_bucket;  /* stages 1-2: parameter elements all-gathered at a time after the step */
+    size_t prefetch;          /* stage 3: parameter elements gathered ahead of use */
+    size_t persist;           /* stage 3: units with fewer elements stay whole */
+    size_t max_live;          /* stage 3: gathered parameter elements kept at most (0: what is in use) */
+    size_t max_reuse;         /* stage 3: a unit used again within this many elements stays gathered */
+    size_t sub_group;         /* the optimizer works on this many elements at a time */
+    bool overlap;             /* start reductions while backward runs */
+    int accum;                /* micro-batches per step (gradient accumulation) */
+    enum dt_dtype pdt;        /* working parameters and gradients */
+    enum dt_dtype rdt;        /* gradients travel in this type */
+    bool master;              /* fp32 master weights (mixed precision) */
+    bool stochastic;          /* no master: 16-bit parameters updated with stochastic rounding (bf16-true) */
+    uint64_t seed;            /* of the stochastic rounding */
+};
+
+/* Model-state bytes per rank, as allocated (dtrun check --memory estimates the same). */
+struct dt_mem_report {
+    int64_t params, grads, master, optimizer;
+    int64_t gathered;        /* stage 3: gathered units (peak) */
+    int64_t buffers;         /* gradient scratch, reduction and conversion buffers */
+    int64_t total;
+};
+
+struct dt_engine;
+
+/* comm: every rank (NULL: one rank); an engine over it, taking the model on: its parameters (as the
+ * model's init or weights file left them in m->params, the same on every rank after a broadcast
+ * from rank 0) go into the engine's storage, and the model's memory hooks become the engine's. */
+dt_status_t dt_engine_create(const struct dt_engine_config *c, struct dt_comm *comm, const struct dt_world *w,
+                             struct dt_model *m, const struct dt_optim_config *oc, struct dt_engine **out);
+void dt_engine_free(struct dt_engine *e, bool clean);
+
+/* One optimizer step: zero the gradients ... */
+void dt_engine_begin_step(struct dt_engine *e, int64_t step);
+/* ... before each micro-batch's backward (last: the step's final one) ... */
+void dt_engine_before_backward(struct dt_engine *e, bool last);
+/* ... after the final backward: every rank's gradients reduced into what this rank keeps ... */
+dt_status_t dt_engine_reduce_grads(struct dt_engine *e);
+/* ... the squared global norm and whether any gradient is inf or nan, over all ranks (one all-reduce) ... */
+dt_status_t dt_engine_grad_norm(struct dt_engine *e, double *sumsq, bool *nonfinite);
+/* ... and the update, gradients taken times gscale (clipping and loss scale folded in). */
+dt_status_t dt_engine_step(struct dt_engine *e, float lr, float gscale);
+/* Test hook (fault.h grad_inf): an inf in a gradient this rank keeps. */
+void dt_engine_poison_grad(struct dt_engine *e);
+
+/* What the engine allocated; what it would allocate (no model, no ranks needed). */
+void dt_engine_memory(const struct dt_engine *e, struct dt_mem_report *r);
+void dt_engine_plan_memory(const struct dt_engine_config *c, const struct dt_unit *units, int nunits, int shard_ranks,
+                           int rank, enum dt_optim_kind opt, struct dt_mem_report *r);
+/* "zero3 (FULL_SHARD): 12 pieces of at most 0.59M, 3 units persistent" */
+void dt_engine_describe(const struct dt_engine *e, char *buf, size_t n);
+
+#endif

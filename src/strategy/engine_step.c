@@ -1,0 +1,154 @@
+/*
+ * engine_step.c - the engine's step: zeroing, finishing the reductions, the
+ * global norm from what each rank keeps (one all-reduce, the fp16 overflow
+ * decision with it), the optimizer on this rank's shard in sub-groups, and
+ * the parameters back to every rank that needs them (stages 1-2 all-gather).
+ */
+#include <math.h>
+#include <string.h>
+#include "core/error.h"
+#include "strategy/engine_impl.h"
+
+void dt_engine_begin_step(struct dt_engine *e, int64_t step)
+{
+    e->step = step;
+    struct dt_comm *cs[3] = {e->comm, e->shard, e->rep};
+    for (int i = 0; i < 3; i++)
+        if (cs[i]) dt_comm_set_step(cs[i], step);
+    /* the first step's order of units is the order prefetching follows */
+    if (e->ntrace > 0) e->traced = true;
+    e->tracing = !e->traced;
+    if (e->full_g) memset(e->full_g, 0, e->m->nparams * e->gsz);
+    if (e->shard_g) memset(e->shard_g, 0, e->shard_n * e->gsz);
+    e->error = DT_SUCCESS;
+    for (int i = 0; i < e->npieces; i++) e->pieces[i].started = false;
+}
+
+void dt_engine_before_backward(struct dt_engine *e, bool last)
+{
+    e->comm_now = e->c.stage >= 2 || last;
+    for (int i = 0; i < e->npieces; i++) e->pieces[i].left = e->pieces[i].nunits;
+}
+
+dt_status_t dt_engine_reduce_grads(struct dt_engine *e)
+{
+    dt_status_t rc = e->error;
+    if (e->c.stage <= 1 && e->shard && rc == DT_SUCCESS) rc = dt_engine_start_reduce(e, -1); /* what backward left */
+    if (e->c.stage <= 1 && e->shard && rc == DT_SUCCESS) rc = dt_engine_wait_reduce(e, -1);
+    for (int i = 0; i < e->ngslots && rc == DT_SUCCESS; i++) rc = dt_engine_wait_gslot(e, &e->gslots[i]);
+    if (rc == DT_SUCCESS) rc = dt_engine_finish_rows(e);
+    /* fp32 sums of 16-bit gradients: rounded once, at the end, as the 16-bit storage rounds them */
+    if (rc == DT_SUCCESS && e->gdt != e->c.pdt) {
+        if (e->c.stage == 0) e->k->round_lp(e->full_g, e->full_g, e->m->nparams, e->c.pdt);
+        else e->k->round_lp(e->shard_g, e->shard_g, e->shard_n, e->c.pdt);
+    }
+    return rc;
+}
+
+/* The squares: each element counted once over the world, a part by its owner on the first node
+ * (replicas hold the same), a piece every rank keeps whole by the rank whose world-part it is. The
+ * inf/nan check: everything this rank keeps, so a value gone bad on one rank's copy stops them all. */
+dt_status_t dt_engine_grad_norm(struct dt_engine *e, double *sumsq, bool *nonfinite)
+{
+    double v[2] = {0, 0};
+    bool first_replica = !e->rep || e->rep->world.rank == 0;
+    for (int i = 0; i < e->npieces; i++) {
+        const struct piece *p = &e->pieces[i];
+        const void *g = dt_engine_owned_grads(e, p);
+        v[1] += (double)e->k->nonfinite(g, e->gdt, p->own_n);
+        size_t off = 0, n = p->own_n;
+        if (p->part && !first_replica) continue;
+        if (!p->part) dt_comm_part(p->n, e->world, e->rank, &off, &n);
+        v[0] += e->k->sumsq(dt_engine_gat(e, dt_engine_owned_grads(e, p), off), e->gdt, n);
+    }
+    if (e->comm) DT_CHECK(dt_comm_do(e->comm, dt_coll_allreduce(v, 2, DT_F64, DT_RED_SUM, "gradient norm")));
+    *sumsq = v[0];
+    *nonfinite = v[1] > 0;
+    return DT_SUCCESS;
+}
+
+/* the working parameters this rank updates for piece p (full storage, or the stage-3 shard) */
+static void *owned_params(const struct dt_engine *e, const struct piece *p)
+{
+    return e->c.stage == 3 ? dt_engine_at(e, e->shard_p, p->shard_at) : dt_engine_at(e, e->full_p, p->own_off);
+}
+
+/* the view holding flat element at, from the view v on (views cover the space in order) */
+static int view_at(const struct dt_model *m, int v, size_t at)
+{
+    while (v + 1 < m->nviews && m->views[v].offset + m->views[v].numel <= at) v++;
+    return v;
+}
+
+/* Update flat elements [lo, hi) of piece p, all in one view (decay). */
+static void update(struct dt_engine *e, const struct piece *p, size_t lo, size_t hi, bool decay, float lr,
+                   float gscale)
+{
+    size_t n = hi - lo, at = p->shard_at + (lo - p->own_off), rel = lo - p->own_off;
+    enum dt_dtype t = e->c.pdt;
+    void *g = dt_engine_gat(e, dt_engine_owned_grads(e, p), rel), *w = dt_engine_at(e, owned_params(e, p), rel);
+    float *g32 = g, *w32 = w;
+    if (e->gdt != DT_F32) {
+        e->k->convert(e->scratch, DT_F32, g, e->gdt, n);
+        g32 = e->scratch;
+    }
+    if (e->master) w32 = e->master + at;
+    else if (e->c.stochastic) {
+        e->k->convert(e->scratch2, DT_F32, w, t, n);
+        w32 = e->scratch2;
+    }
+    dt_optimizer_update(&e->opt, w32, g32, at, n, decay, lr, gscale);
+    if (e->master) e->k->convert(w, t, w32, DT_F32, n);
+    else if (e->c.stochastic) e->k->round_stochastic(w, w32, n, e->c.seed ^ (uint64_t)e->opt.t * 0x9e3779b97f4a7c15ull, lo);
+}
+
+/* Stages 1-2: every rank's updated parts to every rank, in place, at most allgather_bucket elements in flight. */
+static dt_status_t gather_params(struct dt_engine *e)
+{
+    size_t inflight = 0;
+    int first = 0;
+    for (int i = 0; i < e->npieces; i++) {
+        struct piece *p = &e->pieces[i];
+        if (!p->part) continue;
+        if (inflight && inflight + p->n > e->c.allgather_bucket) {
+            for (; first < i; first++)
+                if (e->pieces[first].part) DT_CHECK(dt_comm_wait(e->shard, &e->pieces[first].gather));
+            inflight = 0;
+        }
+        p->gather = dt_coll_allgather(NULL, dt_engine_at(e, e->full_p, p->off), p->n, e->c.pdt, "parameters");
+        DT_CHECK(dt_comm_start(e->shard, &p->gather));
+        inflight += p->n;
+    }
+    for (; first < e->npieces; first++)
+        if (e->pieces[first].part) DT_CHECK(dt_comm_wait(e->shard, &e->pieces[first].gather));
+    return DT_SUCCESS;
+}
+
+dt_status_t dt_engine_step(struct dt_engine *e, float lr, float gscale)
+{
+    dt_optimizer_begin(&e->opt);
+    const struct dt_model *m = e->m;
+    size_t sub = e->c.sub_group && e->scratch ? e->c.sub_group : SIZE_MAX;
+    int v = 0;
+    for (int i = 0; i < e->npieces; i++) {
+        const struct piece *p = &e->pieces[i];
+        for (size_t lo = p->own_off, end = p->own_off + p->own_n; lo < end;) {
+            v = view_at(m, v, lo);
+            const struct dt_param_view *pv = &m->views[v];
+            size_t hi = pv->offset + pv->numel < end ? pv->offset + pv->numel : end;
+            if (hi - lo > sub) hi = lo + sub;
+            update(e, p, lo, hi, pv->decay, lr, gscale);
+            lo = hi;
+        }
+        v = 0;
+    }
+    dt_engine_drop_params(e); /* gathered and widened copies hold the old values */
+    if (e->c.stage >= 1 && e->c.stage <= 2 && e->shard) return gather_params(e);
+    return DT_SUCCESS;
+}
+
+void dt_engine_poison_grad(struct dt_engine *e)
+{
+    const struct piece *p = &e->pieces[e->npieces / 2];
+    e->k->convert(dt_engine_owned_grads(e, p), e->gdt, &(float){INFINITY}, DT_F32, 1);
+}
