@@ -7,19 +7,8 @@
 # independent 1-rank processes at once, separates memory-bandwidth contention
 # from communication.
 # usage: bench/ddp_overhead.sh [BUILD_DIR] [ROUNDS] [STEPS]   (defaults: build 3 8)
-set -euo pipefail
-cd "$(dirname "$0")/.."
-build=${1:-build}
-rounds=${2:-3}
-steps=${3:-8}
-dtrun=$PWD/$build/src/dtrun
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp"
-shape=(model.n_layer=12 model.n_head=12 model.n_embd=768 model.vocab_size=50257 model.seq_len=64
-    data.micro_batch_size=4 run.max_duration="$steps"ba run.eval_interval=0ba events.interval=1ba)
-median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-steps_ms() { sed -n 's/.*"step_ms":\([0-9.]*\).*/\1/p' "$1/events.jsonl" | tail -n +3; }
+default_rounds=3
+. "$(dirname "$0")/common.sh"
 : >one
 : >two
 : >pair

@@ -4,28 +4,18 @@
 # bf16 matmul primitive forced with DTRUN_BF16_GEMM=onednn), ROUNDS interleaved
 # rounds of STEPS steps, median step time over steps 3.. of every round.
 # usage: bench/precision.sh [BUILD_DIR] [ROUNDS] [STEPS]   (defaults: build 2 8)
-set -euo pipefail
-cd "$(dirname "$0")/.."
-build=${1:-build}
-rounds=${2:-2}
-steps=${3:-8}
-dtrun=$PWD/$build/src/dtrun
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-cd "$tmp"
-shape=(model.n_layer=12 model.n_head=12 model.n_embd=768 model.vocab_size=50257 model.seq_len=64
-    data.micro_batch_size=4 run.max_duration="$steps"ba run.eval_interval=0ba events.interval=1ba)
-median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+default_rounds=2
+. "$(dirname "$0")/common.sh"
 : >fp32
 : >bf16
 : >onednn
 for r in $(seq "$rounds"); do
     "$dtrun" run "${shape[@]}" run.dir=a$r >/dev/null 2>&1
-    sed -n 's/.*"step_ms":\([0-9.]*\).*/\1/p' a$r/events.jsonl | tail -n +3 >>fp32
+    steps_ms a$r >>fp32
     "$dtrun" run "${shape[@]}" compute.precision=bf16-mixed run.dir=b$r >/dev/null 2>&1
-    sed -n 's/.*"step_ms":\([0-9.]*\).*/\1/p' b$r/events.jsonl | tail -n +3 >>bf16
+    steps_ms b$r >>bf16
     DTRUN_BF16_GEMM=onednn "$dtrun" run "${shape[@]}" compute.precision=bf16-mixed run.dir=c$r >/dev/null 2>&1
-    sed -n 's/.*"step_ms":\([0-9.]*\).*/\1/p' c$r/events.jsonl | tail -n +3 >>onednn
+    steps_ms c$r >>onednn
 done
 a=$(median <fp32)
 b=$(median <bf16)

@@ -31,6 +31,7 @@
 #include "launch/launch.h"
 #include "launch/world.h"
 #include "events/events.h"
+#include "train/memory.h"
 #include "train/trainer.h"
 #include "version.h"
 
@@ -39,6 +40,7 @@ static const char usage[] =
     "       dtrun -n N [run|info] [CONFIG] ...     N local workers through mpirun, output prefixed by rank\n"
     "       dtrun [run] CONFIG --dry-run           in a Slurm allocation: print the srun line dtrun would run\n"
     "       dtrun check [CONFIG] [key=value ...]   validate; print the resolved config as YAML\n"
+    "       dtrun check CONFIG --memory            ... and the model state per rank, every ZeRO stage\n"
     "       dtrun prepare TEXT... --out DIR        byte-level token shards (llm.c format) from text\n"
     "       dtrun info                             this process's place in the job (rank, node, source)\n"
     "       dtrun -n 2 bench comm [--max-size MIB] all-reduce bus bandwidth, dtrun's next to plain MPI's\n"
@@ -122,11 +124,19 @@ static dt_status_t load_resolved(struct dt_config *cfg, int argc, char **argv, c
     return dt_config_resolve(cfg, &geo);
 }
 
+/* dtrun check [CONFIG] [key=value ...] [--memory] */
 static dt_status_t cmd_check(int argc, char **argv)
 {
+    bool memory = false;
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--memory")) memory = true;
+        else argv[n++] = argv[i];
+    }
     struct dt_config cfg;
-    dt_status_t rc = load_resolved(&cfg, argc, argv, NULL);
+    dt_status_t rc = load_resolved(&cfg, n, argv, NULL);
     if (rc == DT_SUCCESS) dt_config_emit(&cfg, stdout);
+    if (rc == DT_SUCCESS && memory) rc = dt_memory_estimate(&cfg, stdout);
     dt_config_free(&cfg);
     return rc;
 }

@@ -68,6 +68,27 @@ static dt_status_t mpi_fail(struct dt_comm *c, int err, const char *call, const 
                     c->world.rank, dt_coll_name(r->kind), r->what ? r->what : "?", (long long)r->step + 1, call, msg);
 }
 
+/* What every communicator needs once m->data and m->ctrl exist: errors returned, the watchdog's
+ * query posted, the 16-bit sums, the per-rank count arrays. */
+static dt_status_t finish_state(struct dt_comm *c, struct mpi_state *m, int size)
+{
+    m->counts = calloc((size_t)size, sizeof *m->counts);
+    m->displs = calloc((size_t)size, sizeof *m->displs);
+    if (!m->counts || !m->displs) {
+        free(m->counts);
+        free(m->displs);
+        free(m);
+        return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for MPI state");
+    }
+    MPI_Comm_set_errhandler(m->data, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(m->ctrl, MPI_ERRORS_RETURN);
+    MPI_Irecv(&m->query_buf, 1, MPI_UINT64_T, MPI_ANY_SOURCE, TAG_QUERY, m->ctrl, &m->query);
+    MPI_Op_create(sum_bf16, 1, &m->sum_bf16);
+    MPI_Op_create(sum_f16, 1, &m->sum_f16);
+    c->impl = m;
+    return DT_SUCCESS;
+}
+
 static dt_status_t mpi_init(struct dt_comm *c)
 {
     struct mpi_state *m = calloc(1, sizeof *m);
@@ -103,23 +124,9 @@ static dt_status_t mpi_init(struct dt_comm *c)
                         "launcher and MPI disagree; start dtrun with `srun --mpi=pmix` or `dtrun -n N`", rank, size,
                         dt_world_source_str(c->world.source), c->world.rank, c->world.size);
     }
-    m->counts = calloc((size_t)size, sizeof *m->counts);
-    m->displs = calloc((size_t)size, sizeof *m->displs);
-    if (!m->counts || !m->displs) {
-        free(m->counts);
-        free(m->displs);
-        free(m);
-        return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for MPI state");
-    }
     MPI_Comm_dup(MPI_COMM_WORLD, &m->data);
     MPI_Comm_dup(MPI_COMM_WORLD, &m->ctrl);
-    MPI_Comm_set_errhandler(m->data, MPI_ERRORS_RETURN);
-    MPI_Comm_set_errhandler(m->ctrl, MPI_ERRORS_RETURN);
-    MPI_Irecv(&m->query_buf, 1, MPI_UINT64_T, MPI_ANY_SOURCE, TAG_QUERY, m->ctrl, &m->query);
-    MPI_Op_create(sum_bf16, 1, &m->sum_bf16);
-    MPI_Op_create(sum_f16, 1, &m->sum_f16);
-    c->impl = m;
-    return DT_SUCCESS;
+    return finish_state(c, m, size);
 }
 
 static dt_status_t mpi_split(struct dt_comm *parent, struct dt_comm *child, int color, int key)
@@ -136,21 +143,7 @@ static dt_status_t mpi_split(struct dt_comm *parent, struct dt_comm *child, int 
     MPI_Comm_size(m->data, &size);
     child->world.rank = rank;
     child->world.size = size;
-    m->counts = calloc((size_t)size, sizeof *m->counts);
-    m->displs = calloc((size_t)size, sizeof *m->displs);
-    if (!m->counts || !m->displs) {
-        free(m->counts);
-        free(m->displs);
-        free(m);
-        return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for MPI state");
-    }
-    MPI_Comm_set_errhandler(m->data, MPI_ERRORS_RETURN);
-    MPI_Comm_set_errhandler(m->ctrl, MPI_ERRORS_RETURN);
-    MPI_Irecv(&m->query_buf, 1, MPI_UINT64_T, MPI_ANY_SOURCE, TAG_QUERY, m->ctrl, &m->query);
-    MPI_Op_create(sum_bf16, 1, &m->sum_bf16);
-    MPI_Op_create(sum_f16, 1, &m->sum_f16);
-    child->impl = m;
-    return DT_SUCCESS;
+    return finish_state(child, m, size);
 }
 
 /* Element counts beyond INT_MAX go in pieces (all-reduce and broadcast are elementwise). */

@@ -200,8 +200,7 @@ dt_status_t dt_events_run_started(struct dt_events *ev, const struct dt_run_info
     dt_json_str(j, "strategy", in->strategy);
     dt_json_str(j, "precision", in->precision);
     dt_json_obj(j, "memory");
-    int64_t state = in->param_bytes + in->grad_bytes + in->master_bytes + in->optimizer_bytes + in->gathered_bytes +
-                    in->buffer_bytes;
+    int64_t state = in->param_bytes + in->grad_bytes + in->master_bytes + in->optimizer_bytes + in->gathered_bytes;
     dt_json_int(j, "params_bytes", in->param_bytes);
     dt_json_int(j, "grads_bytes", in->grad_bytes);
     dt_json_int(j, "master_bytes", in->master_bytes);
@@ -211,7 +210,7 @@ dt_status_t dt_events_run_started(struct dt_events *ev, const struct dt_run_info
     dt_json_int(j, "model_state_bytes", state);
     dt_json_int(j, "model_state_max_bytes", in->state_max_bytes > state ? in->state_max_bytes : state);
     dt_json_int(j, "activations_bytes", in->activation_bytes);
-    dt_json_int(j, "total_bytes", state + in->activation_bytes);
+    dt_json_int(j, "total_bytes", state + in->buffer_bytes + in->activation_bytes);
     dt_json_close(j);
     return send(ev, &(struct dt_event){.type = DT_EV_RUN_STARTED});
 }

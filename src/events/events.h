@@ -56,7 +56,8 @@ struct dt_run_info {
     const char *device;      /* this rank's device line */
     const char *strategy, *precision;
     /* this rank's model state as the strategy allocated it (master: fp32 master weights; gathered:
-     * ZeRO-3's gathered units; buffers: gradient scratch and conversions), and the largest over ranks */
+     * units gathered or widened for the model), its workspace (buffers: gradient scratch and
+     * conversions), and the largest model state over ranks */
     int64_t param_bytes, grad_bytes, master_bytes, optimizer_bytes, gathered_bytes, buffer_bytes, activation_bytes;
     int64_t state_max_bytes;
 };

@@ -85,6 +85,39 @@ static int vocab_block(int V)
     return vb > LOGIT_COLS ? LOGIT_COLS : vb < 64 ? (V < 64 ? V : 64) : vb;
 }
 
+/* The units (model.h) of a GPT of this shape, in buffer order, into units (NULL: only count). */
+static int units_of(const struct dt_gpt_config *c, struct dt_unit *units)
+{
+    size_t C = (size_t)c->n_embd, V = (size_t)c->vocab_size, off = 0;
+    size_t pair[NPAIR] = {2 * C, 3 * C * C + 3 * C, C * C + C, 2 * C, 4 * C * C + 4 * C, 4 * C * C + C};
+    int vb = vocab_block(c->vocab_size), n = 0;
+    for (size_t v0 = 0; v0 < V; v0 += (size_t)vb) {
+        size_t rows = V - v0 < (size_t)vb ? V - v0 : (size_t)vb;
+        if (units) units[n] = (struct dt_unit){off, rows * C};
+        off += rows * C;
+        n++;
+    }
+    if (units) units[n] = (struct dt_unit){off, (size_t)c->max_seq_len * C};
+    off += (size_t)c->max_seq_len * C;
+    n++;
+    for (int l = 0; l < c->n_layer; l++)
+        for (int k = 0; k < NPAIR; k++, n++) {
+            if (units) units[n] = (struct dt_unit){off, pair[k]};
+            off += pair[k];
+        }
+    if (units) units[n] = (struct dt_unit){off, 2 * C};
+    return n + 1;
+}
+
+dt_status_t dt_gpt_units(const struct dt_gpt_config *c, struct dt_unit **units, int *n)
+{
+    *n = units_of(c, NULL);
+    *units = calloc((size_t)*n, sizeof **units);
+    if (!*units) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory");
+    units_of(c, *units);
+    return DT_SUCCESS;
+}
+
 static dt_status_t layout(struct gpt *g)
 {
     int C = g->c.n_embd, L = g->c.n_layer, V = g->c.vocab_size, maxT = g->c.max_seq_len;
@@ -117,19 +150,12 @@ static dt_status_t layout(struct gpt *g)
     snprintf(g->names[nv], sizeof g->names[nv], "%s", nm);                                                     \
     nv++
     off = 0;
-    for (int c = 0; c < g->nchunks; c++) {
-        int rows = V - c * g->vb < g->vb ? V - c * g->vb : g->vb;
-        g->units[c] = (struct dt_unit){off, (size_t)rows * C};
-        off += (size_t)rows * C;
-    }
+    units_of(&g->c, g->units);
+    off = (size_t)V * C;
     VIEW("wte", 0, (size_t)V * C, g->c.decay_embeddings, 2, V, C);
-    g->units[g->u_wpe] = (struct dt_unit){off, (size_t)maxT * C};
     VIEW("wpe", off, (size_t)maxT * C, g->c.decay_embeddings, 2, maxT, C);
     off += (size_t)maxT * C;
     for (int l = 0; l < L; l++) {
-        for (int k = 0; k < NPAIR; k++)
-            g->units[g->u_block0 + l * NPAIR + k] =
-                (struct dt_unit){off + g->in_block[2 * k], g->in_block[2 * k + 2] - g->in_block[2 * k]};
         for (int i = 0; i < NB; i++) {
             char nm[24];
             snprintf(nm, sizeof nm, "h.%d.%s", l, bt[i].name);
@@ -138,7 +164,6 @@ static dt_status_t layout(struct gpt *g)
         }
         off += g->in_block[NB];
     }
-    g->units[g->u_lnf] = (struct dt_unit){off, 2 * (size_t)C};
     VIEW("lnfw", off, (size_t)C, false, 1, C, 0);
     VIEW("lnfb", off + C, (size_t)C, false, 1, C, 0);
 #undef VIEW

@@ -28,6 +28,8 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
 /* GPT-2's init: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), norms 1 and 0, biases 0. */
 void dt_gpt_init(struct dt_model *m, uint64_t seed);
 size_t dt_gpt_num_params(const struct dt_gpt_config *c);
+/* The units of a GPT of this shape, without building it (malloc'd; dtrun check --memory). */
+dt_status_t dt_gpt_units(const struct dt_gpt_config *c, struct dt_unit **units, int *n);
 /*
  * Load weights written by llm.c (train_gpt2.py's write_model): a header of 256
  * int32 (magic 20240326, version 3 = float32, max_seq_len, vocab, layers,

@@ -85,6 +85,23 @@ static void mlp_free(struct dt_model *m)
     free(p);
 }
 
+dt_status_t dt_mlp_units(const struct dt_mlp_config *c, struct dt_unit **units, int *n)
+{
+    int width[DT_MLP_MAX_LAYERS + 1] = {c->in};
+    for (int i = 0; i < c->nhidden; i++) width[i + 1] = c->hidden[i];
+    width[c->nhidden + 1] = c->out;
+    *n = c->nhidden + 1;
+    *units = calloc((size_t)*n, sizeof **units);
+    if (!*units) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory");
+    size_t off = 0;
+    for (int l = 0; l < *n; l++) {
+        size_t numel = (size_t)width[l + 1] * width[l] + (size_t)width[l + 1];
+        (*units)[l] = (struct dt_unit){off, numel};
+        off += numel;
+    }
+    return DT_SUCCESS;
+}
+
 dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels *k, int B, struct dt_model **out)
 {
     *out = NULL;

@@ -19,6 +19,8 @@ struct dt_mlp_config {
 };
 
 dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels *k, int B, struct dt_model **out);
+/* The units of an MLP of this shape, without building it (malloc'd; dtrun check --memory). */
+dt_status_t dt_mlp_units(const struct dt_mlp_config *c, struct dt_unit **units, int *n);
 /* PyTorch nn.Linear's init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases. */
 void dt_mlp_init(struct dt_model *m, uint64_t seed);
 

@@ -78,9 +78,11 @@ static size_t slots_needed(const struct dt_engine_config *c, size_t max_unit, in
 {
     if (c->stage < 3 && c->pdt == DT_F32) return 0;
     if (c->stage < 3) return 2; /* widening: the unit in use, and one more for a model that holds two */
+    /* the unit in use (the models hold one at a time), those prefetched, those kept for reuse */
     size_t ahead = c->prefetch && max_unit ? (c->prefetch + max_unit - 1) / max_unit : 0;
     size_t kept = max_unit ? c->max_live / max_unit : 0;
-    size_t n = 2 + ahead + kept;
+    size_t n = 1 + ahead + kept;
+    if (n < 2) n = 2;
     if (n > DT_ENGINE_SLOTS) n = DT_ENGINE_SLOTS;
     if (n > (size_t)nunits + 1) n = (size_t)nunits + 1;
     return n;
@@ -94,7 +96,7 @@ static void size_up(const struct dt_engine_config *c, size_t nparams, size_t sha
     s->full_p = c->stage <= 2 ? nparams : 0;
     s->full_g = c->stage <= 1 ? nparams : 0;
     s->shard_p = c->stage == 3 ? shard_n : 0;
-    s->shard_g = c->stage >= 1 ? shard_n : 0;
+    s->shard_g = c->stage >= 2 ? shard_n : 0; /* stage 1 reduces each part into its place in the whole */
     s->master = c->master ? shard_n : 0;
     s->opt = shard_n * dt_optimizer_state_bytes(opt) / 4;
     s->nslots = slots_needed(c, max_unit, nunits);
@@ -102,7 +104,7 @@ static void size_up(const struct dt_engine_config *c, size_t nparams, size_t sha
     /* gradient scratch: stages 2-3 always (two, so a reduction overlaps the next unit's backward),
      * stages 0-1 when the storage is 16-bit */
     s->ngslots = c->stage >= 2 ? (c->overlap ? 2 : 1) : grad_type(c) != DT_F32 || c->pdt != DT_F32 ? 1 : 0;
-    s->gslot_bytes = s->ngslots ? max_unit * 4 + max_own * rsz : 0;
+    s->gslot_bytes = s->ngslots ? max_unit * 4 + (c->stage >= 2 ? max_own * rsz : 0) : 0;
     /* stages 0-1 reducing in another type than the storage's: pieces in flight converted, two at a time */
     size_t piece = c->bucket < nparams ? c->bucket : nparams;
     s->npool = c->stage <= 1 && c->rdt != grad_type(c) ? 2 : 0;
@@ -123,7 +125,8 @@ static void report(const struct dt_engine_config *c, const struct sizes *s, stru
         .gathered = (int64_t)(s->nslots * s->slot_bytes),
         .buffers = (int64_t)(s->ngslots * s->gslot_bytes + s->conv_bytes + s->scratch * 4 * (c->stochastic ? 2 : 1)),
     };
-    r->total = r->params + r->grads + r->master + r->optimizer + r->gathered + r->buffers;
+    r->state = r->params + r->grads + r->master + r->optimizer + r->gathered;
+    r->total = r->state + r->buffers;
 }
 
 /* the largest unit, and the most elements one unit gives this rank to keep */
@@ -229,7 +232,8 @@ static dt_status_t allocate(struct dt_engine *e)
     e->ngslots = (int)s.ngslots;
     size_t rsz = dt_dtype_size(e->c.rdt);
     for (int i = 0; i < e->ngslots; i++)
-        e->gslots[i] = (struct gslot){.f32 = big(e->max_unit * 4, &ok), .recv = big(max_own * rsz, &ok), .unit = -1};
+        e->gslots[i] = (struct gslot){.f32 = big(e->max_unit * 4, &ok),
+                                      .recv = big(e->c.stage >= 2 ? max_own * rsz : 0, &ok), .unit = -1};
     e->npool = (int)s.npool;
     for (int i = 0; i < e->npool; i++) {
         e->pool[i] = big(s.conv_bytes / s.npool, &ok);

@@ -7,7 +7,7 @@
  *
  *                 parameters   gradients   fp32 master + optimizer state
  *   stage 0       whole        whole       whole          (all-reduce)
- *   stage 1       whole        whole       part           (reduce-scatter, all-gather after the step)
+ *   stage 1       whole        whole       part           (reduce-scatter into place, all-gather after the step)
  *   stage 2       whole        part        part           (reduce-scatter per micro-batch)
  *   stage 3       part         part        part           (all-gather before each use)
  *
@@ -71,8 +71,9 @@ struct dt_engine_config {
 /* Model-state bytes per rank, as allocated (dtrun check --memory estimates the same). */
 struct dt_mem_report {
     int64_t params, grads, master, optimizer;
-    int64_t gathered;        /* stage 3: gathered units (peak) */
-    int64_t buffers;         /* gradient scratch, reduction and conversion buffers */
+    int64_t gathered;        /* units gathered (stage 3) or widened to fp32 for the model, at most at once */
+    int64_t state;           /* the model state: all of the above */
+    int64_t buffers;         /* workspace: gradient scratch, reduction and conversion buffers */
     int64_t total;
 };
 

@@ -177,7 +177,7 @@ void dt_engine_drop_params(struct dt_engine *e)
 /* where this rank keeps the reduced gradients of piece p */
 void *dt_engine_owned_grads(const struct dt_engine *e, const struct piece *p)
 {
-    return e->c.stage == 0 ? dt_engine_gat(e, e->full_g, p->own_off) : dt_engine_gat(e, e->shard_g, p->shard_at);
+    return e->c.stage <= 1 ? dt_engine_gat(e, e->full_g, p->own_off) : dt_engine_gat(e, e->shard_g, p->shard_at);
 }
 
 /* hybrid: the part just reduced within the node, all-reduced across nodes (buf in type t) */
@@ -221,9 +221,9 @@ static dt_status_t start_piece(struct dt_engine *e, struct piece *p)
     }
     void *buf = p->conv ? p->conv : g;
     const char *what = e->what[p - e->pieces];
+    /* stage 1: in place, this rank's part lands at the piece's start */
     if (e->c.stage == 0) p->req = dt_coll_allreduce(buf, p->n, t, DT_RED_SUM, what);
-    else if (p->conv) p->req = dt_coll_reduce_scatter(NULL, buf, p->n, t, DT_RED_SUM, what);
-    else p->req = dt_coll_reduce_scatter(buf, dt_engine_owned_grads(e, p), p->n, t, DT_RED_SUM, what);
+    else p->req = dt_coll_reduce_scatter(NULL, buf, p->n, t, DT_RED_SUM, what);
     return dt_comm_start(e->shard, &p->req);
 }
 
@@ -239,9 +239,15 @@ static dt_status_t finish_piece(struct dt_engine *e, struct piece *p)
         if (p->conv) give_pool(e, p);
         return DT_SUCCESS;
     }
-    DT_CHECK(across_nodes(e, p->conv ? p->conv : own, p->own_n, e->c.rdt));
-    if (p->conv) e->k->convert(own, e->gdt, p->conv, e->c.rdt, p->own_n); /* the in-place result is at its start */
-    if (p->conv) give_pool(e, p);
+    /* the in-place result is at the piece's start: to this rank's place in it */
+    void *got = p->conv ? p->conv : dt_engine_gat(e, e->full_g, p->off);
+    DT_CHECK(across_nodes(e, got, p->own_n, e->c.rdt));
+    if (p->conv) {
+        e->k->convert(own, e->gdt, p->conv, e->c.rdt, p->own_n);
+        give_pool(e, p);
+    } else if (got != own) {
+        memmove(own, got, p->own_n * e->gsz);
+    }
     return DT_SUCCESS;
 }
 
@@ -302,7 +308,7 @@ dt_status_t dt_engine_wait_gslot(struct dt_engine *e, struct gslot *s)
         if (p->started) {
             p->started = false;
             DT_CHECK(dt_comm_wait(e->shard, &p->req));
-            if (p->part) DT_CHECK(across_nodes(e, (void *)got, p->own_n, t));
+            DT_CHECK(across_nodes(e, (void *)got, p->part ? p->own_n : p->n, t));
         }
         size_t from = p->part && e->shard ? 0 : p->own_off - p->off; /* a whole piece: this rank keeps it all */
         e->k->accumulate(dt_engine_gat(e, e->shard_g, p->shard_at), e->gdt, (const char *)got + from * rsz, t,

@@ -39,7 +39,7 @@ dt_status_t dt_engine_reduce_grads(struct dt_engine *e)
     if (rc == DT_SUCCESS) rc = dt_engine_finish_rows(e);
     /* fp32 sums of 16-bit gradients: rounded once, at the end, as the 16-bit storage rounds them */
     if (rc == DT_SUCCESS && e->gdt != e->c.pdt) {
-        if (e->c.stage == 0) e->k->round_lp(e->full_g, e->full_g, e->m->nparams, e->c.pdt);
+        if (e->c.stage <= 1) e->k->round_lp(e->full_g, e->full_g, e->m->nparams, e->c.pdt);
         else e->k->round_lp(e->shard_g, e->shard_g, e->shard_n, e->c.pdt);
     }
     return rc;

@@ -25,6 +25,7 @@
 #include "optim/sched.h"
 #include "precision/policy.h"
 #include "strategy/strategy.h"
+#include "train/shapes.h"
 #include "train/trainer.h"
 
 struct trainer {
@@ -159,11 +160,8 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     dt_sched_from_config(&tr->sched, cfg, &u, tr->steps);
 
     if (mlp) {
-        struct dt_mlp_config mc = {.in = (int)cfg->model.mlp.in_features,
-                                   .out = (int)cfg->model.mlp.out_features,
-                                   .nhidden = cfg->model.mlp.hidden.n,
-                                   .regression = cfg->model.mlp.task == DT_TASK_REGRESSION};
-        for (int i = 0; i < mc.nhidden; i++) mc.hidden[i] = (int)cfg->model.mlp.hidden.v[i];
+        struct dt_mlp_config mc;
+        dt_shapes_mlp(cfg, &mc);
         DT_CHECK(dt_mlp_create(&mc, &dt_kernels_cpu, tr->B, &tr->model));
         dt_mlp_init(tr->model, (uint64_t)cfg->run.seed);
         tr->x = malloc((size_t)tr->B * mc.in * sizeof(float));
@@ -171,22 +169,14 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
         tr->labels = malloc((size_t)tr->B * sizeof(int32_t));
         if (!tr->x || !tr->y || !tr->labels) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the batch");
     } else {
-        struct dt_gpt_config gc = {(int)cfg->model.n_layer, (int)cfg->model.n_head,   (int)cfg->model.n_embd,
-                                   (int)cfg->model.vocab_size, (int)cfg->model.seq_len,
-                                   cfg->model.activation_checkpointing, false, tr->prec.compute};
+        struct dt_gpt_config gc;
+        dt_shapes_gpt(cfg, tr->prec.compute, &gc);
         DT_CHECK(dt_gpt_create(&gc, &dt_kernels_cpu, tr->B, tr->T, &tr->model));
         if (cfg->model.init_from) DT_CHECK(dt_gpt_load_llmc(tr->model, cfg->model.init_from));
         else dt_gpt_init(tr->model, (uint64_t)cfg->run.seed);
     }
-    static const enum dt_optim_kind kinds[] = {[DT_OPTIM_ADAMW] = DT_OPT_ADAMW, [DT_OPTIM_ADAM] = DT_OPT_ADAM,
-                                               [DT_OPTIM_SGD] = DT_OPT_SGD};
-    struct dt_optim_config oc = {kinds[cfg->optimizer.type],
-                                 (float)cfg->optimizer.betas.v[0],
-                                 (float)cfg->optimizer.betas.v[1],
-                                 (float)cfg->optimizer.eps,
-                                 (float)cfg->optimizer.weight_decay,
-                                 (float)cfg->optimizer.momentum,
-                                 cfg->optimizer.nesterov};
+    struct dt_optim_config oc;
+    dt_shapes_optim(cfg, &oc);
     tr->model->compute = tr->prec.compute;
     DT_CHECK(dt_strategy_attach(tr->strategy, tr->model, &oc));
     tr->tokens = malloc((size_t)tr->B * (tr->T + 1) * sizeof(int32_t)); /* GPT; small for an MLP */
@@ -407,7 +397,7 @@ dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, cons
         const struct dt_model *m = tr.model;
         struct dt_mem_report mem;
         dt_engine_memory(tr.strategy->engine, &mem);
-        double most = (double)mem.total;
+        double most = (double)mem.state;
         rc = dt_strategy_max(tr.strategy, &most, 1);
         struct dt_run_info info = {
             .model = model, .params = (int64_t)m->nparams, .steps = tr.steps, .world = world, .device = device,
@@ -416,10 +406,10 @@ dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, cons
             .gathered_bytes = mem.gathered, .buffer_bytes = mem.buffers, .state_max_bytes = (int64_t)most,
             .activation_bytes = (int64_t)m->activation_bytes};
         DT_INFO(DT_SUB_TRAIN, "model state on this rank: %.1f MiB (parameters %.1f, gradients %.1f, master weights "
-                "%.1f, optimizer %.1f, gathered %.1f, buffers %.1f); the most on any rank %.1f MiB",
-                (double)mem.total / 1048576, (double)mem.params / 1048576, (double)mem.grads / 1048576,
+                "%.1f, optimizer %.1f, gathered %.1f), the most on any rank %.1f MiB; workspace %.1f MiB",
+                (double)mem.state / 1048576, (double)mem.params / 1048576, (double)mem.grads / 1048576,
                 (double)mem.master / 1048576, (double)mem.optimizer / 1048576, (double)mem.gathered / 1048576,
-                (double)mem.buffers / 1048576, most / 1048576);
+                most / 1048576, (double)mem.buffers / 1048576);
         if (rc == DT_SUCCESS && tr.rank == 0) rc = dt_events_run_started(&tr.events, &info);
         if (rc == DT_SUCCESS) rc = loop(&tr, res);
     }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # dtrun on a real Slurm cluster (scripts/testbed: slurmctld and three slurmd
 # on this machine, PMIx, fake GPUs): DDP across "nodes" through
-# `srun --mpi=pmix` against the 1-rank run, the PMIx bootstrap over 3 nodes,
+# `srun --mpi=pmix` against the 1-rank run, FSDP's HYBRID_SHARD and zero3 against it, the PMIx bootstrap over 3 nodes,
 # the device map, what is refused (no PMIx, ranks sharing a GPU, more nodes
 # than the allocation), the srun wrapper in a batch script, a rank killed
 # under --kill-on-bad-exit, and one run.dir wanted by runs on two nodes. scripts/test starts the testbed and exports
@@ -31,6 +31,17 @@ same "50 steps" "$(losses s4 | wc -l)" 50
 d=$(maxrel s4 a4)
 within "$d" 1e-5 && ok "srun -N2 -n4 traces 1 rank x 4 micro-batches (max relative difference $d)" ||
     not_ok "srun -N2 -n4 vs 1 rank differ by $d"
+
+# FSDP's HYBRID_SHARD: sharded within each node, replicated across the two
+run "srun -N2 -n4, fsdp HYBRID_SHARD" 0 timeout 300 srun -N2 -n4 --ntasks-per-node=2 --mpi=pmix "$DTRUN" "${base[@]}" \
+    compute.strategy=fsdp compute.strategy_config.sharding_strategy=HYBRID_SHARD run.dir=$TMP/hy
+has "sharded within the node" "$err" "strategy: stage 3 (sharded within each node, replicated across nodes) over 2 ranks"
+d=$(maxrel hy s4)
+within "$d" 1e-5 && ok "HYBRID_SHARD traces ddp across the nodes ($d)" || not_ok "HYBRID_SHARD differs from ddp by $d"
+run "srun -N2 -n4, zero3 over all four" 0 timeout 300 srun -N2 -n4 --ntasks-per-node=2 --mpi=pmix "$DTRUN" "${base[@]}" \
+    compute.strategy=zero3 run.dir=$TMP/z3
+d=$(maxrel z3 s4)
+within "$d" 1e-5 && ok "zero3 across two nodes traces ddp ($d)" || not_ok "zero3 across nodes differs by $d"
 
 run "dtrun info on 3 nodes" 0 timeout 60 srun -N3 -n3 --mpi=pmix "$DTRUN" info
 sums=$(sed -n 's/.*bootstrap pmix: 128 bytes from rank 0, FNV-1a \([0-9a-f]*\)$/\1/p' <<<"$out" | sort -u)

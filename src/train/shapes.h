@@ -1,0 +1,20 @@
+/*
+ * shapes.h - the config's model and optimizer as the model and optimizer
+ * layers take them: what the trainer builds, and what dtrun check --memory
+ * sizes without building anything.
+ */
+#ifndef DT_SHAPES_H
+#define DT_SHAPES_H
+
+#include "config/config.h"
+#include "model/gpt.h"
+#include "model/mlp.h"
+#include "optim/optimizer.h"
+
+void dt_shapes_gpt(const struct dt_config *cfg, enum dt_dtype activations, struct dt_gpt_config *gc);
+void dt_shapes_mlp(const struct dt_config *cfg, struct dt_mlp_config *mc);
+void dt_shapes_optim(const struct dt_config *cfg, struct dt_optim_config *oc);
+/* The model's units (malloc'd). */
+dt_status_t dt_shapes_units(const struct dt_config *cfg, struct dt_unit **units, int *n);
+
+#endif
