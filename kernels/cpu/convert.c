@@ -8,6 +8,7 @@
  * give the same bits for every class of input. Other CPUs (aarch64) take the
  * portable loops.
  */
+#include <string.h>
 #include "core/dtype.h"
 #include "kernels/cpu/convert.h"
 #if defined(__x86_64__)
@@ -24,7 +25,11 @@ static void f16_from_f32_portable(uint16_t *dst, const float *src, size_t n)
 }
 static void f32_from_bf16_any(float *dst, const uint16_t *src, size_t n)
 {
-    for (size_t i = 0; i < n; i++) dst[i] = dt_f32_from_bf16(src[i]); /* a shift: compilers vectorize it */
+    #pragma omp simd
+    for (size_t i = 0; i < n; i++) { /* a shift, which every vector unit does */
+        uint32_t u = (uint32_t)src[i] << 16;
+        memcpy(dst + i, &u, 4);
+    }
 }
 static void f32_from_f16_portable(float *dst, const uint16_t *src, size_t n)
 {
@@ -54,6 +59,7 @@ __attribute__((target("avx512f,avx512bf16,avx512vl"))) static void bf16_from_f32
         _mm256_storeu_si256((__m256i *)(dst + i), (__m256i)v);
     }
     bf16_from_f32_portable(dst + i, src + i, n - i);
+    _mm256_zeroupper(); /* the SSE code that may run next pays for dirty upper halves: 4x in AdamW */
 }
 
 __attribute__((target("avx512f"))) static void f16_from_f32_avx512(uint16_t *dst, const float *src, size_t n)
@@ -63,6 +69,7 @@ __attribute__((target("avx512f"))) static void f16_from_f32_avx512(uint16_t *dst
         _mm256_storeu_si256((__m256i *)(dst + i),
                             _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     f16_from_f32_portable(dst + i, src + i, n - i);
+    _mm256_zeroupper(); /* the SSE code that may run next pays for dirty upper halves: 4x in AdamW */
 }
 
 __attribute__((target("avx512f"))) static void f32_from_f16_avx512(float *dst, const uint16_t *src, size_t n)
@@ -71,6 +78,7 @@ __attribute__((target("avx512f"))) static void f32_from_f16_avx512(float *dst, c
     for (; i + 16 <= n; i += 16)
         _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + i))));
     f32_from_f16_portable(dst + i, src + i, n - i);
+    _mm256_zeroupper(); /* the SSE code that may run next pays for dirty upper halves: 4x in AdamW */
 }
 
 __attribute__((target("avx512f,avx512bf16,avx512vl"))) static void bf16_round_avx512(float *dst, const float *src,
@@ -82,6 +90,7 @@ __attribute__((target("avx512f,avx512bf16,avx512vl"))) static void bf16_round_av
         _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
     }
     bf16_round_portable(dst + i, src + i, n - i);
+    _mm256_zeroupper(); /* the SSE code that may run next pays for dirty upper halves: 4x in AdamW */
 }
 
 __attribute__((target("avx512f"))) static void f16_round_avx512(float *dst, const float *src, size_t n)
@@ -91,6 +100,7 @@ __attribute__((target("avx512f"))) static void f16_round_avx512(float *dst, cons
         _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm512_cvtps_ph(_mm512_loadu_ps(src + i),
                                                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
     f16_round_portable(dst + i, src + i, n - i);
+    _mm256_zeroupper(); /* the SSE code that may run next pays for dirty upper halves: 4x in AdamW */
 }
 
 static const struct dt_convert convert_avx512 = {"avx512",          bf16_from_f32_avx512, f32_from_bf16_any,

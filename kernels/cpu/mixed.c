@@ -38,6 +38,15 @@ void dt_cpu_convert(void *dst, enum dt_dtype dt, const void *src, enum dt_dtype 
     }
 }
 
+/* A block of n values as fp32 (a copy, or the conversion instructions' widening) */
+#define BLOCK 1024
+static const float *widen(float *tmp, const void *src, enum dt_dtype t, size_t n, const struct dt_convert *cv)
+{
+    if (t == DT_F32) return src;
+    (t == DT_BF16 ? cv->f32_from_bf16 : cv->f32_from_f16)(tmp, src, n);
+    return tmp;
+}
+
 void dt_cpu_accumulate(void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n)
 {
     if (dt == DT_F32 && st == DT_F32) {
@@ -47,8 +56,19 @@ void dt_cpu_accumulate(void *dst, enum dt_dtype dt, const void *src, enum dt_dty
         for (size_t i = 0; i < n; i++) d[i] += s[i];
         return;
     }
-    #pragma omp parallel for
-    for (size_t i = 0; i < n; i++) put(dst, dt, i, get(dst, dt, i) + get(src, st, i));
+    const struct dt_convert *cv = dt_convert_fast();
+    size_t dsz = dt_dtype_size(dt), ssz = dt_dtype_size(st);
+    #pragma omp parallel for schedule(static)
+    for (size_t b = 0; b < n; b += BLOCK) {
+        float td[BLOCK], ts[BLOCK];
+        size_t k = n - b < BLOCK ? n - b : BLOCK;
+        const float *s = widen(ts, (const char *)src + b * ssz, st, k, cv);
+        float *d = dt == DT_F32 ? (float *)dst + b : td;
+        if (dt != DT_F32) widen(td, (const char *)dst + b * dsz, dt, k, cv);
+        #pragma omp simd
+        for (size_t i = 0; i < k; i++) d[i] += s[i];
+        if (dt != DT_F32) (dt == DT_BF16 ? cv->bf16_from_f32 : cv->f16_from_f32)((uint16_t *)dst + b, td, k);
+    }
 }
 
 /* Forward: the 16-bit value i lands on bytes [2i, 2i+2), which held fp32 values already read. */
@@ -112,18 +132,32 @@ double dt_cpu_sumsq(const void *x, enum dt_dtype t, size_t n)
         for (size_t i = 0; i < n; i++) s += (double)f[i] * f[i];
         return s;
     }
-    #pragma omp parallel for reduction(+ : s)
-    for (size_t i = 0; i < n; i++) {
-        double v = get(x, t, i);
-        s += v * v;
+    const struct dt_convert *cv = dt_convert_fast();
+    #pragma omp parallel for schedule(static) reduction(+ : s)
+    for (size_t b = 0; b < n; b += BLOCK) {
+        float tmp[BLOCK];
+        size_t k = n - b < BLOCK ? n - b : BLOCK;
+        const float *f = widen(tmp, (const uint16_t *)x + b, t, k, cv);
+        double part = 0;
+        #pragma omp simd reduction(+ : part)
+        for (size_t i = 0; i < k; i++) part += (double)f[i] * f[i];
+        s += part;
     }
     return s;
 }
 
+/* 16 bits: all ones in the exponent, read off the bits */
 size_t dt_cpu_nonfinite(const void *x, enum dt_dtype t, size_t n)
 {
     size_t bad = 0;
-    #pragma omp parallel for reduction(+ : bad)
-    for (size_t i = 0; i < n; i++) bad += !isfinite(get(x, t, i));
+    if (t == DT_F32) {
+        const float *f = x;
+        #pragma omp parallel for reduction(+ : bad)
+        for (size_t i = 0; i < n; i++) bad += !isfinite(f[i]);
+        return bad;
+    }
+    const uint16_t *h = x, mask = t == DT_BF16 ? 0x7f80 : 0x7c00;
+    #pragma omp parallel for simd reduction(+ : bad)
+    for (size_t i = 0; i < n; i++) bad += (h[i] & mask) == mask;
     return bad;
 }
