@@ -19,6 +19,7 @@
 #include "config/emit.h"
 #include "config/reference.h"
 #include "config/resolve.h"
+#include "ckpt/ckpt.h"
 #include "core/error.h"
 #include "core/fault.h"
 #include "core/log.h"
@@ -47,6 +48,10 @@ static const char usage[] =
     "       dtrun bench events URL [--events N]    events/s the webhook sender delivers to URL\n"
     "       dtrun events flush RUN_DIR [key=value] send the events a run left spooled (its webhook was down)\n"
     "       dtrun events example [CONFIG]          one record of each event type, as JSON lines\n"
+    "       dtrun ckpt inspect DIR                 a checkpoint's manifest, every file checked\n"
+    "       dtrun ckpt consolidate DIR OUT         its whole fp32 state as one file (OUT/step-N)\n"
+    "       dtrun ckpt export DIR --format llmc|safetensors --out PATH\n"
+    "                                              llm.c's model file, or Hugging Face GPT-2\n"
     "       dtrun help config                      the config reference (every key, default, range)\n"
     "       dtrun --help | --version\n"
     "\n"
@@ -61,6 +66,8 @@ static const char usage[] =
     "  4  communication error (a rank died or a collective timed out)\n"
     "  5  checkpoint error\n"
     "  6  internal or system error\n"
+    "  75 stopped by a signal (SIGINT; SIGTERM or SIGUSR1 when Slurm does not requeue\n"
+    "     the job) at a step boundary, its checkpoint saved: run it again to resume\n"
     "\n"
     "environment:\n"
     "  DTRUN_SITE_CONFIG   site defaults file (default: " DT_SYSCONFDIR "/dtrun.yaml if present)\n"
@@ -190,7 +197,7 @@ static dt_status_t cmd_run(int argc, char **argv)
     if (rc == DT_SUCCESS && cfg.compute.device == DT_DEVICE_CUDA) rc = gpu_for_rank(&cfg, &w, &dev);
     struct dt_train_result res;
     if (rc == DT_SUCCESS) rc = dt_train(&cfg, &w, &dev, &res);
-    if (rc == DT_SUCCESS) {
+    if (rc == DT_SUCCESS && !res.stopped_by) {
         char floor[64] = "", val[64] = "", events[4200];
         dt_events_jsonl_path(&cfg, events, sizeof events);
         if (!isnan(res.val_loss)) snprintf(val, sizeof val, ", validation %.4f", res.val_loss);
@@ -308,6 +315,26 @@ static dt_status_t cmd_events(int argc, char **argv)
     return rc;
 }
 
+/* dtrun ckpt inspect DIR | consolidate DIR OUT | export DIR --format llmc|safetensors --out PATH */
+static dt_status_t cmd_ckpt(int argc, char **argv)
+{
+    const char *how = "usage: dtrun ckpt inspect DIR, dtrun ckpt consolidate DIR OUT, or dtrun ckpt export DIR "
+                      "--format llmc|safetensors --out PATH";
+    if (argc == 2 && !strcmp(argv[0], "inspect")) return dt_ckpt_inspect(argv[1], stdout);
+    if (argc == 3 && !strcmp(argv[0], "consolidate")) return dt_ckpt_consolidate(argv[1], argv[2], stdout);
+    if (argc >= 2 && !strcmp(argv[0], "export")) {
+        const char *format = NULL, *out = NULL;
+        for (int i = 2; i < argc; i++) {
+            if (!strcmp(argv[i], "--format") && i + 1 < argc) format = argv[++i];
+            else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+            else return usage_error("ckpt export: unexpected '%s'; %s", argv[i], how);
+        }
+        if (!format || !out) return usage_error("ckpt export needs --format and --out; %s", how);
+        return dt_ckpt_export(argv[1], format, out, stdout);
+    }
+    return usage_error("%s", how);
+}
+
 static dt_status_t cmd_prepare(int argc, char **argv)
 {
     const char *out = NULL;
@@ -384,6 +411,7 @@ int main(int argc, char **argv)
     else if (cmd && !strcmp(cmd, "info")) rc = cmd_info();
     else if (cmd && !strcmp(cmd, "bench")) rc = cmd_bench(argc - 2, argv + 2);
     else if (cmd && !strcmp(cmd, "events")) rc = cmd_events(argc - 2, argv + 2);
+    else if (cmd && !strcmp(cmd, "ckpt")) rc = cmd_ckpt(argc - 2, argv + 2);
     else if (cmd && cmd[0] == '-') rc = usage_error("unknown option '%s'", cmd);
     else if (cmd && !strchr(cmd, '=') && !exists(cmd) && !strpbrk(cmd, "./"))
         rc = usage_error("'%s' is neither a command nor a config file", cmd);

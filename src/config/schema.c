@@ -71,11 +71,11 @@ const char *dt_key_accepts(const struct dt_key *k, char *buf, size_t n)
         snprintf(buf, n, "one of %s", list);
         break;
     case DT_T_DURATION: {
-        char units[64] = "";
-        for (int u = 0; u <= DT_TU_DUR; u++) {
+        char units[80] = "";
+        for (int u = 0; u <= DT_TU_SEC; u++) {
             if (!(k->units & (1u << u))) continue;
             if (units[0]) strcat(units, ", ");
-            strcat(units, dt_time_unit_name(u));
+            strcat(units, u == DT_TU_SEC ? "sec, min, h" : dt_time_unit_name(u));
         }
         snprintf(buf, n, "a duration (number + %s)", units);
         break;

@@ -1,5 +1,6 @@
 /* timestr.c - see timestr.h. */
 #include <ctype.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -7,9 +8,9 @@
 #include <string.h>
 #include "config/timestr.h"
 
-static const char *const unit_names[] = {"ba", "ep", "sp", "tok", "dur"};
+static const char *const unit_names[] = {"ba", "ep", "sp", "tok", "dur", "sec"};
 
-const char *dt_time_unit_name(int unit) { return unit >= 0 && unit <= DT_TU_DUR ? unit_names[unit] : "?"; }
+const char *dt_time_unit_name(int unit) { return unit >= 0 && unit <= DT_TU_SEC ? unit_names[unit] : "?"; }
 
 const char *dt_double_str(double v, char *buf, size_t n)
 {
@@ -29,10 +30,10 @@ const char *dt_double_str(double v, char *buf, size_t n)
 static void units_list(unsigned units, char *buf, size_t n)
 {
     buf[0] = '\0';
-    for (int u = 0; u <= DT_TU_DUR; u++) {
+    for (int u = 0; u <= DT_TU_SEC; u++) {
         if (!(units & (1u << u))) continue;
         if (buf[0]) strncat(buf, ", ", n - strlen(buf) - 1);
-        strncat(buf, unit_names[u], n - strlen(buf) - 1);
+        strncat(buf, u == DT_TU_SEC ? "sec, min, h" : unit_names[u], n - strlen(buf) - 1);
     }
 }
 
@@ -58,12 +59,19 @@ int dt_duration_parse(const char *s, unsigned units, struct dt_duration *out, ch
         base = unit + 1;
     }
     int u = -1;
-    for (int i = 0; i <= DT_TU_DUR; i++)
+    for (int i = 0; i <= DT_TU_SEC; i++)
         if (!strcmp(base, unit_names[i])) u = i;
+    bool wall = !strcmp(base, "s") || !strcmp(base, "min") || !strcmp(base, "h");
+    if (wall) { /* wall time, kept in seconds */
+        mult = base[0] == 'h' ? 3600 : base[0] == 'm' ? 60 : 1;
+        u = DT_TU_SEC;
+    }
     if (u < 0) {
-        if (!strcmp(base, "sec") || !strcmp(base, "s") || !strcmp(base, "h") || !strcmp(base, "min"))
-            snprintf(why, n, "'%s': wall-clock durations are not training time; use %s", s, allowed);
-        else snprintf(why, n, "'%s' has an unknown unit '%s'; use %s", s, unit, allowed);
+        snprintf(why, n, "'%s' has an unknown unit '%s'; use %s", s, unit, allowed);
+        return -1;
+    }
+    if (u == DT_TU_SEC && !(units & (1u << u))) {
+        snprintf(why, n, "'%s': wall-clock durations are not training time; use %s", s, allowed);
         return -1;
     }
     if (!(units & (1u << u))) {

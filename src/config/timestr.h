@@ -3,7 +3,9 @@
  *
  * Durations (REFERENCE.md B6): a number and a unit, case-insensitive:
  *   ba (batches = optimizer steps), ep (epochs), sp (samples = sequences),
- *   tok (tokens), dur (fraction of run.max_duration; intervals only).
+ *   tok (tokens), dur (fraction of run.max_duration; intervals only), and,
+ *   where wall time is allowed (checkpoint.interval), sec, min or h (kept in
+ *   seconds, as Composer's sec).
  * ba, sp and tok take a K, M, B/G or T multiplier: 5Mtok = 5,000,000 tokens.
  * Spans: 600s, 10m, 1h, 1d, 250ms, or a bare number of seconds.
  */

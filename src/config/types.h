@@ -10,9 +10,11 @@
 #include "config/ynode.h"
 
 /* Composer time units (REFERENCE.md B6): 2000ba, 3ep, 100000sp, 5Mtok, 0.1dur. */
-enum dt_time_unit { DT_TU_BA, DT_TU_EP, DT_TU_SP, DT_TU_TOK, DT_TU_DUR };
+enum dt_time_unit { DT_TU_BA, DT_TU_EP, DT_TU_SP, DT_TU_TOK, DT_TU_DUR, DT_TU_SEC };
 #define DT_UNITS_TRAIN ((1u << DT_TU_BA) | (1u << DT_TU_EP) | (1u << DT_TU_SP) | (1u << DT_TU_TOK))
 #define DT_UNITS_INTERVAL (DT_UNITS_TRAIN | (1u << DT_TU_DUR))
+/* checkpoints: also wall time (Composer's sec; 30min and 2h read as seconds) */
+#define DT_UNITS_WALL (DT_UNITS_INTERVAL | (1u << DT_TU_SEC))
 
 struct dt_duration {
     double value; /* a whole number for ba, sp and tok */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include "core/dirlock.h"
 #include "core/error.h"
+#include "core/slurm_job.h"
 #include "core/log.h"
 
 /* who holds (or wants) a lock */
@@ -166,39 +167,6 @@ static void describe(const struct holder *h, char *buf, size_t n)
     if (o > 0 && (size_t)o < n) snprintf(buf + o, n - (size_t)o, ", since %s", h->since);
 }
 
-/* What Slurm says of job: its JobState and Restarts; false when Slurm cannot be asked. */
-static bool slurm_job(const char *job, char *state, size_t n, int *restarts, char *why, size_t wn)
-{
-    for (const char *p = job; *p; p++)
-        if (!(*p >= '0' && *p <= '9') && *p != '_') {
-            snprintf(why, wn, "'%s' is not a Slurm job id", job);
-            return false;
-        }
-    char cmd[128], out[4096] = "";
-    snprintf(cmd, sizeof cmd, "timeout 10 scontrol show job -o %s 2>&1", job);
-    FILE *f = popen(cmd, "r");
-    if (!f) {
-        snprintf(why, wn, "cannot run scontrol: %s", strerror(errno));
-        return false;
-    }
-    size_t k = fread(out, 1, sizeof out - 1, f);
-    out[k] = '\0';
-    int rc = pclose(f);
-    if (strstr(out, "Invalid job id")) {
-        snprintf(state, n, "unknown to Slurm");
-        *restarts = 0;
-        return true;
-    }
-    const char *s = strstr(out, "JobState="), *r = strstr(out, "Restarts=");
-    if (rc != 0 || !s) {
-        snprintf(why, wn, "scontrol show job %s: %.*s", job, (int)strcspn(out, "\n"), out[0] ? out : "no answer");
-        return false;
-    }
-    snprintf(state, n, "%.*s", (int)strcspn(s + 9, " \n"), s + 9);
-    *restarts = r ? atoi(r + 9) : 0;
-    return true;
-}
-
 /* 1: the holder is provably gone (why says how we know); 0: alive, or not provably gone (why says why) */
 static int stale(const struct holder *h, const struct holder *self, char *why, size_t n)
 {
@@ -215,25 +183,25 @@ static int stale(const struct holder *h, const struct holder *self, char *why, s
         snprintf(why, n, "it ran on another machine and outside Slurm, so whether it still runs cannot be known here");
         return 0;
     }
-    char state[64], err[512];
-    int restarts;
-    if (!slurm_job(h->job, state, sizeof state, &restarts, err, sizeof err)) {
+    char err[512];
+    struct dt_slurm_job j;
+    if (!dt_slurm_job_show(h->job, &j, err, sizeof err)) {
         snprintf(why, n, "it runs on another machine and Slurm cannot say whether job %s still runs (%s)", h->job, err);
         return 0;
     }
     static const char *const live[] = {"RUNNING", "COMPLETING", "SUSPENDED", "CONFIGURING", "SIGNALING", "STAGE_OUT",
                                        "STOPPED", "RESIZING", NULL};
     bool running = false;
-    for (int i = 0; live[i]; i++) running |= !strcmp(state, live[i]);
-    if (running && restarts > h->restart) {
-        snprintf(why, n, "Slurm requeued job %s since (restart %d now)", h->job, restarts);
+    for (int i = 0; live[i]; i++) running |= !strcmp(j.state, live[i]);
+    if (running && j.restarts > h->restart) {
+        snprintf(why, n, "Slurm requeued job %s since (restart %d now)", h->job, j.restarts);
         return 1;
     }
     if (running) {
-        snprintf(why, n, "Slurm job %s is %s", h->job, state);
+        snprintf(why, n, "Slurm job %s is %s", h->job, j.state);
         return 0;
     }
-    snprintf(why, n, "Slurm job %s is %s", h->job, state);
+    snprintf(why, n, "Slurm job %s is %s", h->job, j.state);
     return 1;
 }
 

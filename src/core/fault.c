@@ -8,7 +8,7 @@
 
 #define MAX_FAULTS 16
 
-static const char *const names[DT_FAULT_NKINDS] = {"grad_inf", "kill", "stall"};
+static const char *const names[DT_FAULT_NKINDS] = {"grad_inf", "kill", "stall", "enospc", "kill_save"};
 static struct {
     enum dt_fault kind;
     int64_t step;
@@ -19,7 +19,7 @@ static int nfaults;
 static dt_status_t bad(const char *spec, const char *why)
 {
     return dt_error(DT_ERR_USAGE, "DTRUN_FAULT: error: '%s': %s\n  hint: KIND@STEP[:RANK], comma-separated; KIND is "
-                    "grad_inf, kill or stall (src/core/fault.h)", spec, why);
+                    "grad_inf, kill, stall, enospc or kill_save (src/core/fault.h)", spec, why);
 }
 
 dt_status_t dt_fault_init(void)

@@ -9,6 +9,9 @@
  *   kill      the rank sends itself SIGKILL as the step starts (a node lost, the OOM killer)
  *   stall     the rank stops before its first collective of the step and never gets there
  *             (a hung rank: the others' watchdog must name it)
+ *   enospc    the rank's checkpoint file of that step fails to write with ENOSPC (a full disk)
+ *   kill_save the rank sends itself SIGKILL halfway through writing its checkpoint file of that
+ *             step (a crash mid-save)
  * A malformed value is refused at start (exit 2), never ignored.
  */
 #ifndef DT_FAULT_H
@@ -18,7 +21,7 @@
 #include <stdint.h>
 #include "core/status.h"
 
-enum dt_fault { DT_FAULT_GRAD_INF, DT_FAULT_KILL, DT_FAULT_STALL, DT_FAULT_NKINDS };
+enum dt_fault { DT_FAULT_GRAD_INF, DT_FAULT_KILL, DT_FAULT_STALL, DT_FAULT_ENOSPC, DT_FAULT_KILL_SAVE, DT_FAULT_NKINDS };
 
 /* Read DTRUN_FAULT (once, at start). */
 dt_status_t dt_fault_init(void);

@@ -20,7 +20,8 @@
     XX(ERR_SYSTEM, 6, "system error")                                  \
     XX(ERR_NOMEM, 6, "out of memory")                                  \
     XX(ERR_CUDA, 6, "CUDA error")                                      \
-    XX(ERR_INTERNAL, 6, "internal error")
+    XX(ERR_INTERNAL, 6, "internal error")                             \
+    XX(STOPPED, 75, "stopped by a signal, its state saved")
 
 typedef enum {
 #define DT_STATUS_ENUM(name, code, desc) DT_##name,

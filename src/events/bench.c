@@ -66,6 +66,7 @@ dt_status_t dt_events_example(const struct dt_config *cfg, const struct dt_world
     DT_CHECK(dt_sink_jsonl(path, &s));
     ev = (struct dt_events){.rank = w->rank, .cfg = cfg, .sinks = {s}, .nsinks = 1};
     snprintf(ev.run_id, sizeof ev.run_id, "0123456789abcdef");
+    snprintf(ev.start, sizeof ev.start, "4f1c9a07");
     snprintf(ev.run_name, sizeof ev.run_name, "%s", cfg->run.name);
     struct dt_run_info info = {.model = "GPT 4 layers", .params = 812544, .steps = 300, .world = "single",
                                .device = "cpu (2 threads)", .strategy = "single", .precision = "bf16-mixed",
@@ -78,9 +79,11 @@ dt_status_t dt_events_example(const struct dt_config *cfg, const struct dt_world
     dt_status_t rc = dt_events_run_started(&ev, &info);
     if (rc == DT_SUCCESS) rc = dt_events_metrics(&ev, &m);
     if (rc == DT_SUCCESS) rc = dt_events_eval(&ev, 10, 4.01);
-    if (rc == DT_SUCCESS) rc = dt_events_checkpoint_saved(&ev, 10, "runs/gpt-tiny/ckpt/step-10", 19501056, 0.25);
+    if (rc == DT_SUCCESS) rc = dt_events_checkpoint_saved(&ev, 10, "runs/gpt-tiny/ckpt/step-00000010", 19501056, 0.25);
     if (rc == DT_SUCCESS)
-        rc = dt_events_checkpoint_failed(&ev, 20, "runs/gpt-tiny/ckpt/step-20", "No space left on device");
+        rc = dt_events_checkpoint_failed(&ev, 20, "runs/gpt-tiny/ckpt/step-00000020",
+                                         "runs/gpt-tiny/ckpt/step-00000020.partial-4f1c9a07/rank-00000-of-00001.bin.tmp: "
+                                         "error: writing the checkpoint failed: No space left on device");
     if (rc == DT_SUCCESS) rc = dt_events_preempted(&ev, 25, "SIGUSR1", true);
     if (rc == DT_SUCCESS) rc = dt_events_run_finished(&ev, 300, 1.25, 1.26, 31.5, 307200);
     if (rc == DT_SUCCESS) rc = dt_events_run_failed(&ev, 7, "dtrun: error: the loss is nan at step 7\n  hint: \"lower\" it");

@@ -74,7 +74,15 @@ static char *config_text(const struct dt_config *cfg)
     return s;
 }
 
-static void iso_now(char *buf, size_t n)
+void dt_events_config_hash(const struct dt_config *cfg, char *out, size_t n)
+{
+    char *text = config_text(cfg);
+    out[0] = '\0';
+    if (text) dt_events_hash(text, out, n);
+    free(text);
+}
+
+void dt_events_iso_now(char *buf, size_t n)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -87,8 +95,8 @@ static void iso_now(char *buf, size_t n)
 static void head(struct dt_events *ev, enum dt_event_type t)
 {
     char id[96], now[40];
-    snprintf(id, sizeof id, "%s-r%d-%lld", ev->run_id, ev->rank, (long long)++ev->seq);
-    iso_now(now, sizeof now);
+    snprintf(id, sizeof id, "%s-%s-r%d-%lld", ev->run_id, ev->start, ev->rank, (long long)++ev->seq);
+    dt_events_iso_now(now, sizeof now);
     struct dt_json *j = &ev->json;
     dt_json_begin(j);
     dt_json_int(j, "schema_version", DT_EVENTS_SCHEMA_VERSION);
@@ -153,6 +161,9 @@ dt_status_t dt_events_open(struct dt_events *ev, const struct dt_config *cfg, co
     *ev = (struct dt_events){.rank = w->rank, .restarts = w->restarts, .cfg = cfg,
                              .flush_timeout = cfg->events.webhook.flush_timeout};
     snprintf(ev->run_id, sizeof ev->run_id, "%s", run_id);
+    char fresh[40];
+    dt_events_new_run_id(fresh);
+    snprintf(ev->start, sizeof ev->start, "%.8s", fresh);
     snprintf(ev->run_name, sizeof ev->run_name, "%s", cfg->run.name);
     snprintf(ev->job_id, sizeof ev->job_id, "%s", w->job_id);
     snprintf(ev->step_id, sizeof ev->step_id, "%s", w->step_id);
@@ -173,9 +184,8 @@ dt_status_t dt_events_run_started(struct dt_events *ev, const struct dt_run_info
     const struct dt_config *cfg = ev->cfg;
     head(ev, DT_EV_RUN_STARTED);
     struct dt_json *j = &ev->json;
-    char *text = config_text(cfg), hash[80] = "";
-    if (text) dt_events_hash(text, hash, sizeof hash);
-    free(text);
+    char hash[80];
+    dt_events_config_hash(cfg, hash, sizeof hash);
     dt_json_str(j, "config_hash", hash[0] ? hash : NULL);
     dt_json_obj(j, "config");
     dt_json_str(j, "model", in->model);
@@ -199,6 +209,14 @@ dt_status_t dt_events_run_started(struct dt_events *ev, const struct dt_run_info
     dt_json_str(j, "device", in->device);
     dt_json_str(j, "strategy", in->strategy);
     dt_json_str(j, "precision", in->precision);
+    if (in->resumed_from) {
+        dt_json_obj(j, "resumed");
+        dt_json_str(j, "path", in->resumed_from);
+        dt_json_int(j, "step", in->resumed_step);
+        dt_json_close(j);
+    } else {
+        dt_json_str(j, "resumed", NULL);
+    }
     dt_json_obj(j, "memory");
     int64_t state = in->param_bytes + in->grad_bytes + in->master_bytes + in->optimizer_bytes + in->gathered_bytes;
     dt_json_int(j, "params_bytes", in->param_bytes);
@@ -261,6 +279,7 @@ dt_status_t dt_events_checkpoint_saved(struct dt_events *ev, int64_t step, const
     dt_json_str(&ev->json, "path", path);
     dt_json_int(&ev->json, "bytes", bytes);
     dt_json_num(&ev->json, "seconds", seconds);
+    dt_json_num(&ev->json, "mb_per_s", seconds > 0 ? (double)bytes / seconds / 1e6 : NAN);
     return send(ev, &(struct dt_event){.type = DT_EV_CHECKPOINT_SAVED, .step = step});
 }
 

@@ -2,8 +2,9 @@
  * events.h - the run's event records and the sinks they go to.
  *
  * Every record is one JSON object (src/events/events.schema.json) with a
- * common head: schema_version, id (run id, rank and a per-rank sequence
- * number: unique, so receivers drop duplicates), type, time (ISO-8601 UTC),
+ * common head: schema_version, id (run id, a token of this start of the run,
+ * rank and a per-rank sequence number: unique across resumes too, so
+ * receivers drop duplicates), type, time (ISO-8601 UTC),
  * run_id, run_name, rank and the Slurm job/step/restart ids. The same
  * document goes to every sink: the console (a progress line), the JSONL file
  * and the webhook.
@@ -60,6 +61,8 @@ struct dt_run_info {
      * conversions), and the largest model state over ranks */
     int64_t param_bytes, grad_bytes, master_bytes, optimizer_bytes, gathered_bytes, buffer_bytes, activation_bytes;
     int64_t state_max_bytes;
+    const char *resumed_from; /* the checkpoint this run goes on from, NULL: a fresh start */
+    int64_t resumed_step;
 };
 
 /* What a sink receives. */
@@ -83,6 +86,7 @@ struct dt_sink {
 
 struct dt_events {
     char run_id[40], run_name[128], job_id[32], step_id[32];
+    char start[12]; /* this start of the run (a resumed run keeps its run id): ids stay unique */
     int rank, restarts;
     int64_t seq;
     struct dt_sink *sinks[DT_EVENTS_MAX_SINKS];
@@ -107,6 +111,7 @@ void dt_events_close(struct dt_events *ev);
 dt_status_t dt_events_run_started(struct dt_events *ev, const struct dt_run_info *info);
 dt_status_t dt_events_metrics(struct dt_events *ev, const struct dt_metrics *m);
 dt_status_t dt_events_eval(struct dt_events *ev, int64_t step, double val_loss);
+/* bytes of every rank's file, seconds from the copy to the commit (mb_per_s follows) */
 dt_status_t dt_events_checkpoint_saved(struct dt_events *ev, int64_t step, const char *path, int64_t bytes,
                                        double seconds);
 dt_status_t dt_events_checkpoint_failed(struct dt_events *ev, int64_t step, const char *path, const char *error);
@@ -122,6 +127,10 @@ dt_status_t dt_events_example(const struct dt_config *cfg, const struct dt_world
 /* `dtrun bench events URL`: events/s the webhook sender delivers, for several batch sizes. */
 dt_status_t dt_events_bench(const char *url, int n, FILE *out);
 
+/* The config's hash as run_started and checkpoints carry it ("" when out of memory). */
+void dt_events_config_hash(const struct dt_config *cfg, char *out, size_t n);
+/* The wall clock now, ISO-8601 UTC with milliseconds. */
+void dt_events_iso_now(char *buf, size_t n);
 /* A fresh run id: 16 hex digits from the kernel's random source. */
 void dt_events_new_run_id(char out[40]);
 /* sha256:<hex> (or fnv1a64:<hex> in a build without libcrypto) of the text. */

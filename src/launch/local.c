@@ -2,12 +2,17 @@
  * local.c - `dtrun -n N`: start N workers on this machine through Open MPI's
  * mpirun (which also serves PMIx to them), stream their output prefixed by
  * rank, and end with the exit code of the first worker that failed (mpirun
- * stops the others when one fails). Ctrl-C or SIGTERM stops every worker:
- * SIGTERM to mpirun, SIGKILL to its process group after a grace period.
+ * stops the others when one fails). Ctrl-C or SIGTERM asks the workers to
+ * save a checkpoint and stop (SIGUSR1, which mpirun forwards; the trainer's
+ * signals.h); a second one, or a worker that has not stopped in GRACE
+ * seconds, stops them at once (SIGTERM to mpirun, then SIGKILL). The
+ * launcher is its descendants' subreaper: no worker outlives it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,8 +25,54 @@
 #include "core/error.h"
 #include "launch/launch.h"
 
-static volatile sig_atomic_t got_signal;
-static void on_signal(int sig) { got_signal = sig; }
+#define GRACE 300.0 /* seconds for the workers to save and stop */
+
+static volatile sig_atomic_t got_signal, signals;
+static void on_signal(int sig)
+{
+    if (!got_signal) got_signal = sig;
+    signals++;
+}
+
+/* Our children now: the workers mpirun left behind, reparented to us (the subreaper). */
+static void kill_children(void)
+{
+    DIR *d = opendir("/proc");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        char path[300], buf[512];
+        snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+        FILE *f = fopen(path, "r");
+        if (!f) continue;
+        size_t k = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[k] = '\0';
+        const char *rp = strrchr(buf, ')'); /* the name may hold anything; the fields follow its ')' */
+        long ppid = 0;
+        if (rp && sscanf(rp + 1, " %*c %ld", &ppid) == 1 && ppid == (long)getpid()) kill(atoi(e->d_name), SIGKILL);
+    }
+    if (d) closedir(d);
+}
+
+/* Reap every worker mpirun left behind within 10 s, then kill the rest: a worker still running after
+ * the launcher returned would hold the run's directory. */
+static void reap_orphans(void)
+{
+    double until = dt_now() + 10;
+    bool killed = false;
+    for (;;) {
+        int st;
+        pid_t p = waitpid(-1, &st, WNOHANG);
+        if (p < 0 && errno != EINTR) return; /* ECHILD: none left */
+        if (p > 0) continue;
+        if (!killed && dt_now() > until) {
+            kill_children();
+            killed = true;
+        }
+        struct timespec ts = {0, 20000000};
+        nanosleep(&ts, NULL);
+    }
+}
 
 struct stream {
     int fd;
@@ -124,6 +175,7 @@ dt_status_t dt_launch_local(int n, int argc, char **argv, int *exit_code)
         free(args);
         return dt_error(DT_ERR_SYSTEM, "dtrun: error: pipe: %s", strerror(errno));
     }
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     pid_t pid = fork();
     if (pid < 0) {
         free(args);
@@ -159,8 +211,8 @@ dt_status_t dt_launch_local(int n, int argc, char **argv, int *exit_code)
     struct stream so = {.fd = out[0], .out = stdout}, se = {.fd = err[0], .out = stderr};
     struct failure f = {.rank = -1};
     bool open_out = true, open_err = true;
-    double kill_at = 0;
-    int forwarded = 0;
+    double term_at = 0, kill_at = 0;
+    int forwarded = 0, told = 0;
     while (open_out || open_err) {
         struct pollfd p[2] = {{open_out ? so.fd : -1, POLLIN, 0}, {open_err ? se.fd : -1, POLLIN, 0}};
         int r = poll(p, 2, 100);
@@ -170,8 +222,17 @@ dt_status_t dt_launch_local(int n, int argc, char **argv, int *exit_code)
         }
         if (got_signal && !forwarded) {
             forwarded = got_signal;
-            fprintf(stderr, "dtrun: %s: stopping %d worker%s\n", strsignal(forwarded), n, n > 1 ? "s" : "");
+            told = signals;
+            fprintf(stderr, "dtrun: %s: the worker%s save a checkpoint and stop (%s again to stop at once)\n",
+                    strsignal(forwarded), n > 1 ? "s" : "", forwarded == SIGINT ? "Ctrl-C" : "signal");
+            kill(pid, SIGUSR1);
+            term_at = dt_now() + GRACE;
+        }
+        if ((forwarded && signals > told) || (term_at > 0 && dt_now() > term_at)) {
+            fprintf(stderr, "dtrun: stopping %d worker%s now\n", n, n > 1 ? "s" : "");
             kill(pid, SIGTERM);
+            told = signals;
+            term_at = 0;
             kill_at = dt_now() + 10;
         }
         if (kill_at > 0 && dt_now() > kill_at) {
@@ -181,12 +242,13 @@ dt_status_t dt_launch_local(int n, int argc, char **argv, int *exit_code)
     }
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    reap_orphans();
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     close(out[0]);
     close(err[0]);
-    if (forwarded) {
-        *exit_code = 128 + forwarded;
+    if (forwarded) { /* the workers' verdict when they stopped by themselves (75: saved, stopped) */
+        *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + forwarded;
         return DT_SUCCESS;
     }
     *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);

@@ -11,6 +11,7 @@ int64_t dt_duration_steps(struct dt_duration d, const struct dt_step_units *u, i
     case DT_TU_TOK: steps = d.value / (double)u->tokens_per_step; break;
     case DT_TU_EP: steps = d.value * (double)u->steps_per_epoch; break;
     case DT_TU_DUR: steps = d.value * (double)total_steps; break;
+    case DT_TU_SEC: break; /* wall time is not steps: the caller times it */
     }
     return (int64_t)ceil(steps - 1e-9);
 }

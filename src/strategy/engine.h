@@ -99,6 +99,27 @@ dt_status_t dt_engine_step(struct dt_engine *e, float lr, float gscale);
 /* Test hook (fault.h grad_inf): an inf in a gradient this rank keeps. */
 void dt_engine_poison_grad(struct dt_engine *e);
 
+/*
+ * Checkpoints. A rank's state is arrays over the flat parameter space: array 0 the fp32 parameters
+ * (the master weights, or the working ones widened), then the optimizer's (Adam's two moments, or
+ * SGD's momentum). save_ranges: the flat ranges this rank writes, each element written by exactly
+ * one rank of the world; load_ranges: the ranges it holds (it reads them back, from whatever world
+ * wrote them). Both return how many there are and fill at most max of them. get/put copy one range of one array out of and into the engine; after the puts,
+ * loaded() sets the optimizer's step count and completes the parameters every rank keeps whole
+ * (collective: every rank calls it).
+ */
+struct dt_range {
+    size_t off, n;
+};
+int dt_engine_narrays(const struct dt_engine *e);
+int dt_engine_save_ranges(const struct dt_engine *e, struct dt_range *out, int max);
+int dt_engine_load_ranges(const struct dt_engine *e, struct dt_range *out, int max);
+void dt_engine_get(const struct dt_engine *e, int array, size_t off, size_t n, float *dst);
+void dt_engine_put(struct dt_engine *e, int array, size_t off, size_t n, const float *src);
+dt_status_t dt_engine_loaded(struct dt_engine *e, int64_t opt_steps);
+/* optimizer updates taken (Adam's t, the LR schedule's clock) */
+int64_t dt_engine_opt_steps(const struct dt_engine *e);
+
 /* What the engine allocated; what it would allocate (no model, no ranks needed). */
 void dt_engine_memory(const struct dt_engine *e, struct dt_mem_report *r);
 void dt_engine_plan_memory(const struct dt_engine_config *c, const struct dt_unit *units, int nunits, int shard_ranks,

@@ -111,6 +111,7 @@ dt_status_t dt_engine_wait_reduce(struct dt_engine *e, int unit);
 /* forget every gathered or widened unit: the parameters are about to change */
 void dt_engine_drop_params(struct dt_engine *e);
 /* engine_step.c */
+dt_status_t dt_engine_gather_params(struct dt_engine *e);
 /* the pointer to this rank's gradients of piece p, in pdt */
 void *dt_engine_owned_grads(const struct dt_engine *e, const struct piece *p);
 

@@ -103,7 +103,7 @@ static void update(struct dt_engine *e, const struct piece *p, size_t lo, size_t
 }
 
 /* Stages 1-2: every rank's updated parts to every rank, in place, at most allgather_bucket elements in flight. */
-static dt_status_t gather_params(struct dt_engine *e)
+dt_status_t dt_engine_gather_params(struct dt_engine *e)
 {
     size_t inflight = 0;
     int first = 0;
@@ -143,7 +143,7 @@ dt_status_t dt_engine_step(struct dt_engine *e, float lr, float gscale)
         v = 0;
     }
     dt_engine_drop_params(e); /* gathered and widened copies hold the old values */
-    if (e->c.stage >= 1 && e->c.stage <= 2 && e->shard) return gather_params(e);
+    if (e->c.stage >= 1 && e->c.stage <= 2 && e->shard) return dt_engine_gather_params(e);
     return DT_SUCCESS;
 }
 

@@ -1,4 +1,5 @@
 /* shapes.c - see shapes.h. */
+#include <stdio.h>
 #include "train/shapes.h"
 
 void dt_shapes_gpt(const struct dt_config *cfg, enum dt_dtype activations, struct dt_gpt_config *gc)
@@ -40,4 +41,22 @@ dt_status_t dt_shapes_units(const struct dt_config *cfg, struct dt_unit **units,
     struct dt_gpt_config gc;
     dt_shapes_gpt(cfg, DT_F32, &gc);
     return dt_gpt_units(&gc, units, n);
+}
+
+void dt_shapes_describe(const struct dt_config *cfg, char *buf, size_t n)
+{
+    if (cfg->model.type == DT_MODEL_MLP) {
+        struct dt_mlp_config mc;
+        dt_shapes_mlp(cfg, &mc);
+        int o = snprintf(buf, n, "mlp in=%d hidden=[", mc.in);
+        for (int i = 0; i < mc.nhidden && o > 0 && (size_t)o < n; i++)
+            o += snprintf(buf + o, n - (size_t)o, "%s%d", i ? "," : "", mc.hidden[i]);
+        if (o > 0 && (size_t)o < n)
+            snprintf(buf + o, n - (size_t)o, "] out=%d %s", mc.out, mc.regression ? "regression" : "classification");
+        return;
+    }
+    struct dt_gpt_config gc;
+    dt_shapes_gpt(cfg, DT_F32, &gc);
+    snprintf(buf, n, "gpt n_layer=%d n_head=%d n_embd=%d vocab_size=%d seq_len=%d", gc.n_layer, gc.n_head, gc.n_embd,
+             gc.vocab_size, gc.max_seq_len);
 }

@@ -14,6 +14,9 @@
 void dt_shapes_gpt(const struct dt_config *cfg, enum dt_dtype activations, struct dt_gpt_config *gc);
 void dt_shapes_mlp(const struct dt_config *cfg, struct dt_mlp_config *mc);
 void dt_shapes_optim(const struct dt_config *cfg, struct dt_optim_config *oc);
+/* The model's shape in one line, as checkpoints record it: two configs that build parameters of the
+ * same layout describe the same. */
+void dt_shapes_describe(const struct dt_config *cfg, char *buf, size_t n);
 /* The model's units (malloc'd). */
 dt_status_t dt_shapes_units(const struct dt_config *cfg, struct dt_unit **units, int *n);
 

@@ -26,28 +26,8 @@
 #include "precision/policy.h"
 #include "strategy/strategy.h"
 #include "train/shapes.h"
-#include "train/trainer.h"
-
-struct trainer {
-    const struct dt_config *cfg;
-    struct dt_model *model;
-    struct dt_sched sched;
-    struct dt_dataset train, val;
-    struct dt_strat *strategy;
-    struct dt_prec_policy prec;
-    struct dt_loss_scaler scaler;
-    int64_t opt_steps;          /* optimizer steps taken (skipped ones excluded): the LR schedule's clock */
-    int rank, world, B, T, gas;
-    int64_t steps, eval_every, log_every, steps_per_epoch;
-    int32_t *tokens, *labels; /* GPT tokens (B, T+1); MLP labels (B) */
-    float *x, *y;             /* MLP features (B, in) and regression targets (B, out) */
-    struct dt_events events;
-    bool events_open;
-    struct dt_dirlock lock; /* rank 0: run.dir is this run's */
-    int64_t step; /* the step in progress, for run_failed */
-    /* seconds spent in each part of the step since the last metrics record */
-    double t_forward, t_backward, t_comm, t_optimizer;
-};
+#include "train/signals.h"
+#include "train/trainer_impl.h"
 
 /* What this build can run; the rest of the config is valid, just not here yet. */
 static dt_status_t supported(const struct dt_config *cfg, const struct dt_devmap *dev)
@@ -64,43 +44,64 @@ static dt_status_t supported(const struct dt_config *cfg, const struct dt_devmap
     return DT_SUCCESS;
 }
 
-/* Settings this build reads but does not act on yet: said once, by name, never dropped silently. */
-static void warn_inert(const struct dt_config *cfg)
+/* Settings that weaken the run: said once. */
+static void warn_risky(const struct dt_config *cfg)
 {
-    static const char *const ckpt_keys[] = {"checkpoint.dir", "checkpoint.interval", "checkpoint.keep",
-                                             "checkpoint.resume"};
-    for (size_t i = 0; i < sizeof ckpt_keys / sizeof ckpt_keys[0]; i++) {
-        char where[256];
-        const struct dt_origin *o = dt_config_origin(cfg, ckpt_keys[i]);
-        if (o->kind == DT_ORIGIN_DEFAULT || o->kind == DT_ORIGIN_AUTO) continue;
-        dt_loc_str(o->loc, where, sizeof where);
-        DT_WARN("%s: %s is set, but this build neither writes nor reads checkpoints yet (issue #12): the run starts "
-                "at step 0 and saves nothing", where, ckpt_keys[i]);
-    }
     if (cfg->events.webhook.url && cfg->events.webhook.insecure)
         DT_WARN("events.webhook.insecure is true: the webhook's TLS certificate is not verified, so anyone on the path "
                 "can read or forge what is sent");
 }
 
-/* Rank 0 takes run.dir for this run (dirlock.h) and draws the run id; every rank receives the id,
- * empty when rank 0 could not take the directory, so no rank writes into a directory another run
- * holds. */
-static dt_status_t claim_run_dir(struct trainer *tr, char id[40])
+/* What rank 0 decides for every rank before anything is opened. */
+struct start {
+    char run_id[40]; /* "": rank 0 failed, its message says why */
+    char tag[24];
+    char resumed[4096];
+    int64_t resumed_step;
+    struct dt_run_state state;
+};
+
+/* Rank 0 takes run.dir for this run (dirlock.h), chooses the checkpoint to resume from and so the
+ * run id (a resumed run keeps its own); every rank receives the decision, an empty run id when rank
+ * 0 failed, so no rank writes into a directory another run holds. */
+static dt_status_t claim_run_dir(struct trainer *tr)
 {
     struct dt_strat *st = tr->strategy;
     const char *dir = tr->cfg->run.dir;
+    struct start *s = calloc(1, sizeof *s);
+    if (!s) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory");
     dt_status_t rc = DT_SUCCESS;
     if (st->rank == 0) {
+        char shape[192], fresh[40];
+        dt_shapes_describe(tr->cfg, shape, sizeof shape);
         rc = dt_mkdirs(dir);
         if (rc == DT_SUCCESS) rc = dt_dirlock_take(&tr->lock, dir, "run.dir");
-        if (rc == DT_SUCCESS) dt_events_new_run_id(id);
+        if (rc == DT_SUCCESS && tr->ckpt_dir[0]) rc = dt_train_ckpt_choose(tr, shape);
+        dt_events_new_run_id(fresh);
+        if (rc == DT_SUCCESS) {
+            if (!tr->state.run_id[0]) snprintf(tr->state.run_id, sizeof tr->state.run_id, "%s", fresh);
+            s->state = tr->state;
+            s->resumed_step = tr->resumed_step;
+            snprintf(s->run_id, sizeof s->run_id, "%s", tr->state.run_id);
+            snprintf(s->resumed, sizeof s->resumed, "%s", tr->resumed);
+            snprintf(s->tag, sizeof s->tag, "%.8s", fresh); /* this start's: its partial saves */
+        }
     }
-    dt_status_t sent = st->comm ? dt_comm_do(st->comm, dt_coll_broadcast(id, 40, DT_U8, 0, "run id")) : DT_SUCCESS;
+    dt_status_t sent = st->comm ? dt_comm_do(st->comm, dt_coll_broadcast(s, sizeof *s, DT_U8, 0, "run start"))
+                                : DT_SUCCESS;
+    if (rc == DT_SUCCESS && sent == DT_SUCCESS && s->run_id[0]) {
+        tr->state = s->state;
+        snprintf(tr->tag, sizeof tr->tag, "%s", s->tag);
+        snprintf(tr->resumed, sizeof tr->resumed, "%s", s->resumed);
+        tr->resumed_step = s->resumed_step;
+    }
+    bool ok = s->run_id[0];
+    free(s);
     DT_CHECK(rc); /* rank 0's own message */
     DT_CHECK(sent);
-    if (!id[0])
-        return dt_error(DT_ERR_CONFIG, "dtrun: rank %d: error: rank 0 could not take run.dir %s; its message says why",
-                        st->rank, dir);
+    if (!ok)
+        return dt_error(DT_ERR_CONFIG, "dtrun: rank %d: error: rank 0 could not take run.dir %s or its checkpoint; "
+                        "its message says why", st->rank, dir);
     return DT_SUCCESS;
 }
 
@@ -128,13 +129,15 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     tr->rank = w->rank;
     tr->world = w->size;
     DT_CHECK(dt_precision_from_config(cfg, &tr->prec));
-    dt_loss_scaler_init(&tr->scaler, &tr->prec.scaler);
+    dt_loss_scaler_init(&tr->state.scaler, &tr->prec.scaler);
+    tr->state.val_loss = NAN;
+    tr->state.loss = NAN;
     dt_log_set_rank(w->rank, w->size);
     DT_CHECK(dt_strategy_create(cfg, &tr->prec, w, &tr->strategy));
-    char run_id[40] = "";
-    DT_CHECK(claim_run_dir(tr, run_id));
+    if (cfg->checkpoint.dir) dt_train_ckpt_settings(tr);
+    DT_CHECK(claim_run_dir(tr));
     if (w->rank == 0) DT_CHECK(save_config(cfg));
-    DT_CHECK(dt_events_open(&tr->events, cfg, w, run_id));
+    DT_CHECK(dt_events_open(&tr->events, cfg, w, tr->state.run_id));
     tr->events_open = true;
     tr->step = -1;
     bool mlp = cfg->model.type == DT_MODEL_MLP;
@@ -158,6 +161,8 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     tr->log_every = dt_duration_steps(cfg->events.interval, &u, tr->steps);
     if (tr->log_every < 1) tr->log_every = 1;
     dt_sched_from_config(&tr->sched, cfg, &u, tr->steps);
+    if (cfg->checkpoint.interval.unit == DT_TU_SEC) tr->ckpt_secs = cfg->checkpoint.interval.value;
+    else tr->ckpt_every = dt_duration_steps(cfg->checkpoint.interval, &u, tr->steps);
 
     if (mlp) {
         struct dt_mlp_config mc;
@@ -179,6 +184,8 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     dt_shapes_optim(cfg, &oc);
     tr->model->compute = tr->prec.compute;
     DT_CHECK(dt_strategy_attach(tr->strategy, tr->model, &oc));
+    DT_CHECK(dt_train_ckpt_load(tr));
+    DT_CHECK(dt_train_ckpt_prepare(tr, &tr->ckpt_bytes));
     tr->tokens = malloc((size_t)tr->B * (tr->T + 1) * sizeof(int32_t)); /* GPT; small for an MLP */
     if (!tr->tokens) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the batch");
     return DT_SUCCESS;
@@ -186,6 +193,7 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
 
 static void teardown(struct trainer *tr, bool clean)
 {
+    dt_ckpt_writer_close(tr->writer); /* waits for a file still being written */
     dt_strategy_free(tr->strategy, clean);
     dt_model_free(tr->model);
     dt_dataset_close(&tr->train);
@@ -234,7 +242,7 @@ static dt_status_t evaluate(struct trainer *tr, double *out)
 /* Said once per change of the scaler, never once per skipped step (REFERENCE.md problems 28-30). */
 static void report_scale(const struct trainer *tr, int64_t step, enum dt_scale_event ev, double before)
 {
-    const struct dt_loss_scaler *s = &tr->scaler;
+    const struct dt_loss_scaler *s = &tr->state.scaler;
     if (ev == DT_SCALE_CREDIT_USED)
         DT_INFO(DT_SUB_TRAIN, "step %lld: fp16 gradients overflowed; step skipped, loss scale kept at %g (hysteresis "
                 "left %lld of %lld; %lld skipped so far)", (long long)step + 1, s->scale, (long long)s->cur_hysteresis,
@@ -253,30 +261,28 @@ static void report_scale(const struct trainer *tr, int64_t step, enum dt_scale_e
 static dt_status_t apply_step(struct trainer *tr, int64_t step, float *norm, double *lr)
 {
     struct dt_engine *e = tr->strategy->engine;
-    double scale = tr->scaler.scale, sumsq;
+    double scale = tr->state.scaler.scale, sumsq;
     bool nonfinite;
     if (dt_fault_hit(DT_FAULT_GRAD_INF, step + 1, tr->rank)) dt_engine_poison_grad(e);
     DT_CHECK(dt_engine_grad_norm(e, &sumsq, &nonfinite));
     bool overflow = tr->prec.scaled && nonfinite;
     enum dt_scale_event ev;
-    DT_CHECK(dt_loss_scaler_update(&tr->scaler, overflow, step, &ev));
+    DT_CHECK(dt_loss_scaler_update(&tr->state.scaler, overflow, step, &ev));
     report_scale(tr, step, ev, scale);
-    *lr = dt_sched_lr(&tr->sched, tr->opt_steps);
+    *lr = dt_sched_lr(&tr->sched, dt_engine_opt_steps(e)); /* the one step counter: the optimizer's */
     *norm = NAN;
     if (overflow) return DT_SUCCESS;
     /* torch.nn.utils.clip_grad_norm_: max_norm / (norm + 1e-6) when that is below 1 */
     float clip = (float)tr->cfg->compute.gradient_clipping;
     *norm = (float)(sqrt(sumsq) / scale);
     float f = clip > 0 && clip / (*norm + 1e-6f) < 1.0f ? clip / (*norm + 1e-6f) : 1.0f;
-    DT_CHECK(dt_engine_step(e, (float)*lr, f / (float)scale));
-    tr->opt_steps++;
-    return DT_SUCCESS;
+    return dt_engine_step(e, (float)*lr, f / (float)scale);
 }
 
 /* The metrics record of the steps since the last one: the loss of this step (already the mean
  * over ranks), throughput over the interval, the slowest rank's step time and largest memory. */
 static dt_status_t report(struct trainer *tr, int64_t step, double loss, double lr, float norm, double scale,
-                          double interval_s, int64_t interval_steps, double elapsed)
+                          double interval_s, int64_t interval_steps, double elapsed, int64_t steps_run)
 {
     const struct dt_config *cfg = tr->cfg;
     struct rusage ru;
@@ -287,11 +293,11 @@ static dt_status_t report(struct trainer *tr, int64_t step, double loss, double 
     double samples_per_step = (double)cfg->resolved.global_batch, per = 1e3 / (double)interval_steps;
     struct dt_metrics m = {
         .step = step + 1, .steps = tr->steps, .epoch = tr->steps_per_epoch ? step / tr->steps_per_epoch : 0,
-        .tokens = (int64_t)((step + 1) * samples_per_step * tr->T), .samples = (int64_t)((step + 1) * samples_per_step),
-        .skipped_steps = tr->scaler.skipped, .loss = loss, .lr = lr, .grad_norm = norm, .loss_scale = scale,
+        .tokens = tr->state.tokens, .samples = tr->state.samples, .skipped_steps = tr->state.scaler.skipped,
+        .loss = loss, .lr = lr, .grad_norm = norm, .loss_scale = scale,
         .tokens_per_s = interval_steps * samples_per_step * tr->T / interval_s,
         .samples_per_s = interval_steps * samples_per_step / interval_s,
-        .eta_s = elapsed / (double)(step + 1) * (double)(tr->steps - step - 1),
+        .eta_s = elapsed / (double)steps_run * (double)(tr->steps - step - 1),
         .step_ms = slowest[0], .peak_memory_bytes = (int64_t)slowest[1],
         .breakdown = cfg->events.wall_clock_breakdown, .forward_ms = tr->t_forward * per,
         .backward_ms = tr->t_backward * per, .comm_ms = tr->t_comm * per, .optimizer_ms = tr->t_optimizer * per};
@@ -301,40 +307,93 @@ static dt_status_t report(struct trainer *tr, int64_t step, double loss, double 
     return dt_events_metrics(&tr->events, &m);
 }
 
+/* One step's forward and backward over every micro-batch; the local mean loss. The samples are the
+ * global batch from the sampler's position on, each rank its share of each micro-batch. */
+static double forward_backward(struct trainer *tr)
+{
+    struct dt_model *m = tr->model;
+    struct dt_strat *st = tr->strategy;
+    double loss = 0, t = dt_now(), t1;
+    for (int micro = 0; micro < tr->gas; micro++) {
+        int64_t first = tr->state.samples + ((int64_t)micro * tr->world + tr->rank) * tr->B;
+        struct dt_batch b = fill(tr, &tr->train, first);
+        loss += m->iface.forward(m, &b, (float)tr->state.scaler.scale / (float)(tr->gas * st->grad_divisor)) / tr->gas;
+        tr->t_forward += (t1 = dt_now()) - t;
+        dt_engine_before_backward(st->engine, micro == tr->gas - 1);
+        m->iface.backward(m);
+        tr->t_backward += (t = dt_now()) - t1;
+    }
+    return loss;
+}
+
+/* A save at this step boundary, decided by every rank alike: begin it, and finish it at once when
+ * the run stops here (the end, or a signal). A save still being written is finished first. */
+static dt_status_t checkpoint(struct trainer *tr, bool stop)
+{
+    if (tr->pending) dt_train_ckpt_finish(tr); /* its failure is reported; the newer save may work */
+    dt_train_ckpt_begin(tr);
+    return stop ? dt_train_ckpt_finish(tr) : DT_SUCCESS;
+}
+
+/* After a signal, its state saved (unless checkpoint.dir is null): say so where the run is
+ * watched, and stop. */
+static dt_status_t stopped(struct trainer *tr, int sig, struct dt_train_result *res)
+{
+    bool saved = tr->ckpt_dir[0];
+    res->stopped_by = sig;
+    if (saved) snprintf(res->checkpoint, sizeof res->checkpoint, "%s/step-%08lld", tr->ckpt_dir,
+                        (long long)tr->state.step);
+    if (tr->rank == 0) DT_CHECK(dt_events_preempted(&tr->events, tr->state.step, dt_signals_name(sig), saved));
+    return DT_SUCCESS;
+}
+
 static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
 {
     const struct dt_config *cfg = tr->cfg;
-    struct dt_model *m = tr->model;
-    double start = dt_now(), tokens_per_step = (double)cfg->resolved.global_batch * tr->T, since = start;
-    int64_t since_step = 0;
-    for (int64_t step = 0; step < tr->steps; step++) {
+    struct dt_strat *st = tr->strategy;
+    int64_t gb = cfg->resolved.global_batch, first_step = tr->state.step;
+    double start = dt_now(), since = start;
+    int64_t since_step = first_step;
+    tr->last_save = start;
+    res->loss = tr->state.loss;
+    res->val_loss = tr->state.val_loss;
+    res->steps = tr->state.step;
+    if (first_step >= tr->steps && tr->rank == 0)
+        DT_INFO(DT_SUB_TRAIN, "the run is complete: %s holds step %lld of %lld; nothing to train (raise "
+                "run.max_duration to go on, or set checkpoint.resume: none to start afresh)", tr->resumed,
+                (long long)first_step, (long long)tr->steps);
+    for (int64_t step = first_step; step < tr->steps; step++) {
         tr->step = step;
-        struct dt_strat *st = tr->strategy;
         if (dt_fault_hit(DT_FAULT_KILL, step + 1, tr->rank)) raise(SIGKILL);
         dt_engine_begin_step(st->engine, step);
-        double loss = 0, t = dt_now(), t1;
-        for (int micro = 0; micro < tr->gas; micro++) {
-            int64_t first = (((step * tr->gas) + micro) * tr->world + tr->rank) * tr->B;
-            struct dt_batch b = fill(tr, &tr->train, first);
-            loss += m->iface.forward(m, &b, (float)tr->scaler.scale / (float)(tr->gas * st->grad_divisor)) / tr->gas;
-            tr->t_forward += (t1 = dt_now()) - t;
-            dt_engine_before_backward(st->engine, micro == tr->gas - 1);
-            m->iface.backward(m);
-            tr->t_backward += (t = dt_now()) - t1;
-        }
+        double t = dt_now();
+        /* the loss's all-reduce carries the step boundary's decisions: a signal seen by any rank, a
+         * wall-clock save due on rank 0, a save still being written anywhere */
+        double v[4] = {forward_backward(tr)};
+        v[1] = dt_signals_pending() != 0;
+        v[2] = tr->rank == 0 && tr->ckpt_secs > 0 && dt_now() - tr->last_save >= tr->ckpt_secs;
+        v[3] = tr->pending && dt_ckpt_busy(tr->writer);
+        double t1 = dt_now();
         DT_CHECK(dt_engine_reduce_grads(st->engine));
-        DT_CHECK(dt_strategy_mean(st, &loss, 1));
-        tr->t_comm += (t1 = dt_now()) - t;
+        DT_CHECK(dt_strategy_mean(st, v, 4));
+        double loss = v[0];
+        tr->t_comm += (t = dt_now()) - t1;
         if (!isfinite(loss))
             return dt_error(DT_ERR_TRAIN, "dtrun: error: the loss is %f at step %lld\n  hint: lower optimizer.lr or "
                             "set compute.gradient_clipping", loss, (long long)step + 1);
         float norm;
-        double lr, scale = tr->scaler.scale;
+        double lr, scale = tr->state.scaler.scale;
         DT_CHECK(apply_step(tr, step, &norm, &lr));
-        tr->t_optimizer += (t = dt_now()) - t1;
+        tr->t_optimizer += (t1 = dt_now()) - t;
+        struct dt_run_state *s = &tr->state;
+        s->step = step + 1;
+        s->samples += gb;
+        s->tokens += gb * tr->T;
+        s->loss = loss;
         bool last = step + 1 == tr->steps;
         if ((step + 1) % tr->log_every == 0 || last) {
-            DT_CHECK(report(tr, step, loss, lr, norm, scale, t - since, step + 1 - since_step, t - start));
+            DT_CHECK(report(tr, step, loss, lr, norm, scale, t1 - since, step + 1 - since_step, t1 - start,
+                            step + 1 - first_step));
             tr->t_forward = tr->t_backward = tr->t_comm = tr->t_optimizer = 0;
             since = dt_now();
             since_step = step + 1;
@@ -344,16 +403,31 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
         if (tr->eval_every > 0 && ((step + 1) % tr->eval_every == 0 || last)) {
             if (tr->val.synthetic || tr->val.nshards) {
                 DT_CHECK(evaluate(tr, &res->val_loss));
+                s->val_loss = res->val_loss;
                 if (tr->rank == 0) DT_CHECK(dt_events_eval(&tr->events, step + 1, res->val_loss));
                 since = dt_now(); /* validation is not training time */
             }
         }
+        bool stop = v[1] > 0;
+        if (tr->ckpt_dir[0]) {
+            if (tr->pending && v[3] == 0) dt_train_ckpt_finish(tr); /* every rank's file is down: commit */
+            if (last || stop || v[2] > 0 || (tr->ckpt_every > 0 && (step + 1) % tr->ckpt_every == 0)) {
+                double t0 = dt_now();
+                DT_CHECK(checkpoint(tr, last || stop));
+                since += dt_now() - t0; /* saving is not training time */
+            }
+        }
+        if (stop && !last) {
+            int sig = dt_signals_pending();
+            return stopped(tr, sig ? sig : SIGTERM, res); /* a rank that saw none stops for the others' */
+        }
     }
+    if (tr->pending) DT_CHECK(dt_train_ckpt_finish(tr));
     double secs = dt_now() - start;
-    res->tokens_per_s = res->steps * tokens_per_step / secs;
+    int64_t run = tr->state.step - first_step;
+    res->tokens_per_s = secs > 0 ? (double)run * gb * tr->T / secs : 0;
     if (tr->rank == 0)
-        DT_CHECK(dt_events_run_finished(&tr->events, res->steps, res->loss, res->val_loss, secs,
-                                        (int64_t)(res->steps * tokens_per_step)));
+        DT_CHECK(dt_events_run_finished(&tr->events, tr->state.step, res->loss, res->val_loss, secs, tr->state.tokens));
     return DT_SUCCESS;
 }
 
@@ -362,8 +436,9 @@ dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, cons
 {
     *res = (struct dt_train_result){.val_loss = NAN, .loss_floor = NAN};
     DT_CHECK(supported(cfg, dev));
-    if (w->rank == 0) warn_inert(cfg);
+    if (w->rank == 0) warn_risky(cfg);
     struct trainer tr = {0};
+    dt_signals_catch(); /* before run.dir's lock, whose release on a fatal signal then stays out of the way */
     dt_status_t rc = setup(&tr, cfg, w);
     if (rc == DT_SUCCESS) {
         res->activation_bytes = tr.model->activation_bytes;
@@ -404,18 +479,30 @@ dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, cons
             .strategy = tr.strategy->name, .precision = tr.prec.name, .param_bytes = mem.params,
             .grad_bytes = mem.grads, .master_bytes = mem.master, .optimizer_bytes = mem.optimizer,
             .gathered_bytes = mem.gathered, .buffer_bytes = mem.buffers, .state_max_bytes = (int64_t)most,
-            .activation_bytes = (int64_t)m->activation_bytes};
+            .activation_bytes = (int64_t)m->activation_bytes, .resumed_from = tr.resumed[0] ? tr.resumed : NULL,
+            .resumed_step = tr.resumed_step};
         DT_INFO(DT_SUB_TRAIN, "model state on this rank: %.1f MiB (parameters %.1f, gradients %.1f, master weights "
-                "%.1f, optimizer %.1f, gathered %.1f), the most on any rank %.1f MiB; workspace %.1f MiB",
-                (double)mem.state / 1048576, (double)mem.params / 1048576, (double)mem.grads / 1048576,
-                (double)mem.master / 1048576, (double)mem.optimizer / 1048576, (double)mem.gathered / 1048576,
-                most / 1048576, (double)mem.buffers / 1048576);
+                "%.1f, optimizer %.1f, gathered %.1f), the most on any rank %.1f MiB; workspace %.1f MiB; "
+                "checkpoint copy %.1f MiB", (double)mem.state / 1048576, (double)mem.params / 1048576,
+                (double)mem.grads / 1048576, (double)mem.master / 1048576, (double)mem.optimizer / 1048576,
+                (double)mem.gathered / 1048576, most / 1048576, (double)mem.buffers / 1048576,
+                (double)tr.ckpt_bytes / 1048576);
         if (rc == DT_SUCCESS && tr.rank == 0) rc = dt_events_run_started(&tr.events, &info);
         if (rc == DT_SUCCESS) rc = loop(&tr, res);
     }
     /* the rank that saw a failure reports it (every rank, when all saw it) */
     if (rc != DT_SUCCESS && tr.events_open) dt_events_run_failed(&tr.events, tr.step < 0 ? -1 : tr.step + 1,
                                                                  dt_error_msg());
-    teardown(&tr, rc == DT_SUCCESS);
-    return rc;
+    teardown(&tr, rc == DT_SUCCESS); /* events flushed, run.dir released: then the job may go */
+    dt_signals_restore();
+    if (rc != DT_SUCCESS || !res->stopped_by) return rc;
+    if (w->rank != 0) return DT_SUCCESS; /* rank 0 speaks for the run */
+    if (!res->checkpoint[0])
+        return dt_error(DT_STOPPED, "dtrun: stopped by %s after step %lld, with nothing saved (checkpoint.dir is "
+                        "null)", dt_signals_name(res->stopped_by), (long long)res->steps);
+    dt_signals_requeue(res->stopped_by, res->checkpoint, &res->requeued);
+    if (res->requeued) return DT_SUCCESS;
+    return dt_error(DT_STOPPED, "dtrun: stopped by %s after step %lld; its state is saved in %s\n  hint: run the same "
+                    "command again to resume (checkpoint.resume: auto)", dt_signals_name(res->stopped_by),
+                    (long long)res->steps, res->checkpoint);
 }

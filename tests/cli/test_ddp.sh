@@ -106,13 +106,14 @@ has "the mismatch is named" "$err" "[rank 0] override 'compute.num_devices=4': e
 run "-n without a number" 2 "$DTRUN" -n x
 has "usage" "$err" "dtrun: error: -n takes a number of workers from 1 to 1024, e.g. dtrun -n 2 config.yaml"
 
-# Ctrl-C (SIGINT to the launcher) ends every worker
+# Ctrl-C (SIGINT to the launcher): every worker saves and stops at one step boundary
 "$DTRUN" -n 2 "${base[@]}" run.max_duration=100000ba run.dir=c >c.out 2>c.err &
 launcher=$!
 wait_for_steps c
 signal_and_wait INT "$launcher" "$launcher"
-[ "$rc" = 130 ] && ok "Ctrl-C: exit 130" || not_ok "Ctrl-C: exit $rc" "$(cat c.err)"
-has "Ctrl-C is reported" "$(cat c.err)" "dtrun: Interrupt: stopping 2 workers"
+[ "$rc" = 75 ] && ok "Ctrl-C: exit 75 (stopped, state saved)" || not_ok "Ctrl-C: exit $rc" "$(cat c.err)"
+has "Ctrl-C is reported" "$(cat c.err)" "dtrun: Interrupt: the workers save a checkpoint and stop (Ctrl-C again to stop at once)"
+has "rank 0 names the checkpoint" "$(cat c.err)" "[rank 0] dtrun: stopped by SIGUSR1 after step "
 sleep 1
 gone c && ok "Ctrl-C left no worker" || { not_ok "workers left: $(pgrep -af run.dir=c)"; pkill -9 -f run.dir=c; }
 finish

@@ -13,7 +13,7 @@
 . "$(dirname "$0")/receiver.sh"
 cd "$TMP" || exit 1
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
-tiny=(model.n_layer=1 model.n_embd=32 model.n_head=2 model.seq_len=16 data.micro_batch_size=4 run.eval_interval=0ba
+tiny=(checkpoint.dir=null model.n_layer=1 model.n_embd=32 model.n_head=2 model.seq_len=16 data.micro_batch_size=4 run.eval_interval=0ba
     events.interval=1ba)
 
 median_step() {

@@ -30,10 +30,11 @@ has "... and what to do" "$(cat $lerr)" "hint: give this run another run.dir, or
 same "the refused run wrote nothing there" "$(grep -c '"type":"run_started"' two/events.jsonl)" 1
 kill -TERM $winner
 wait $winner
-same "SIGTERM ends the holder" "$?" 143
+same "SIGTERM stops the holder, its state saved (exit 75)" "$?" 75
 [ ! -e two/dtrun.lock ] && ok "and releases the lock" || not_ok "SIGTERM left two/dtrun.lock"
 
-run "the next run in that directory" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=3ba run.dir=two
+run "the next run in that directory" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=3ba run.dir=two \
+    checkpoint.resume=none
 same "finds it free: no notice" "$(grep -c 'took over' <<<"$err")" 0
 [ ! -e two/dtrun.lock ] && ok "a run that ends releases it" || not_ok "two/dtrun.lock left after the end"
 run "a run that fails (no such data)" 3 "$DTRUN" run "${tiny[@]}" data.train=/nonexistent/x_*.bin run.dir=two

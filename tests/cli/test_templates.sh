@@ -26,7 +26,7 @@ has "hf_zero3: scheduler from the JSON" "$out" "  type: warmup_decay_lr         
 same "hf_zero3: the keys with no meaning here named, with their lines and why" "$err" "dtrun: warning: templates/deepspeed/hf_zero3.json: 5 DeepSpeed keys set here have no meaning in dtrun:
   steps_per_print (line 53): dtrun prints every events.interval
   zero_optimization.contiguous_gradients (line 42): dtrun's gradients are always in one contiguous buffer
-  zero_optimization.stage3_gather_16bit_weights_on_model_save (line 49): dtrun writes no checkpoints yet (issue #12)
+  zero_optimization.stage3_gather_16bit_weights_on_model_save (line 49): checkpoints hold fp32 weights; dtrun ckpt export writes a whole model
   zero_optimization.offload_optimizer.pin_memory (line 35): pinning speeds host-GPU copies; a CPU run has none
   zero_optimization.offload_param.pin_memory (line 39): pinning speeds host-GPU copies; a CPU run has none"
 finish

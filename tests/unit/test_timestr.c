@@ -50,6 +50,29 @@ static void durations_refused(void **state)
     }
 }
 
+/* checkpoint.interval also takes wall time, kept in seconds */
+static void wall_durations(void **state)
+{
+    static const struct {
+        const char *text;
+        double seconds;
+    } cases[] = {{"30min", 1800}, {"2h", 7200}, {"600sec", 600}, {"90s", 90}, {"0.5h", 1800}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct dt_duration d;
+        char why[256] = "";
+        assert_int_equal(dt_duration_parse(cases[i].text, DT_UNITS_WALL, &d, why, sizeof why), 0);
+        assert_int_equal(d.unit, DT_TU_SEC);
+        assert_true(d.value == cases[i].seconds);
+    }
+    struct dt_duration d;
+    char why[256] = "", buf[64];
+    assert_int_equal(dt_duration_parse("500ba", DT_UNITS_WALL, &d, why, sizeof why), 0);
+    assert_int_equal(d.unit, DT_TU_BA);
+    assert_int_equal(dt_duration_parse("30min", DT_UNITS_INTERVAL, &d, why, sizeof why), -1);
+    assert_string_equal(why, "'30min': wall-clock durations are not training time; use ba, ep, sp, tok, dur");
+    assert_string_equal(dt_duration_str((struct dt_duration){1800, DT_TU_SEC}, buf, sizeof buf), "1800sec");
+}
+
 static void durations_format(void **state)
 {
     char buf[64];
@@ -94,4 +117,4 @@ static void shortest_double(void **state)
     assert_true(strtod(dt_double_str(x, buf, sizeof buf), NULL) == x);
 }
 
-DT_TESTS(T(durations_parse), T(durations_refused), T(durations_format), T(seconds), T(shortest_double))
+DT_TESTS(T(durations_parse), T(durations_refused), T(wall_durations), T(durations_format), T(seconds), T(shortest_double))

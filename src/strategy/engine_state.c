@@ -1,0 +1,103 @@
+/*
+ * engine_state.c - the engine's state in and out of checkpoints (engine.h):
+ * which ranges a rank writes and reads, and the copies, in fp32 whatever the
+ * working type.
+ */
+#include <string.h>
+#include "strategy/engine_impl.h"
+
+int dt_engine_narrays(const struct dt_engine *e) { return 1 + (int)(dt_optimizer_state_bytes(e->opt.c.kind) / 4); }
+
+int64_t dt_engine_opt_steps(const struct dt_engine *e) { return e->opt.t; }
+
+int dt_engine_save_ranges(const struct dt_engine *e, struct dt_range *out, int max)
+{
+    bool first_replica = !e->rep || e->rep->world.rank == 0;
+    int k = 0;
+    for (int i = 0; i < e->npieces; i++) {
+        const struct piece *p = &e->pieces[i];
+        size_t off = p->own_off, n = p->own_n;
+        if (p->part && !first_replica) continue; /* the first node's ranks write the parts */
+        if (!p->part) { /* every rank keeps it: each writes its share */
+            dt_comm_part(p->n, e->world, e->rank, &off, &n);
+            off += p->off;
+        }
+        if (n && k < max) out[k] = (struct dt_range){off, n};
+        k += n > 0;
+    }
+    return k;
+}
+
+int dt_engine_load_ranges(const struct dt_engine *e, struct dt_range *out, int max)
+{
+    int k = 0;
+    for (int i = 0; i < e->npieces; i++) {
+        if (e->pieces[i].own_n && k < max) out[k] = (struct dt_range){e->pieces[i].own_off, e->pieces[i].own_n};
+        k += e->pieces[i].own_n > 0;
+    }
+    return k;
+}
+
+/* the piece holding flat element off, and off's index in the shard */
+static const struct piece *piece_at(const struct dt_engine *e, size_t off, size_t *at)
+{
+    int lo = 0, hi = e->npieces - 1;
+    while (lo < hi) {
+        int mid = (lo + hi + 1) / 2;
+        if (e->pieces[mid].off <= off) lo = mid;
+        else hi = mid - 1;
+    }
+    const struct piece *p = &e->pieces[lo];
+    *at = p->shard_at + (off - p->own_off);
+    return p;
+}
+
+/* the working parameters of a piece, where this rank keeps them */
+static void *working(const struct dt_engine *e, const struct piece *p, size_t off)
+{
+    return e->c.stage == 3 ? dt_engine_at(e, e->shard_p, p->shard_at + (off - p->own_off))
+                           : dt_engine_at(e, e->full_p, off);
+}
+
+/* Calls f on each run of [off, off + n) that lies in one piece; every element of it is this rank's. */
+#define EACH_RUN(e, off, n, body)                                                                     \
+    for (size_t done_ = 0; done_ < (n);) {                                                            \
+        size_t at_, o_ = (off) + done_;                                                               \
+        const struct piece *p_ = piece_at((e), o_, &at_);                                             \
+        size_t k_ = p_->own_off + p_->own_n - o_;                                                     \
+        if (k_ > (n) - done_) k_ = (n) - done_;                                                       \
+        body;                                                                                         \
+        done_ += k_;                                                                                  \
+    }
+
+void dt_engine_get(const struct dt_engine *e, int array, size_t off, size_t n, float *dst)
+{
+    EACH_RUN(e, off, n, {
+        float *d = dst + done_;
+        if (array == 0 && e->master) memcpy(d, e->master + at_, k_ * sizeof(float));
+        else if (array == 0) e->k->convert(d, DT_F32, working(e, p_, o_), e->c.pdt, k_);
+        else memcpy(d, (array == 1 ? e->opt.m : e->opt.v) + at_, k_ * sizeof(float));
+    })
+}
+
+void dt_engine_put(struct dt_engine *e, int array, size_t off, size_t n, const float *src)
+{
+    EACH_RUN(e, off, n, {
+        const float *s = src + done_;
+        if (array == 0) {
+            if (e->master) memcpy(e->master + at_, s, k_ * sizeof(float));
+            e->k->convert(working(e, p_, o_), e->c.pdt, s, DT_F32, k_);
+        } else {
+            memcpy((array == 1 ? e->opt.m : e->opt.v) + at_, s, k_ * sizeof(float));
+        }
+    })
+}
+
+dt_status_t dt_engine_loaded(struct dt_engine *e, int64_t opt_steps)
+{
+    e->opt.t = opt_steps;
+    dt_engine_drop_params(e); /* widened and gathered copies of the old values */
+    /* stages 1-2 keep every parameter: the parts the others loaded */
+    if (e->c.stage >= 1 && e->c.stage <= 2 && e->shard) return dt_engine_gather_params(e);
+    return DT_SUCCESS;
+}

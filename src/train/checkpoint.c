@@ -1,0 +1,264 @@
+/*
+ * checkpoint.c - the trainer's checkpoints (trainer_impl.h): rank 0 chooses
+ * what to resume from before anything is opened, every rank reads the ranges
+ * it keeps, and a save copies this rank's state, writes it in the background
+ * and is committed by rank 0 once every rank's file is down.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "comm/comm.h"
+#include "config/schema.h"
+#include "core/clock.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/mem.h"
+#include "events/jsonl.h"
+#include "train/shapes.h"
+#include "train/trainer_impl.h"
+
+#define READ_CHUNK ((size_t)1 << 20) /* floats read at a time on resume */
+
+void dt_train_ckpt_settings(struct trainer *tr)
+{
+    const struct dt_config *cfg = tr->cfg;
+    if (cfg->checkpoint.dir[0] == '/') snprintf(tr->ckpt_dir, sizeof tr->ckpt_dir, "%s", cfg->checkpoint.dir);
+    else snprintf(tr->ckpt_dir, sizeof tr->ckpt_dir, "%s/%s", cfg->run.dir, cfg->checkpoint.dir);
+}
+
+/* checkpoint.dir made and writable now, not at the first save an hour in */
+static dt_status_t writable(const char *dir)
+{
+    if (dt_mkdirs(dir) != DT_SUCCESS) {
+        char why[600];
+        snprintf(why, sizeof why, "%s", dt_error_msg());
+        return dt_error(DT_ERR_CKPT, "%s (checkpoint.dir)\n  hint: point checkpoint.dir elsewhere, or set it to null "
+                        "to save no checkpoints", why);
+    }
+    if (access(dir, W_OK | X_OK) != 0)
+        return dt_error(DT_ERR_CKPT, "%s: error: checkpoint.dir is not writable: %s\n  hint: make it writable, point "
+                        "checkpoint.dir elsewhere, or set it to null to save no checkpoints", dir, strerror(errno));
+    return DT_SUCCESS;
+}
+
+dt_status_t dt_train_ckpt_choose(struct trainer *tr, const char *shape)
+{
+    const struct dt_config *cfg = tr->cfg;
+    char path[4096];
+    bool found;
+    DT_CHECK(writable(tr->ckpt_dir));
+    DT_CHECK(dt_ckpt_find(tr->ckpt_dir, cfg->checkpoint.resume, path, sizeof path, &found));
+    if (!found) return DT_SUCCESS;
+    struct dt_ckpt *c;
+    DT_CHECK(dt_ckpt_open(path, false, &c)); /* find checked every byte */
+    const struct dt_run_state s = *dt_ckpt_state(c);
+    dt_ckpt_close(c);
+    const char *opt = dt_enum_str(dt_optim_names, cfg->optimizer.type);
+    if (strcmp(s.model, shape))
+        return dt_error(DT_ERR_CKPT, "%s: error: this checkpoint holds a model of another shape (%s); this config "
+                        "builds %s\n  hint: resume it with the model it was written by, or start afresh: "
+                        "checkpoint.resume: none (or another checkpoint.dir)", path, s.model, shape);
+    if (strcmp(s.optimizer, opt))
+        return dt_error(DT_ERR_CKPT, "%s: error: this checkpoint holds %s state; this config's optimizer is %s\n"
+                        "  hint: resume with optimizer.type: %s, or start afresh: checkpoint.resume: none", path,
+                        s.optimizer, opt, s.optimizer);
+    char hash[80];
+    dt_events_config_hash(cfg, hash, sizeof hash);
+    if (strcmp(hash, s.config_hash))
+        DT_INFO(DT_SUB_TRAIN, "resuming with a config other than the one that wrote %s (its hash %s, now %s)", path,
+                s.config_hash, hash);
+    snprintf(tr->resumed, sizeof tr->resumed, "%s", path);
+    tr->resumed_step = s.step;
+    struct dt_run_state *st = &tr->state;
+    st->step = s.step;
+    st->opt_steps = s.opt_steps;
+    st->samples = s.samples;
+    st->tokens = s.tokens;
+    st->loss = s.loss;
+    st->val_loss = s.val_loss;
+    snprintf(st->run_id, sizeof st->run_id, "%s", s.run_id);
+    /* the scaler's settings stay the config's; its counters are the run's */
+    st->scaler.scale = s.scaler.scale;
+    st->scaler.cur_hysteresis = s.scaler.cur_hysteresis;
+    st->scaler.cur_iter = s.scaler.cur_iter;
+    st->scaler.last_overflow_iter = s.scaler.last_overflow_iter;
+    st->scaler.skipped = s.scaler.skipped;
+    DT_INFO(DT_SUB_TRAIN, "resuming from %s: step %lld, %lld samples, written by %s on %d rank%s", path,
+            (long long)s.step, (long long)s.samples, s.strategy, s.world, s.world == 1 ? "" : "s");
+    return DT_SUCCESS;
+}
+
+dt_status_t dt_train_ckpt_load(struct trainer *tr)
+{
+    if (!tr->resumed[0]) return DT_SUCCESS;
+    struct dt_engine *e = tr->strategy->engine;
+    struct dt_ckpt *c;
+    DT_CHECK(dt_ckpt_open(tr->resumed, false, &c));
+    int narrays = dt_engine_narrays(e), nr = dt_engine_load_ranges(e, NULL, 0);
+    dt_status_t rc = DT_SUCCESS;
+    if (dt_ckpt_state(c)->narrays != narrays)
+        rc = dt_error(DT_ERR_CKPT, "%s: error: %d arrays per parameter, the optimizer here keeps %d\n  hint: resume "
+                      "with the optimizer settings that wrote it", tr->resumed, dt_ckpt_state(c)->narrays, narrays);
+    struct dt_range *r = malloc((size_t)(nr ? nr : 1) * sizeof *r);
+    float *buf = dt_alloc_big(READ_CHUNK * sizeof(float));
+    if (rc == DT_SUCCESS && (!r || !buf))
+        rc = dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory resuming from %s", tr->resumed);
+    if (rc == DT_SUCCESS) dt_engine_load_ranges(e, r, nr);
+    for (int a = 0; rc == DT_SUCCESS && a < narrays; a++)
+        for (int i = 0; rc == DT_SUCCESS && i < nr; i++)
+            for (size_t done = 0; rc == DT_SUCCESS && done < r[i].n; done += READ_CHUNK) {
+                size_t k = r[i].n - done < READ_CHUNK ? r[i].n - done : READ_CHUNK;
+                rc = dt_ckpt_read(c, a, r[i].off + done, k, buf);
+                if (rc == DT_SUCCESS) dt_engine_put(e, a, r[i].off + done, k, buf);
+            }
+    free(r);
+    dt_free_big(buf);
+    dt_ckpt_close(c);
+    /* collective: every rank calls it, so a rank that failed still takes part, then reports */
+    dt_status_t done = dt_engine_loaded(e, tr->state.opt_steps);
+    DT_CHECK(rc);
+    return done;
+}
+
+dt_status_t dt_train_ckpt_prepare(struct trainer *tr, size_t *bytes)
+{
+    struct dt_engine *e = tr->strategy->engine;
+    *bytes = 0;
+    if (!tr->ckpt_dir[0]) return DT_SUCCESS;
+    DT_CHECK(dt_ckpt_writer_open(tr->ckpt_dir, tr->rank, tr->world, &tr->writer));
+    int n = dt_engine_save_ranges(e, NULL, 0);
+    struct dt_range *r = malloc((size_t)(n ? n : 1) * sizeof *r);
+    if (!r) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory");
+    dt_engine_save_ranges(e, r, n);
+    size_t elems = 0;
+    for (int i = 0; i < n; i++) elems += r[i].n;
+    dt_status_t rc = dt_ckpt_writer_reserve(tr->writer, r, n, dt_engine_narrays(e));
+    free(r);
+    *bytes = elems * (size_t)dt_engine_narrays(e) * sizeof(float);
+    return rc;
+}
+
+static dt_status_t get(void *ctx, int array, size_t off, size_t n, float *dst)
+{
+    dt_engine_get(ctx, array, off, n, dst);
+    return DT_SUCCESS;
+}
+
+/* What the manifest says besides the counters. */
+static void describe(struct trainer *tr, struct dt_run_state *s)
+{
+    const struct dt_config *cfg = tr->cfg;
+    struct dt_engine *e = tr->strategy->engine;
+    s->opt_steps = dt_engine_opt_steps(e);
+    s->seed = (uint64_t)cfg->run.seed;
+    dt_events_config_hash(cfg, s->config_hash, sizeof s->config_hash);
+    dt_shapes_describe(cfg, s->model, sizeof s->model);
+    s->nparams = (int64_t)tr->model->nparams;
+    snprintf(s->optimizer, sizeof s->optimizer, "%s", dt_enum_str(dt_optim_names, cfg->optimizer.type));
+    s->narrays = dt_engine_narrays(e);
+    snprintf(s->strategy, sizeof s->strategy, "%s", tr->strategy->name);
+    snprintf(s->precision, sizeof s->precision, "%s", tr->prec.name);
+    s->stage = tr->strategy->ec.stage;
+    s->world = tr->world;
+    s->restart = tr->strategy->w->restarts;
+    dt_events_iso_now(s->saved_at, sizeof s->saved_at);
+}
+
+void dt_train_ckpt_begin(struct trainer *tr)
+{
+    struct dt_engine *e = tr->strategy->engine;
+    tr->pending = true;
+    tr->pending_state = tr->state;
+    describe(tr, &tr->pending_state);
+    tr->last_save = dt_now();
+    dt_status_t rc = DT_SUCCESS;
+    int n = dt_engine_save_ranges(e, NULL, 0);
+    struct dt_range *r = malloc((size_t)(n ? n : 1) * sizeof *r);
+    if (rc == DT_SUCCESS && !r) rc = dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory saving a checkpoint");
+    if (rc == DT_SUCCESS) {
+        dt_engine_save_ranges(e, r, n);
+        rc = dt_ckpt_begin(tr->writer, tr->state.step, tr->tag, r, n, dt_engine_narrays(e), get, e);
+    }
+    free(r);
+    tr->began = rc == DT_SUCCESS;
+    if (!tr->began) snprintf(tr->begin_error, sizeof tr->begin_error, "%s", dt_error_msg());
+}
+
+/* what each rank tells rank 0 of its file */
+struct report {
+    struct dt_ckpt_file file;
+    double seconds;
+    int32_t ok;
+    char error[420];
+};
+
+dt_status_t dt_train_ckpt_finish(struct trainer *tr)
+{
+    struct dt_comm *comm = tr->strategy->comm;
+    struct report mine = {.ok = 1};
+    dt_status_t rc = DT_SUCCESS;
+    if (!tr->began) {
+        mine.ok = 0;
+        snprintf(mine.error, sizeof mine.error, "%s", tr->begin_error);
+    } else if ((rc = dt_ckpt_wait(tr->writer, &mine.file, &mine.seconds)) != DT_SUCCESS) {
+        mine.ok = 0;
+        snprintf(mine.error, sizeof mine.error, "%s", dt_error_msg());
+    }
+    tr->pending = false;
+    struct report *all = calloc((size_t)tr->world, sizeof *all);
+    if (!all) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory saving a checkpoint");
+    all[tr->rank] = mine;
+    if (comm)
+        rc = dt_comm_do(comm, dt_coll_allgather(&mine, all, (size_t)tr->world * sizeof mine, DT_U8,
+                                                "checkpoint file list"));
+    if (rc != DT_SUCCESS && mine.ok) {
+        free(all);
+        return rc;
+    }
+    const struct dt_run_state *s = &tr->pending_state;
+    char path[4400], why[1024] = "";
+    snprintf(path, sizeof path, "%s/step-%08lld", tr->ckpt_dir, (long long)s->step);
+    int32_t status = 1;
+    if (tr->rank == 0) {
+        struct dt_ckpt_file *files = calloc((size_t)tr->world, sizeof *files);
+        int64_t bytes = 0;
+        double secs = 0;
+        for (int i = 0; i < tr->world && status; i++)
+            if (!all[i].ok) {
+                status = 0;
+                snprintf(why, sizeof why, "rank %d: %s", i, all[i].error);
+            }
+        for (int i = 0; files && i < tr->world; i++) {
+            files[i] = all[i].file;
+            bytes += all[i].file.bytes;
+            if (all[i].seconds > secs) secs = all[i].seconds;
+        }
+        double t0 = dt_now();
+        if (status && files &&
+            dt_ckpt_commit(tr->ckpt_dir, tr->tag, s, files, tr->world, (int)tr->cfg->checkpoint.keep, tr->resumed,
+                           path, sizeof path) != DT_SUCCESS) {
+            status = 0;
+            snprintf(why, sizeof why, "%s", dt_error_msg());
+        }
+        if (!files) status = 0;
+        free(files);
+        secs += dt_now() - t0;
+        if (status) {
+            DT_INFO(DT_SUB_TRAIN, "checkpoint saved: %s (%.1f MiB in %.2f s, %.0f MB/s)", path, bytes / 1048576.0,
+                    secs, secs > 0 ? bytes / secs / 1e6 : 0.0);
+            dt_events_checkpoint_saved(&tr->events, s->step, path, bytes, secs);
+        } else {
+            DT_WARN("checkpoint of step %lld failed, %s", (long long)s->step, why);
+            dt_events_checkpoint_failed(&tr->events, s->step, path, why);
+        }
+    }
+    free(all);
+    if (comm) DT_CHECK(dt_comm_do(comm, dt_coll_broadcast(&status, 1, DT_I32, 0, "checkpoint verdict")));
+    if (status) return DT_SUCCESS;
+    if (tr->rank == 0) return dt_error(DT_ERR_CKPT, "%s", why);
+    return dt_error(DT_ERR_CKPT, "dtrun: rank %d: error: the checkpoint of step %lld failed; rank 0 says why",
+                    tr->rank, (long long)s->step);
+}

@@ -1,0 +1,71 @@
+/*
+ * trainer_impl.h - the trainer's state, shared by trainer.c (the loop) and
+ * checkpoint.c (resume and save). The run's state is one struct
+ * (dt_run_state: counters, run id, loss scaler) plus the engine's arrays; a
+ * checkpoint writes exactly those and a resume reads them back.
+ */
+#ifndef DT_TRAINER_IMPL_H
+#define DT_TRAINER_IMPL_H
+
+#include "ckpt/ckpt.h"
+#include "core/dirlock.h"
+#include "data/loader.h"
+#include "events/events.h"
+#include "model/model.h"
+#include "optim/sched.h"
+#include "precision/policy.h"
+#include "strategy/strategy.h"
+#include "train/trainer.h"
+
+struct trainer {
+    const struct dt_config *cfg;
+    struct dt_model *model;
+    struct dt_sched sched;
+    struct dt_dataset train, val;
+    struct dt_strat *strategy;
+    struct dt_prec_policy prec;
+    struct dt_run_state state; /* step, samples, tokens, run id, loss scaler, last validation */
+    int rank, world, B, T, gas;
+    int64_t steps, eval_every, log_every, steps_per_epoch;
+    int32_t *tokens, *labels; /* GPT tokens (B, T+1); MLP labels (B) */
+    float *x, *y;             /* MLP features (B, in) and regression targets (B, out) */
+    struct dt_events events;
+    bool events_open;
+    struct dt_dirlock lock; /* rank 0: run.dir is this run's */
+    int64_t step;           /* the step in progress, for run_failed */
+    /* seconds spent in each part of the step since the last metrics record */
+    double t_forward, t_backward, t_comm, t_optimizer;
+    /* checkpoints */
+    char ckpt_dir[4096];
+    char resumed[4096]; /* the checkpoint this run resumed from ("": none) */
+    int64_t resumed_step;
+    char tag[24];       /* this start of the run: names its partial saves */
+    int64_t ckpt_every; /* steps between saves; 0: none in between */
+    double ckpt_secs;   /* or wall-clock seconds between saves */
+    double last_save;   /* when the last save began (rank 0's clock) */
+    struct dt_ckpt_writer *writer;
+    size_t ckpt_bytes; /* the state a save copies: this rank's share */
+    bool pending; /* a save begun and not yet committed */
+    bool began;   /* its copy and writer started (else begin_error says why) */
+    char begin_error[420];
+    struct dt_run_state pending_state;
+};
+
+/* checkpoint.c */
+/* Where checkpoints go (checkpoint.dir; relative: under run.dir) and how often. */
+void dt_train_ckpt_settings(struct trainer *tr);
+/* Rank 0: the checkpoint to resume from, if any (tr->resumed), and its state into tr->state.
+ * shape: this config's model, compared with the checkpoint's. */
+dt_status_t dt_train_ckpt_choose(struct trainer *tr, const char *shape);
+/* Every rank, after the strategy is attached: the resumed checkpoint's arrays into the engine. */
+dt_status_t dt_train_ckpt_load(struct trainer *tr);
+/* The writer and the memory a save copies into, taken before training (bytes: how much). */
+dt_status_t dt_train_ckpt_prepare(struct trainer *tr, size_t *bytes);
+/* Copy this rank's state and start writing it; a failure is kept for finish to report (every rank
+ * decided to save together, so every rank goes on to finish together). */
+void dt_train_ckpt_begin(struct trainer *tr);
+/* Collective: wait for every rank's file, commit on rank 0, report checkpoint_saved or _failed.
+ * Fails when the save did (every rank gets the same status). */
+dt_status_t dt_train_ckpt_finish(struct trainer *tr);
+
+#endif
