@@ -33,6 +33,7 @@
 #include "launch/world.h"
 #include "events/events.h"
 #include "train/memory.h"
+#include "train/signals.h"
 #include "train/trainer.h"
 #include "version.h"
 
@@ -188,6 +189,9 @@ static dt_status_t cmd_run(int argc, char **argv)
         printf("dtrun: not in a Slurm allocation outside a step, so dtrun trains here, without srun\n");
         return DT_SUCCESS;
     }
+    /* a worker from here on: a stop asked for now is kept for the first step boundary (signals.h);
+     * before run.dir's lock, whose release on a fatal signal then stays out of the way */
+    dt_signals_catch();
     struct dt_world w;
     DT_CHECK(dt_world_discover(&w));
     dt_log_set_rank(w.rank, w.size); /* from here every line says which rank wrote it (log.h) */

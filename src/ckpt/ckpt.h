@@ -5,7 +5,7 @@
  * written once) and manifest.json (the run's counters and every file's size
  * and checksum). A directory without a valid manifest is not a checkpoint.
  *
- * Saving is crash-safe: files are written into step-<N>.partial-<run>-<k>/
+ * Saving is crash-safe: files are written into step-<N>.partial-<start>/
  * under temporary names (O_EXCL, O_NOFOLLOW: never through a planted
  * symlink; mode 0640), fsynced and renamed; rank 0 writes the manifest last,
  * renames the directory to step-<N>, fsyncs, and replaces the `latest`
@@ -84,6 +84,13 @@ dt_status_t dt_ckpt_wait(struct dt_ckpt_writer *w, struct dt_ckpt_file *f, doubl
 dt_status_t dt_ckpt_commit(const char *dir, const char *tag, const struct dt_run_state *meta,
                            const struct dt_ckpt_file *files, int nfiles, int keep, const char *protect, char *path,
                            size_t n);
+
+/* The N of every step-<N> in dir, newest first (malloc'd; NULL when none or unreadable). */
+long long *dt_ckpt_steps(const char *dir, int *n);
+/* Rename every step-<N> with N > after to step-<N>.superseded-<tag> (a run that starts afresh, or
+ * from an older checkpoint, must not be resumed later from another timeline's newer one); their
+ * names go to names. Returns how many. */
+int dt_ckpt_supersede(const char *dir, long long after, const char *tag, char *names, size_t n);
 
 /* ---- load.c */
 struct dt_ckpt;

@@ -1,5 +1,4 @@
 /* load.c - see ckpt.h: a checkpoint opened, checked and read by flat range; which one a run resumes from. */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -112,9 +111,11 @@ static dt_status_t open_file(struct dt_ckpt *c, int i, bool check)
     unsigned char head[HEAD];
     DT_CHECK(read_exact(fd, head, HEAD, 0, path));
     uint64_t nranges = u64_at(head + 24), elems = u64_at(head + 32), data_off = u64_at(head + 48);
+    uint64_t bytes = (uint64_t)f->bytes, per = (uint64_t)c->meta.narrays * 4;
+    /* every size checked against the file's before any is multiplied: a crafted header cannot wrap */
     if (memcmp(head, "DTCKPT1\n", 8) || u32_at(head + 8) != DT_CKPT_VERSION ||
-        (int)u32_at(head + 20) != c->meta.narrays || nranges > (uint64_t)1 << 32 || data_off < HEAD + nranges * 16 ||
-        (uint64_t)f->bytes != data_off + elems * (uint64_t)c->meta.narrays * 4)
+        (int)u32_at(head + 20) != c->meta.narrays || nranges > bytes / 16 || data_off > bytes ||
+        data_off < HEAD + nranges * 16 || elems > (bytes - data_off) / per || bytes != data_off + elems * per)
         return dt_error(DT_ERR_CKPT, "%s: error: not a dtrun checkpoint file of version %d matching its manifest",
                         path, DT_CKPT_VERSION);
     uint64_t *table = malloc(nranges * 16 + 1);
@@ -128,11 +129,17 @@ static dt_status_t open_file(struct dt_ckpt *c, int i, bool check)
     dt_status_t rc = read_exact(fd, table, nranges * 16, HEAD, path);
     off_t at = (off_t)data_off;
     uint64_t sum = 0;
+    uint64_t nparams = (uint64_t)c->meta.nparams;
     for (uint64_t r = 0; rc == DT_SUCCESS && r < nranges; r++) {
-        ix[c->nindex++] = (struct entry){.off = table[2 * r], .n = table[2 * r + 1], .file = i, .at = at,
-                                         .stride = (off_t)(elems * 4)};
-        at += (off_t)(table[2 * r + 1] * 4);
-        sum += table[2 * r + 1];
+        uint64_t off = table[2 * r], n = table[2 * r + 1];
+        if (off > nparams || n > nparams - off || n > elems - sum) {
+            rc = dt_error(DT_ERR_CKPT, "%s: error: range %" PRIu64 " (%" PRIu64 " + %" PRIu64 ") lies outside the "
+                          "model's %" PRIu64 " parameters or the file", path, r, off, n, nparams);
+            break;
+        }
+        ix[c->nindex++] = (struct entry){.off = off, .n = n, .file = i, .at = at, .stride = (off_t)(elems * 4)};
+        at += (off_t)(n * 4);
+        sum += n;
     }
     free(table);
     if (rc == DT_SUCCESS && sum != elems)
@@ -189,7 +196,8 @@ const char *dt_ckpt_path(const struct dt_ckpt *c) { return c->path; }
 
 dt_status_t dt_ckpt_read(const struct dt_ckpt *c, int array, size_t off, size_t n, float *dst)
 {
-    if (array < 0 || array >= c->meta.narrays || off + n > (size_t)c->meta.nparams)
+    if (n == 0) return DT_SUCCESS;
+    if (array < 0 || array >= c->meta.narrays || off > (size_t)c->meta.nparams || n > (size_t)c->meta.nparams - off)
         return dt_error(DT_ERR_CKPT, "%s: error: elements %zu..%zu of array %d are not in this checkpoint (%lld "
                         "parameters, %d arrays)", c->path, off, off + n, array, (long long)c->meta.nparams,
                         c->meta.narrays);
@@ -222,17 +230,11 @@ void dt_ckpt_close(struct dt_ckpt *c)
     free(c);
 }
 
-static int newest_first(const void *a, const void *b)
-{
-    long long x = *(const long long *)a, y = *(const long long *)b;
-    return x < y ? 1 : x > y ? -1 : 0;
-}
-
 dt_status_t dt_ckpt_find(const char *dir, const char *resume, char *path, size_t n, bool *found)
 {
     *found = false;
     path[0] = '\0';
-    if (!strcmp(resume, "none") || !strcmp(resume, "never")) return DT_SUCCESS;
+    if (!strcmp(resume, "none")) return DT_SUCCESS;
     struct dt_ckpt *c;
     if (strcmp(resume, "auto")) { /* one named checkpoint: it must be valid */
         DT_CHECK(dt_ckpt_open(resume, true, &c));
@@ -241,22 +243,12 @@ dt_status_t dt_ckpt_find(const char *dir, const char *resume, char *path, size_t
         *found = true;
         return DT_SUCCESS;
     }
-    DIR *d = opendir(dir);
-    if (!d) {
-        if (errno == ENOENT) return DT_SUCCESS; /* a first run */
+    if (access(dir, F_OK) != 0 && errno == ENOENT) return DT_SUCCESS; /* a first run */
+    int k;
+    long long *steps = dt_ckpt_steps(dir, &k);
+    if (!steps && access(dir, R_OK | X_OK) != 0)
         return dt_error(DT_ERR_CKPT, "%s: error: cannot read checkpoint.dir: %s", dir, strerror(errno));
-    }
-    long long steps[4096];
-    int k = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) && k < 4096) {
-        long long s;
-        int used = 0;
-        if (sscanf(e->d_name, "step-%lld%n", &s, &used) == 1 && e->d_name[used] == '\0') steps[k++] = s;
-    }
-    closedir(d);
-    qsort(steps, (size_t)k, sizeof *steps, newest_first);
-    for (int i = 0; i < k; i++) {
+    for (int i = 0; i < k && !*found; i++) {
         char p[4400];
         snprintf(p, sizeof p, "%s/step-%08lld", dir, steps[i]);
         if (dt_ckpt_open(p, true, &c) != DT_SUCCESS) {
@@ -266,8 +258,8 @@ dt_status_t dt_ckpt_find(const char *dir, const char *resume, char *path, size_t
         dt_ckpt_close(c);
         snprintf(path, n, "%s", p);
         *found = true;
-        return DT_SUCCESS;
     }
+    free(steps);
     return DT_SUCCESS;
 }
 

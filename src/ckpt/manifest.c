@@ -77,37 +77,37 @@ static const struct dt_ynode *get(const struct dt_ynode *map, const char *key)
 }
 
 /* the scalar at key as text; NULL with *bad set when missing or not a scalar */
-static const char *text(const struct dt_ynode *map, const char *key, bool *bad)
+static const char *text(const struct dt_ynode *map, const char *key, const char **bad)
 {
     const struct dt_ynode *v = get(map, key);
     if (!v || v->kind != DT_Y_SCALAR) {
-        *bad = true;
+        if (!*bad) *bad = key;
         return "";
     }
     return v->str;
 }
 
-static int64_t integer(const struct dt_ynode *map, const char *key, bool *bad)
+static int64_t integer(const struct dt_ynode *map, const char *key, const char **bad)
 {
     const char *s = text(map, key, bad);
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (*s == '\0' || *end || errno) *bad = true;
+    if ((*s == '\0' || *end || errno) && !*bad) *bad = key;
     return v;
 }
 
-static double number(const struct dt_ynode *map, const char *key, bool *bad)
+static double number(const struct dt_ynode *map, const char *key, const char **bad)
 {
     const char *s = text(map, key, bad);
     if (!strcmp(s, "null")) return NAN;
     char *end;
     double v = strtod(s, &end);
-    if (*s == '\0' || *end) *bad = true;
+    if ((*s == '\0' || *end) && !*bad) *bad = key;
     return v;
 }
 
-static void copy(char *dst, size_t n, const struct dt_ynode *map, const char *key, bool *bad)
+static void copy(char *dst, size_t n, const struct dt_ynode *map, const char *key, const char **bad)
 {
     snprintf(dst, n, "%s", text(map, key, bad));
 }
@@ -126,7 +126,7 @@ dt_status_t dt_manifest_read(const char *dir, struct dt_run_state *m, struct dt_
                         (int)strcspn(why, "\n"), why);
     }
     const struct dt_ynode *r = dt_ydoc_root(doc);
-    bool bad = false;
+    const char *bad = NULL; /* the first key missing or malformed */
     *m = (struct dt_run_state){0};
     if (strcmp(text(r, "format", &bad), FORMAT) || integer(r, "version", &bad) != DT_CKPT_VERSION) {
         dt_ydoc_free(doc);
@@ -157,17 +157,19 @@ dt_status_t dt_manifest_read(const char *dir, struct dt_run_state *m, struct dt_
     m->scaler.cur_iter = integer(sc, "cur_iter", &bad);
     m->scaler.last_overflow_iter = integer(sc, "last_overflow_iter", &bad);
     m->scaler.skipped = integer(sc, "skipped", &bad);
-    if (!fl || fl->kind != DT_Y_MAP || fl->n == 0 || m->narrays < 1 || m->step < 0 || m->world < 1) bad = true;
+    if (!bad && (!fl || fl->kind != DT_Y_MAP || fl->n == 0)) bad = "files";
+    if (!bad && (m->narrays < 1 || m->narrays > 16)) bad = "arrays";
+    if (!bad && (m->step < 0 || m->world < 1 || m->nparams < 1)) bad = m->step < 0 ? "step" : m->world < 1 ? "world" : "params";
     if (!bad) {
         *files = calloc(fl->n, sizeof **files);
-        if (!*files) bad = true;
+        if (!*files) bad = "files";
         for (size_t i = 0; *files && i < fl->n; i++) {
             struct dt_ckpt_file *f = &(*files)[i];
             snprintf(f->name, sizeof f->name, "%s", fl->pairs[i].key->str);
             f->bytes = integer(fl->pairs[i].value, "bytes", &bad);
             f->xxh64 = strtoull(text(fl->pairs[i].value, "xxh64", &bad), NULL, 16);
             /* a file name is a name in this directory, nothing else */
-            if (strchr(f->name, '/') || f->name[0] == '.' || f->bytes < 0) bad = true;
+            if ((strchr(f->name, '/') || f->name[0] == '.' || f->bytes < 0) && !bad) bad = "files";
         }
         *nfiles = (int)fl->n;
     }
@@ -175,8 +177,8 @@ dt_status_t dt_manifest_read(const char *dir, struct dt_run_state *m, struct dt_
     if (bad) {
         free(*files);
         *files = NULL;
-        return dt_error(DT_ERR_CKPT, "%s: error: the manifest is incomplete or malformed, so this is not a checkpoint",
-                        path);
+        return dt_error(DT_ERR_CKPT, "%s: error: the manifest is incomplete or malformed (at \"%s\"), so this is not "
+                        "a checkpoint", path, bad);
     }
     return DT_SUCCESS;
 }

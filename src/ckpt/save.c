@@ -48,7 +48,8 @@ static dt_status_t sys_error(const char *path, const char *what)
 {
     int e = errno;
     return dt_error(DT_ERR_CKPT, "%s: error: %s: %s%s", path, what, strerror(e),
-                    e == ENOSPC ? "\n  hint: the disk is full: free space, or point checkpoint.dir elsewhere"
+                    e == ENOSPC || e == EDQUOT
+                        ? "\n  hint: the disk (or your quota) is full: free space, or point checkpoint.dir elsewhere"
                     : e == EACCES || e == EROFS ? "\n  hint: make checkpoint.dir writable, or point it elsewhere"
                                                 : "");
 }
@@ -63,6 +64,17 @@ static int create_exclusive(const char *path)
     return fd;
 }
 
+/* Drop O_DIRECT from fd: true when it was set. */
+static bool undirect(int fd)
+{
+#ifdef O_DIRECT
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0 && (fl & O_DIRECT) && fcntl(fd, F_SETFL, fl & ~O_DIRECT) == 0) return true;
+#endif
+    (void)fd;
+    return false;
+}
+
 static dt_status_t write_all(int fd, const void *p, size_t n, const char *path, struct dt_xxh64 *h)
 {
     if (h) dt_xxh64_update(h, p, n);
@@ -70,6 +82,12 @@ static dt_status_t write_all(int fd, const void *p, size_t n, const char *path, 
     while (n > 0) {
         ssize_t k = write(fd, c, n < CHUNK ? n : CHUNK);
         if (k < 0 && errno == EINTR) continue;
+        /* a file system whose direct I/O wants another alignment, or a short write that left the
+         * offset unaligned: the rest goes through the page cache */
+        if (k < 0 && errno == EINVAL && undirect(fd)) {
+            DT_DEBUG(DT_SUB_CKPT, "%s: O_DIRECT refused (EINVAL): writing through the page cache", path);
+            continue;
+        }
         if (k < 0) return sys_error(path, "writing the checkpoint failed");
         c += k;
         n -= (size_t)k;
@@ -123,13 +141,10 @@ static dt_status_t write_file(struct dt_ckpt_writer *w)
     if (rc == DT_SUCCESS) rc = write_all(fd, w->image, half, tmp, &h);
     if (rc == DT_SUCCESS && dt_fault_hit(DT_FAULT_KILL_SAVE, w->step, w->rank)) raise(SIGKILL);
     if (rc == DT_SUCCESS) rc = write_all(fd, w->image + half, whole - half, tmp, &h);
-#ifdef O_DIRECT
     if (rc == DT_SUCCESS && whole < w->size) { /* the tail is not a whole block: written plainly */
-        int fl = fcntl(fd, F_GETFL);
-        if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_DIRECT) != 0) rc = sys_error(tmp, "cannot finish the checkpoint file");
-        if (rc == DT_SUCCESS) rc = write_all(fd, w->image + whole, w->size - whole, tmp, &h);
+        undirect(fd);
+        rc = write_all(fd, w->image + whole, w->size - whole, tmp, &h);
     }
-#endif
     if (rc == DT_SUCCESS && fsync(fd) != 0) rc = sys_error(tmp, "syncing the checkpoint file failed");
     if (close(fd) != 0 && rc == DT_SUCCESS) rc = sys_error(tmp, "closing the checkpoint file failed");
     if (rc == DT_SUCCESS && rename(tmp, final) != 0) rc = sys_error(final, "cannot rename the checkpoint file");
@@ -241,9 +256,11 @@ dt_status_t dt_ckpt_begin(struct dt_ckpt_writer *w, int64_t step, const char *ta
                         "through it\n  hint: remove it", w->partial);
     w->done = false;
     w->running = true;
-    if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
+    int e = pthread_create(&w->thread, NULL, writer_main, w);
+    if (e != 0) {
         w->running = false;
-        return dt_error(DT_ERR_SYSTEM, "dtrun: error: cannot start the checkpoint writer thread");
+        return dt_error(DT_ERR_SYSTEM, "dtrun: error: cannot start the checkpoint writer thread: %s\n  hint: the "
+                        "process is out of threads or memory (ulimit -u, ulimit -v)", strerror(e));
     }
     return DT_SUCCESS;
 }
@@ -289,22 +306,32 @@ static dt_status_t write_small(const char *dir, const char *name, const char *te
     if (fd < 0) return sys_error(tmp, "cannot create");
     dt_status_t rc = write_all(fd, text, strlen(text), tmp, NULL);
     if (rc == DT_SUCCESS && fsync(fd) != 0) rc = sys_error(tmp, "syncing failed");
-    close(fd);
+    if (close(fd) != 0 && rc == DT_SUCCESS) rc = sys_error(tmp, "closing failed");
     if (rc == DT_SUCCESS && rename(tmp, final) != 0) rc = sys_error(final, "cannot rename");
     if (rc != DT_SUCCESS) unlink(tmp);
     return rc;
 }
 
-/* A checkpoint directory and its files (no subdirectories are made in one). */
+/* A checkpoint directory and its files (no subdirectories are made in one); a symlink in its place
+ * is removed itself, never followed. */
 static void remove_dir(const char *path)
 {
-    DIR *d = opendir(path);
-    if (!d) return;
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+        if ((errno == ELOOP || errno == ENOTDIR) && unlink(path) != 0)
+            DT_WARN("%s: could not remove it: %s", path, strerror(errno));
+        return;
+    }
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return;
+    }
     struct dirent *e;
     while ((e = readdir(d)))
         if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) unlinkat(dirfd(d), e->d_name, 0);
     closedir(d);
-    rmdir(path);
+    if (rmdir(path) != 0) DT_WARN("%s: could not remove it: %s", path, strerror(errno));
 }
 
 static int by_step(const void *a, const void *b)
@@ -313,16 +340,16 @@ static int by_step(const void *a, const void *b)
     return x < y ? 1 : x > y ? -1 : 0; /* newest first */
 }
 
-/* Keep the keep newest step-<N> (0: all) and the protected one (compared by inode: it may be named
- * by another path); drop leftovers of interrupted saves. */
-static void prune(const char *dir, int keep, const char *protect)
+/* The steps of checkpoint.dir's step-<N> directories (malloc'd), newest first; the others whose
+ * names start with "step-<N>." go to each(). */
+static long long *list_steps(const char *dir, int *n, void (*each)(const char *path, const char *rest, void *ctx),
+                             void *ctx)
 {
-    struct stat keep_st = {0}, st;
-    bool has_protect = protect && protect[0] && stat(protect, &keep_st) == 0;
+    *n = 0;
     DIR *d = opendir(dir);
-    if (!d) return;
-    long long steps[4096];
-    int n = 0;
+    if (!d) return NULL;
+    long long *steps = NULL;
+    int cap = 0;
     struct dirent *e;
     char path[4600];
     while ((e = readdir(d))) {
@@ -330,18 +357,66 @@ static void prune(const char *dir, int keep, const char *protect)
         int used = 0;
         if (sscanf(e->d_name, "step-%lld%n", &s, &used) != 1) continue;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (e->d_name[used] == '\0' && n < 4096) steps[n++] = s;
-        else if (!strncmp(e->d_name + used, ".partial-", 9) || !strncmp(e->d_name + used, ".old-", 5))
-            remove_dir(path);
+        if (e->d_name[used] != '\0') {
+            if (each) each(path, e->d_name + used, ctx);
+            continue;
+        }
+        if (*n == cap) {
+            long long *g = realloc(steps, (size_t)(cap = cap ? 2 * cap : 64) * sizeof *g);
+            if (!g) break;
+            steps = g;
+        }
+        steps[(*n)++] = s;
     }
     closedir(d);
-    qsort(steps, (size_t)n, sizeof *steps, by_step);
+    if (*n > 1) qsort(steps, (size_t)*n, sizeof *steps, by_step);
+    return steps;
+}
+
+long long *dt_ckpt_steps(const char *dir, int *n) { return list_steps(dir, n, NULL, NULL); }
+
+static void drop_leftover(const char *path, const char *rest, void *ctx)
+{
+    (void)ctx;
+    if (!strncmp(rest, ".partial-", 9) || !strncmp(rest, ".old-", 5)) remove_dir(path);
+}
+
+/* Keep the keep newest step-<N> (0: all), the one just saved and the protected one (compared by
+ * inode: it may be named by another path); drop leftovers of interrupted saves. */
+static void prune(const char *dir, int keep, long long saved, const char *protect)
+{
+    struct stat keep_st = {0}, st;
+    bool has_protect = protect && protect[0] && stat(protect, &keep_st) == 0;
+    int n;
+    long long *steps = list_steps(dir, &n, drop_leftover, NULL);
+    char path[4600];
     for (int i = keep; keep > 0 && i < n; i++) {
         snprintf(path, sizeof path, "%s/step-%08lld", dir, steps[i]);
-        if (has_protect && stat(path, &st) == 0 && st.st_dev == keep_st.st_dev && st.st_ino == keep_st.st_ino)
+        if (steps[i] == saved ||
+            (has_protect && stat(path, &st) == 0 && st.st_dev == keep_st.st_dev && st.st_ino == keep_st.st_ino))
             continue;
         remove_dir(path);
     }
+    free(steps);
+}
+
+int dt_ckpt_supersede(const char *dir, long long after, const char *tag, char *names, size_t n)
+{
+    int k;
+    long long *steps = list_steps(dir, &k, NULL, NULL);
+    int moved = 0;
+    names[0] = '\0';
+    for (int i = 0; i < k && steps[i] > after; i++) {
+        char from[4400], to[4500];
+        snprintf(from, sizeof from, "%s/step-%08lld", dir, steps[i]);
+        snprintf(to, sizeof to, "%s.superseded-%s", from, tag);
+        if (rename(from, to) != 0) continue;
+        size_t len = strlen(names);
+        snprintf(names + len, n - len, "%sstep-%08lld", moved ? ", " : "", steps[i]);
+        moved++;
+    }
+    free(steps);
+    return moved;
 }
 
 dt_status_t dt_ckpt_commit(const char *dir, const char *tag, const struct dt_run_state *meta,
@@ -356,20 +431,32 @@ dt_status_t dt_ckpt_commit(const char *dir, const char *tag, const struct dt_run
     dt_status_t rc = write_small(partial, "manifest.json", text);
     free(text);
     if (rc == DT_SUCCESS) rc = fsync_dir(partial);
-    /* a checkpoint of this step from an earlier life of the run goes; this one takes its name */
+    /* every rank's file is here: a checkpoint.dir local to each node would give each node its own */
+    for (int i = 0; rc == DT_SUCCESS && i < nfiles; i++) {
+        char f[4600];
+        struct stat fs;
+        snprintf(f, sizeof f, "%s/%s", partial, files[i].name);
+        if (lstat(f, &fs) != 0 || !S_ISREG(fs.st_mode) || fs.st_size != files[i].bytes)
+            rc = dt_error(DT_ERR_CKPT, "%s: error: rank %d wrote this file, but rank 0 %s\n  hint: checkpoint.dir "
+                          "must be on a file system every node sees", f, i,
+                          lstat(f, &fs) != 0 ? "does not see it" : "sees another size");
+    }
+    /* a checkpoint of this step from an earlier life of the run goes, once this one has its name */
     struct stat st;
+    bool aside = false;
+    snprintf(old, sizeof old, "%s.old-%s", final, tag);
     if (rc == DT_SUCCESS && lstat(final, &st) == 0) {
-        snprintf(old, sizeof old, "%s.old-%s", final, tag);
         if (rename(final, old) != 0) rc = sys_error(final, "cannot move the earlier checkpoint aside");
-        else remove_dir(old);
+        else aside = true;
     }
     if (rc == DT_SUCCESS && rename(partial, final) != 0) rc = sys_error(final, "cannot rename the checkpoint");
     if (rc == DT_SUCCESS) rc = fsync_dir(dir);
+    if (rc == DT_SUCCESS && aside) remove_dir(old);
     char latest[64];
     snprintf(latest, sizeof latest, "step-%08lld\n", (long long)meta->step);
     if (rc == DT_SUCCESS) rc = write_small(dir, "latest", latest);
     if (rc == DT_SUCCESS) rc = fsync_dir(dir);
-    if (rc == DT_SUCCESS) prune(dir, keep, protect);
+    if (rc == DT_SUCCESS) prune(dir, keep, meta->step, protect);
     snprintf(path, n, "%s", final);
     return rc;
 }

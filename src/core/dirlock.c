@@ -87,10 +87,12 @@ static unsigned long long proc_start(long pid)
     /* field 22, counted after the command name, which may hold spaces and parentheses */
     char *s = strrchr(buf, ')');
     unsigned long long start = 0;
-    if (!s || sscanf(s + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-                     &start) != 1)
+    char state = 0;
+    if (!s || sscanf(s + 1, " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+                     &state, &start) != 2)
         return 0;
-    return start;
+    /* a zombie (killed, not yet reaped by its parent) holds nothing any more */
+    return state == 'Z' || state == 'X' ? 0 : start;
 }
 
 static void read_line(const char *path, char *buf, size_t n)

@@ -54,21 +54,23 @@ static void kill_children(void)
     if (d) closedir(d);
 }
 
-/* Reap every worker mpirun left behind within 10 s, then kill the rest: a worker still running after
- * the launcher returned would hold the run's directory. */
+/* Reap every worker mpirun left behind within 10 s, then kill what is left (again each pass, for the
+ * ones reparented meanwhile) and reap it within 10 s more: a worker still running after the launcher
+ * returned would hold the run's directory. */
 static void reap_orphans(void)
 {
-    double until = dt_now() + 10;
-    bool killed = false;
+    double start = dt_now();
     for (;;) {
         int st;
         pid_t p = waitpid(-1, &st, WNOHANG);
         if (p < 0 && errno != EINTR) return; /* ECHILD: none left */
         if (p > 0) continue;
-        if (!killed && dt_now() > until) {
-            kill_children();
-            killed = true;
+        double t = dt_now() - start;
+        if (t > 20) {
+            fprintf(stderr, "dtrun: warning: a worker survived SIGKILL for 10 s; giving up waiting for it\n");
+            return;
         }
+        if (t > 10) kill_children();
         struct timespec ts = {0, 20000000};
         nanosleep(&ts, NULL);
     }
@@ -175,7 +177,8 @@ dt_status_t dt_launch_local(int n, int argc, char **argv, int *exit_code)
         free(args);
         return dt_error(DT_ERR_SYSTEM, "dtrun: error: pipe: %s", strerror(errno));
     }
-    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    /* the workers mpirun leaves behind become ours to reap (without it, reap_orphans has none) */
+    bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
     pid_t pid = fork();
     if (pid < 0) {
         free(args);
@@ -242,7 +245,7 @@ dt_status_t dt_launch_local(int n, int argc, char **argv, int *exit_code)
     }
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    reap_orphans();
+    if (subreaper) reap_orphans();
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
     close(out[0]);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include "comm/comm.h"
 #include "config/schema.h"
@@ -44,13 +45,33 @@ static dt_status_t writable(const char *dir)
     return DT_SUCCESS;
 }
 
+/* The checkpoints of another timeline (newer than the one this run goes on from, or any, for a
+ * fresh start) are renamed out of auto-resume's way, never deleted. */
+static void supersede(struct trainer *tr, const char *from)
+{
+    long long after = -1;
+    struct dt_ckpt *c;
+    if (from && dt_ckpt_open(from, false, &c) == DT_SUCCESS) {
+        after = dt_ckpt_state(c)->step;
+        dt_ckpt_close(c);
+    }
+    char names[1024];
+    int n = dt_ckpt_supersede(tr->ckpt_dir, after, tr->tag, names, sizeof names);
+    if (n > 0)
+        DT_WARN("%s: %s renamed to *.superseded-%s: this run %s, so a later auto-resume must not take %s", tr->ckpt_dir,
+                names, tr->tag, from ? "goes on from an older checkpoint" : "starts afresh", n == 1 ? "it" : "them");
+}
+
 dt_status_t dt_train_ckpt_choose(struct trainer *tr, const char *shape)
 {
     const struct dt_config *cfg = tr->cfg;
     char path[4096];
     bool found;
     DT_CHECK(writable(tr->ckpt_dir));
+    /* run.dir's lock covers a checkpoint.dir under it; one elsewhere may be another run's */
+    if (cfg->checkpoint.dir[0] == '/') DT_CHECK(dt_dirlock_take(&tr->ckpt_lock, tr->ckpt_dir, "checkpoint.dir"));
     DT_CHECK(dt_ckpt_find(tr->ckpt_dir, cfg->checkpoint.resume, path, sizeof path, &found));
+    supersede(tr, found ? path : NULL);
     if (!found) return DT_SUCCESS;
     struct dt_ckpt *c;
     DT_CHECK(dt_ckpt_open(path, false, &c)); /* find checked every byte */
@@ -95,11 +116,11 @@ dt_status_t dt_train_ckpt_load(struct trainer *tr)
 {
     if (!tr->resumed[0]) return DT_SUCCESS;
     struct dt_engine *e = tr->strategy->engine;
-    struct dt_ckpt *c;
-    DT_CHECK(dt_ckpt_open(tr->resumed, false, &c));
+    struct dt_ckpt *c = NULL;
     int narrays = dt_engine_narrays(e), nr = dt_engine_load_ranges(e, NULL, 0);
-    dt_status_t rc = DT_SUCCESS;
-    if (dt_ckpt_state(c)->narrays != narrays)
+    /* a failure is kept, not returned: every rank goes on to the collective below */
+    dt_status_t rc = dt_ckpt_open(tr->resumed, false, &c);
+    if (rc == DT_SUCCESS && dt_ckpt_state(c)->narrays != narrays)
         rc = dt_error(DT_ERR_CKPT, "%s: error: %d arrays per parameter, the optimizer here keeps %d\n  hint: resume "
                       "with the optimizer settings that wrote it", tr->resumed, dt_ckpt_state(c)->narrays, narrays);
     struct dt_range *r = malloc((size_t)(nr ? nr : 1) * sizeof *r);
@@ -117,8 +138,7 @@ dt_status_t dt_train_ckpt_load(struct trainer *tr)
     free(r);
     dt_free_big(buf);
     dt_ckpt_close(c);
-    /* collective: every rank calls it, so a rank that failed still takes part, then reports */
-    dt_status_t done = dt_engine_loaded(e, tr->state.opt_steps);
+    dt_status_t done = dt_engine_loaded(e, tr->state.opt_steps); /* collective */
     DT_CHECK(rc);
     return done;
 }
@@ -129,6 +149,9 @@ dt_status_t dt_train_ckpt_prepare(struct trainer *tr, size_t *bytes)
     *bytes = 0;
     if (!tr->ckpt_dir[0]) return DT_SUCCESS;
     DT_CHECK(dt_ckpt_writer_open(tr->ckpt_dir, tr->rank, tr->world, &tr->writer));
+    tr->reports = calloc((size_t)tr->world, sizeof *tr->reports);
+    tr->files = calloc((size_t)tr->world, sizeof *tr->files);
+    if (!tr->reports || !tr->files) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory");
     int n = dt_engine_save_ranges(e, NULL, 0);
     struct dt_range *r = malloc((size_t)(n ? n : 1) * sizeof *r);
     if (!r) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory");
@@ -187,18 +210,25 @@ void dt_train_ckpt_begin(struct trainer *tr)
     if (!tr->began) snprintf(tr->begin_error, sizeof tr->begin_error, "%s", dt_error_msg());
 }
 
-/* what each rank tells rank 0 of its file */
-struct report {
-    struct dt_ckpt_file file;
-    double seconds;
-    int32_t ok;
-    char error[420];
-};
+/* Until no rank's file is still being written: a short all-reduce at a time, so that a rank waiting
+ * for a slow writer elsewhere never sits in one collective longer than its watchdog allows. */
+static dt_status_t await_writers(struct trainer *tr)
+{
+    struct dt_comm *comm = tr->strategy->comm;
+    for (;;) {
+        double busy = tr->began && dt_ckpt_busy(tr->writer);
+        if (comm) DT_CHECK(dt_comm_do(comm, dt_coll_allreduce(&busy, 1, DT_F64, DT_RED_MAX, "checkpoint writers")));
+        if (busy == 0) return DT_SUCCESS;
+        struct timespec ts = {0, 20000000};
+        nanosleep(&ts, NULL);
+    }
+}
 
 dt_status_t dt_train_ckpt_finish(struct trainer *tr)
 {
     struct dt_comm *comm = tr->strategy->comm;
-    struct report mine = {.ok = 1};
+    struct dt_ckpt_report mine = {.ok = 1};
+    DT_CHECK(await_writers(tr));
     dt_status_t rc = DT_SUCCESS;
     if (!tr->began) {
         mine.ok = 0;
@@ -208,22 +238,18 @@ dt_status_t dt_train_ckpt_finish(struct trainer *tr)
         snprintf(mine.error, sizeof mine.error, "%s", dt_error_msg());
     }
     tr->pending = false;
-    struct report *all = calloc((size_t)tr->world, sizeof *all);
-    if (!all) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory saving a checkpoint");
+    struct dt_ckpt_report *all = tr->reports;
     all[tr->rank] = mine;
     if (comm)
         rc = dt_comm_do(comm, dt_coll_allgather(&mine, all, (size_t)tr->world * sizeof mine, DT_U8,
                                                 "checkpoint file list"));
-    if (rc != DT_SUCCESS && mine.ok) {
-        free(all);
-        return rc;
-    }
+    if (rc != DT_SUCCESS && mine.ok) return rc;
     const struct dt_run_state *s = &tr->pending_state;
     char path[4400], why[1024] = "";
     snprintf(path, sizeof path, "%s/step-%08lld", tr->ckpt_dir, (long long)s->step);
     int32_t status = 1;
     if (tr->rank == 0) {
-        struct dt_ckpt_file *files = calloc((size_t)tr->world, sizeof *files);
+        struct dt_ckpt_file *files = tr->files;
         int64_t bytes = 0;
         double secs = 0;
         for (int i = 0; i < tr->world && status; i++)
@@ -231,20 +257,18 @@ dt_status_t dt_train_ckpt_finish(struct trainer *tr)
                 status = 0;
                 snprintf(why, sizeof why, "rank %d: %s", i, all[i].error);
             }
-        for (int i = 0; files && i < tr->world; i++) {
+        for (int i = 0; i < tr->world; i++) {
             files[i] = all[i].file;
             bytes += all[i].file.bytes;
             if (all[i].seconds > secs) secs = all[i].seconds;
         }
         double t0 = dt_now();
-        if (status && files &&
+        if (status &&
             dt_ckpt_commit(tr->ckpt_dir, tr->tag, s, files, tr->world, (int)tr->cfg->checkpoint.keep, tr->resumed,
                            path, sizeof path) != DT_SUCCESS) {
             status = 0;
             snprintf(why, sizeof why, "%s", dt_error_msg());
         }
-        if (!files) status = 0;
-        free(files);
         secs += dt_now() - t0;
         if (status) {
             DT_INFO(DT_SUB_TRAIN, "checkpoint saved: %s (%.1f MiB in %.2f s, %.0f MB/s)", path, bytes / 1048576.0,
@@ -255,7 +279,6 @@ dt_status_t dt_train_ckpt_finish(struct trainer *tr)
             dt_events_checkpoint_failed(&tr->events, s->step, path, why);
         }
     }
-    free(all);
     if (comm) DT_CHECK(dt_comm_do(comm, dt_coll_broadcast(&status, 1, DT_I32, 0, "checkpoint verdict")));
     if (status) return DT_SUCCESS;
     if (tr->rank == 0) return dt_error(DT_ERR_CKPT, "%s", why);

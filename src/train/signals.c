@@ -1,4 +1,5 @@
 /* signals.c - see signals.h. */
+#include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,17 +9,18 @@
 #include "train/signals.h"
 
 static const int caught[3] = {SIGUSR1, SIGTERM, SIGINT};
-static struct sigaction old[3];
 static volatile sig_atomic_t first, count;
 
 static void on_signal(int sig)
 {
+    int saved = errno;
     if (!first) first = sig;
     if (count++ == 1) { /* said once, from the handler: write(2) is safe here, stdio is not */
-        static const char msg[] = "dtrun: signal noted; the checkpoint being saved is finished first\n";
+        static const char msg[] = "dtrun: signal noted; the run is already stopping at a step boundary\n";
         ssize_t k = write(2, msg, sizeof msg - 1);
         (void)k;
     }
+    errno = saved;
 }
 
 void dt_signals_catch(void)
@@ -26,12 +28,7 @@ void dt_signals_catch(void)
     struct sigaction sa = {.sa_handler = on_signal, .sa_flags = SA_RESTART};
     sigemptyset(&sa.sa_mask);
     first = count = 0;
-    for (int i = 0; i < 3; i++) sigaction(caught[i], &sa, &old[i]);
-}
-
-void dt_signals_restore(void)
-{
-    for (int i = 0; i < 3; i++) sigaction(caught[i], &old[i], NULL);
+    for (int i = 0; i < 3; i++) sigaction(caught[i], &sa, NULL);
 }
 
 int dt_signals_pending(void) { return first; }

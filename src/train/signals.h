@@ -12,9 +12,9 @@
 #include <stdbool.h>
 #include "core/status.h"
 
-/* Catch the three from here on (the previous handlers are kept for dt_signals_restore). */
+/* Catch the three from here on, for the rest of the process: a worker calls it first thing, before
+ * MPI or the config (a signal forwarded then is noted, not fatal). */
 void dt_signals_catch(void);
-void dt_signals_restore(void);
 /* The first signal caught, 0 when none. */
 int dt_signals_pending(void);
 /* "SIGUSR1" */

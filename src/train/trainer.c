@@ -74,17 +74,18 @@ static dt_status_t claim_run_dir(struct trainer *tr)
     if (st->rank == 0) {
         char shape[192], fresh[40];
         dt_shapes_describe(tr->cfg, shape, sizeof shape);
+        dt_events_new_run_id(fresh);
+        snprintf(tr->tag, sizeof tr->tag, "%.8s", fresh); /* this start's: its partial saves */
         rc = dt_mkdirs(dir);
         if (rc == DT_SUCCESS) rc = dt_dirlock_take(&tr->lock, dir, "run.dir");
         if (rc == DT_SUCCESS && tr->ckpt_dir[0]) rc = dt_train_ckpt_choose(tr, shape);
-        dt_events_new_run_id(fresh);
         if (rc == DT_SUCCESS) {
             if (!tr->state.run_id[0]) snprintf(tr->state.run_id, sizeof tr->state.run_id, "%s", fresh);
             s->state = tr->state;
             s->resumed_step = tr->resumed_step;
             snprintf(s->run_id, sizeof s->run_id, "%s", tr->state.run_id);
             snprintf(s->resumed, sizeof s->resumed, "%s", tr->resumed);
-            snprintf(s->tag, sizeof s->tag, "%.8s", fresh); /* this start's: its partial saves */
+            snprintf(s->tag, sizeof s->tag, "%s", tr->tag);
         }
     }
     dt_status_t sent = st->comm ? dt_comm_do(st->comm, dt_coll_broadcast(s, sizeof *s, DT_U8, 0, "run start"))
@@ -194,6 +195,9 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
 static void teardown(struct trainer *tr, bool clean)
 {
     dt_ckpt_writer_close(tr->writer); /* waits for a file still being written */
+    free(tr->reports);
+    free(tr->files);
+    dt_dirlock_release(&tr->ckpt_lock);
     dt_strategy_free(tr->strategy, clean);
     dt_model_free(tr->model);
     dt_dataset_close(&tr->train);
@@ -438,7 +442,6 @@ dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, cons
     DT_CHECK(supported(cfg, dev));
     if (w->rank == 0) warn_risky(cfg);
     struct trainer tr = {0};
-    dt_signals_catch(); /* before run.dir's lock, whose release on a fatal signal then stays out of the way */
     dt_status_t rc = setup(&tr, cfg, w);
     if (rc == DT_SUCCESS) {
         res->activation_bytes = tr.model->activation_bytes;
@@ -494,7 +497,6 @@ dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, cons
     if (rc != DT_SUCCESS && tr.events_open) dt_events_run_failed(&tr.events, tr.step < 0 ? -1 : tr.step + 1,
                                                                  dt_error_msg());
     teardown(&tr, rc == DT_SUCCESS); /* events flushed, run.dir released: then the job may go */
-    dt_signals_restore();
     if (rc != DT_SUCCESS || !res->stopped_by) return rc;
     if (w->rank != 0) return DT_SUCCESS; /* rank 0 speaks for the run */
     if (!res->checkpoint[0])

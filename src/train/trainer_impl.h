@@ -17,6 +17,14 @@
 #include "strategy/strategy.h"
 #include "train/trainer.h"
 
+/* what each rank tells rank 0 of its checkpoint file */
+struct dt_ckpt_report {
+    struct dt_ckpt_file file;
+    double seconds;
+    int32_t ok;
+    char error[420];
+};
+
 struct trainer {
     const struct dt_config *cfg;
     struct dt_model *model;
@@ -45,6 +53,9 @@ struct trainer {
     double last_save;   /* when the last save began (rank 0's clock) */
     struct dt_ckpt_writer *writer;
     size_t ckpt_bytes; /* the state a save copies: this rank's share */
+    struct dt_ckpt_report *reports; /* one a rank, taken at start: a save's collectives cannot fail to allocate */
+    struct dt_ckpt_file *files;
+    struct dt_dirlock ckpt_lock;    /* rank 0: a checkpoint.dir outside run.dir is this run's too */
     bool pending; /* a save begun and not yet committed */
     bool began;   /* its copy and writer started (else begin_error says why) */
     char begin_error[420];

@@ -3,7 +3,7 @@
 # directory one trains and the other is refused, naming the holder; the lock goes on every way
 # out (the end, an error, SIGTERM, Ctrl-C); a run killed with SIGKILL leaves it, and the next
 # start takes it over with a notice; a holder on another machine that cannot be proved gone is
-# not taken over. (Across two Slurm nodes: test_slurm.sh.)
+# not taken over; nor is a zombie holder's lock kept. (Across two Slurm nodes: test_slurm.sh.)
 . "$(dirname "$0")/tap.sh"
 cd "$TMP" || exit 1
 trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
@@ -27,6 +27,7 @@ wait_for two/dtrun.lock
 same "the lock names the one that trains" "$(pid_in two)" "$winner"
 has "the refusal names the holder and the way out" "$(cat $lerr)" "two/dtrun.lock: error: run.dir two is in use by dtrun pid $winner on host $(hostname), since "
 has "... and what to do" "$(cat $lerr)" "hint: give this run another run.dir, or wait for that run to end; if you know it has ended, remove two/dtrun.lock"
+for _ in $(seq 600); do grep -q '"type":"run_started"' two/events.jsonl 2>/dev/null && break; sleep 0.05; done
 same "the refused run wrote nothing there" "$(grep -c '"type":"run_started"' two/events.jsonl)" 1
 kill -TERM $winner
 wait $winner
@@ -51,6 +52,23 @@ run "the run after a kill -9" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=3ba r
 has "takes the lock over with a notice" "$err" "dtrun: warning: k/dtrun.lock: took over the run.dir lock of dtrun pid $k on host $(hostname), since "
 has "... saying why the holder is gone" "$err" "which is gone (no process $k runs on this machine)"
 [ ! -e k/dtrun.lock ] && ok "and releases it at its end" || not_ok "k/dtrun.lock left"
+
+# a holder killed but not yet reaped by its parent (a zombie) holds nothing any more
+/usr/bin/python3 -c '
+import os, signal, subprocess, sys, time
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+while not os.path.exists("z/events.jsonl"): time.sleep(0.05)
+os.kill(p.pid, signal.SIGKILL)
+print(p.pid, flush=True)
+time.sleep(120)' "$DTRUN" run "${long[@]}" run.dir=z >z.pid &
+zp=$!
+for _ in $(seq 600); do [ -s z.pid ] && break; sleep 0.05; done
+z=$(cat z.pid)
+for _ in $(seq 100); do [ "$(awk '{print $3}' /proc/$z/stat 2>/dev/null)" = Z ] && break; sleep 0.05; done
+same "the killed holder is a zombie" "$(awk '{print $3}' /proc/$z/stat)" Z
+run "the run after it" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=3ba run.dir=z
+has "takes the lock over" "$err" "which is gone (no process $z runs on this machine)"
+kill $zp
 
 # Ctrl-C of a run in the foreground
 "$DTRUN" run "${long[@]}" run.dir=c >c.out 2>c.err &

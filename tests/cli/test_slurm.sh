@@ -146,7 +146,7 @@ scancel "$live"
 # it (or, failing that, SIGTERMs it at the limit); every rank stops at one step boundary, saves, and
 # rank 0 requeues the job, which resumes by itself (restart_count 1) until the run is done.
 if optimized; then
-    . "$(dirname "$0")/receiver.sh"
+    . "$DT_SRCDIR/tests/cli/receiver.sh"
     receiver ok --out hook.jsonl
     pre=(events.interval=1000ba model.n_layer=2 model.n_embd=64 model.n_head=4 model.seq_len=32 run.eval_interval=0ba
         data.micro_batch_size=4 run.max_duration=16000ba checkpoint.interval=5000ba)
