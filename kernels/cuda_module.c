@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "core/installdir.h"
 #include "core/error.h"
 #include "dt_build_config.h"
 #include "kernels/cuda_module.h"
@@ -22,11 +23,7 @@ static void module_path(char *buf, size_t n)
         snprintf(buf, n, "%s", env);
         return;
     }
-    char exe[PATH_MAX];
-    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    size_t bl = strlen(DT_BUILDDIR);
-    if (k > 0) exe[k] = '\0';
-    if (k > 0 && strncmp(exe, DT_BUILDDIR, bl) == 0 && exe[bl] == '/')
+    if (dt_from_build_tree())
         snprintf(buf, n, "%s/kernels/cuda/.libs/%s", DT_BUILDDIR, DT_CUDA_MODULE_FILE);
     else snprintf(buf, n, "%s/%s", DT_PKGLIBDIR, DT_CUDA_MODULE_FILE);
 }

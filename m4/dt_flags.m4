@@ -11,8 +11,10 @@ AC_DEFUN([DT_ENABLE_SANITIZERS], [
   AC_ARG_ENABLE([sanitizers], [AS_HELP_STRING([--enable-sanitizers], [build with AddressSanitizer and UndefinedBehaviorSanitizer])],
                 [], [enable_sanitizers=no])
   AS_IF([test "x$enable_sanitizers" = "xyes"], [
-    DT_CFLAGS="$DT_CFLAGS -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g"
+    DT_SAN_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g"
     DT_LDFLAGS="-fsanitize=address,undefined"
   ])
+  dnl apart from DT_CFLAGS: the SPANK plugin is loaded by srun and slurmstepd, which have no ASan runtime
+  AC_SUBST([DT_SAN_CFLAGS])
   AC_SUBST([DT_LDFLAGS])
 ])

@@ -19,6 +19,7 @@
 #include "config/emit.h"
 #include "config/reference.h"
 #include "config/resolve.h"
+#include "config/schema.h"
 #include "ckpt/ckpt.h"
 #include "core/error.h"
 #include "core/fault.h"
@@ -41,8 +42,12 @@ static const char usage[] =
     "usage: dtrun [run] [CONFIG] [key=value ...]   train (no CONFIG: the built-in default)\n"
     "       dtrun -n N [run|info] [CONFIG] ...     N local workers through mpirun, output prefixed by rank\n"
     "       dtrun [run] CONFIG --dry-run           in a Slurm allocation: print the srun line dtrun would run\n"
+    "       dtrun submit [CONFIG] [key=value ...] [--dry-run] [-- SBATCH-OPTIONS]\n"
+    "                                              an sbatch script from templates/sbatch/ and the\n"
+    "                                              config's slurm: section, submitted (job id printed)\n"
     "       dtrun check [CONFIG] [key=value ...]   validate; print the resolved config as YAML\n"
     "       dtrun check CONFIG --memory            ... and the model state per rank, every ZeRO stage\n"
+    "       dtrun check CONFIG --get KEY           one resolved value alone (null: an empty line)\n"
     "       dtrun prepare TEXT... --out DIR        byte-level token shards (llm.c format) from text\n"
     "       dtrun info                             this process's place in the job (rank, node, source)\n"
     "       dtrun -n 2 bench comm [--max-size MIB] all-reduce bus bandwidth, dtrun's next to plain MPI's\n"
@@ -114,6 +119,8 @@ static dt_status_t load_resolved(struct dt_config *cfg, int argc, char **argv, c
     if (argc > 0 && !strchr(argv[0], '=')) {
         path = argv[0];
         first = 1;
+    } else if (getenv("DTRUN_CONFIG") && *getenv("DTRUN_CONFIG")) {
+        path = getenv("DTRUN_CONFIG"); /* srun/sbatch --dt-config (the SPANK plugin) */
     }
     for (int i = first; i < argc; i++)
         if (!strchr(argv[i], '=')) return usage_error("'%s' is neither key=value nor the first argument", argv[i]);
@@ -132,17 +139,39 @@ static dt_status_t load_resolved(struct dt_config *cfg, int argc, char **argv, c
     return dt_config_resolve(cfg, &geo);
 }
 
-/* dtrun check [CONFIG] [key=value ...] [--memory] */
+/* --get KEY: one resolved value alone (a string as it is, null as an empty line), for scripts and the
+ * SPANK plugin */
+static dt_status_t print_key(const struct dt_config *cfg, const char *path)
+{
+    size_t i;
+    const struct dt_key *k = dt_schema_find(&dt_config_schema, path, &i);
+    if (!k) return usage_error("--get %s: no such key (`dtrun help config` lists them)", path);
+    const void *field = DT_FIELD(cfg, k);
+    char buf[4096];
+    if (k->type == DT_T_STR) printf("%s\n", *(char *const *)field ? *(char *const *)field : "");
+    else printf("%s\n", dt_value_format(k, field, buf, sizeof buf));
+    return DT_SUCCESS;
+}
+
+/* dtrun check [CONFIG] [key=value ...] [--memory] [--get KEY] */
 static dt_status_t cmd_check(int argc, char **argv)
 {
     bool memory = false;
+    const char *get = NULL;
     int n = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--memory")) memory = true;
+        else if (!strcmp(argv[i], "--get") && i + 1 < argc) get = argv[++i];
+        else if (!strcmp(argv[i], "--get")) return usage_error("--get needs a key, e.g. --get events.webhook.url");
         else argv[n++] = argv[i];
     }
     struct dt_config cfg;
     dt_status_t rc = load_resolved(&cfg, n, argv, NULL);
+    if (rc == DT_SUCCESS && get) {
+        rc = print_key(&cfg, get);
+        dt_config_free(&cfg);
+        return rc;
+    }
     if (rc == DT_SUCCESS) dt_config_emit(&cfg, stdout);
     if (rc == DT_SUCCESS && memory) rc = dt_memory_estimate(&cfg, stdout);
     dt_config_free(&cfg);
@@ -157,6 +186,30 @@ static dt_status_t run_srun(int argc, char **argv, bool dry_run, bool *done)
     *done = rc != DT_SUCCESS || dry_run || cfg.resolved.world > 1;
     if (rc == DT_SUCCESS && *done) rc = dt_srun(&cfg, argc, argv, dry_run);
     if (rc == DT_SUCCESS && !*done) DT_INFO(DT_SUB_LAUNCH, "one rank: training in this process, not through srun");
+    dt_config_free(&cfg);
+    return rc;
+}
+
+/* dtrun submit [CONFIG] [key=value ...] [--dry-run] [-- SBATCH-OPTIONS...] */
+static dt_status_t cmd_submit(int argc, char **argv)
+{
+    bool dry_run = false;
+    int n = 0, nsbatch = 0;
+    char **sbatch = NULL;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--")) {
+            sbatch = argv + i + 1;
+            nsbatch = argc - i - 1;
+            break;
+        }
+        if (!strcmp(argv[i], "--dry-run")) dry_run = true;
+        else argv[n++] = argv[i];
+    }
+    struct dt_config cfg;
+    dt_status_t rc = load_resolved(&cfg, n, argv, NULL);
+    bool has_config = n > 0 && !strchr(argv[0], '=');
+    if (rc == DT_SUCCESS)
+        rc = dt_submit(&cfg, has_config ? argv[0] : NULL, n - has_config, argv + has_config, nsbatch, sbatch, dry_run);
     dt_config_free(&cfg);
     return rc;
 }
@@ -411,6 +464,7 @@ int main(int argc, char **argv)
     if (cmd && !strcmp(cmd, "-n")) return cmd_launch(argc - 2, argv + 2);
     if (cmd && !strcmp(cmd, "check")) rc = cmd_check(argc - 2, argv + 2);
     else if (cmd && !strcmp(cmd, "run")) rc = cmd_run(argc - 2, argv + 2);
+    else if (cmd && !strcmp(cmd, "submit")) rc = cmd_submit(argc - 2, argv + 2);
     else if (cmd && !strcmp(cmd, "prepare")) rc = cmd_prepare(argc - 2, argv + 2);
     else if (cmd && !strcmp(cmd, "info")) rc = cmd_info();
     else if (cmd && !strcmp(cmd, "bench")) rc = cmd_bench(argc - 2, argv + 2);

@@ -1,5 +1,6 @@
 /* comm.c - see comm.h: the request queue, the communication thread and the watchdog. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,11 +107,9 @@ static void *worker_main(void *arg)
  * backend's collective, so it is the one place besides main that ends the
  * process: it prints what hung and asks the backend to end every rank.
  */
-static void trip(struct dt_comm *c, struct dt_comm_req *r)
+static void trip(struct dt_comm *c, struct dt_comm_req *r, const int *ranks, const uint64_t *at, int n,
+                 const char *why, const char *hint)
 {
-    int ranks[64];
-    uint64_t at[64];
-    int n = c->be->laggards(c, r->seq, ranks, at, 64, c->timeout < 5 ? c->timeout : 5);
     char who[1024] = "";
     size_t o = 0;
     for (int i = 0; i < n && o < sizeof who - 100; i++) {
@@ -122,15 +121,44 @@ static void trip(struct dt_comm *c, struct dt_comm_req *r)
                                   i ? "; " : "", ranks[i], (unsigned long long)at[i]);
     }
     if (!n) snprintf(who, sizeof who, "every rank reached it, so the transport itself is stuck");
-    dt_error(DT_ERR_COMM, "dtrun: rank %d: error: %s of %s (%zu %s elements, request %llu) did not finish within "
-             "%g s at step %lld: %s\n  hint: a stalled or dead rank, or a step that takes longer than "
-             "compute.comm_timeout; raise compute.comm_timeout if steps are legitimately that slow",
-             c->world.rank, dt_coll_name(r->kind), r->what ? r->what : "?", r->count, dt_dtype_str(r->dtype),
-             (unsigned long long)r->seq + 1, c->timeout, (long long)r->step + 1, who);
+    dt_error(DT_ERR_COMM, "dtrun: rank %d: error: %s of %s (%zu %s elements, request %llu) %s at step %lld: %s\n"
+             "  hint: %s", c->world.rank, dt_coll_name(r->kind), r->what ? r->what : "?", r->count,
+             dt_dtype_str(r->dtype), (unsigned long long)r->seq + 1, why, (long long)r->step + 1, who, hint);
     dt_log_text(dt_error_msg());
     fflush(stderr);
     dt_dirlock_release_all(); /* the abort ends the process without the normal way out */
     c->be->abort(c, dt_status_exit_code(DT_ERR_COMM));
+}
+
+static atomic_int stop_noted;
+
+void dt_comm_note_stop(void) { atomic_store(&stop_noted, 1); }
+
+/* The request has run past the timeout: end the job, naming who did not come. */
+static void timed_out(struct dt_comm *c, struct dt_comm_req *r)
+{
+    int ranks[64];
+    uint64_t at[64];
+    int n = c->be->laggards(c, r->seq, ranks, at, 64, c->timeout < 5 ? c->timeout : 5);
+    char why[64];
+    snprintf(why, sizeof why, "did not finish within %g s", c->timeout);
+    trip(c, r, ranks, at, n, why, "a stalled or dead rank, or a step that takes longer than compute.comm_timeout; "
+         "raise compute.comm_timeout if steps are legitimately that slow");
+}
+
+/* A stop was asked for (Slurm's SIGTERM, say, after a rank died) while this request waits: if a
+ * rank no longer answers, the step boundary will never come, so end now with the reason rather
+ * than be killed in silence at the end of Slurm's KillWait. Ranks that answer are left to finish. */
+static void stop_probe(struct dt_comm *c, struct dt_comm_req *r)
+{
+    int ranks[64];
+    uint64_t at[64];
+    int n = c->be->laggards(c, r->seq, ranks, at, 64, 2);
+    for (int i = 0; i < n; i++)
+        if (at[i] == UINT64_MAX)
+            trip(c, r, ranks, at, n, "could not finish after a stop signal",
+                 "that rank died or was killed (its own output, or the task_failed event of dtrun's SPANK plugin, "
+                 "says how); run again to resume from the last checkpoint");
 }
 
 static void *watchdog_main(void *arg)
@@ -138,6 +166,7 @@ static void *watchdog_main(void *arg)
     struct dt_comm *c = arg;
     struct dt_comm_sync *s = c->sync;
     int64_t limit = (int64_t)(c->timeout * 1e9);
+    uint64_t probed = UINT64_MAX;
     pthread_mutex_lock(&s->wd_mu);
     while (!s->wd_stop) {
         struct timespec ts;
@@ -151,9 +180,15 @@ static void *watchdog_main(void *arg)
         if (s->wd_stop) break;
         c->be->serve(c);
         struct dt_comm_req *r = atomic_load(&s->running);
-        if (r && now_ns() - atomic_load(&s->running_since_ns) > limit) {
+        int64_t ran = r ? now_ns() - atomic_load(&s->running_since_ns) : 0;
+        if (r && ran > limit) {
             pthread_mutex_unlock(&s->wd_mu);
-            trip(c, r);
+            timed_out(c, r);
+            pthread_mutex_lock(&s->wd_mu);
+        } else if (r && ran > 1000000000 && atomic_load(&stop_noted) && r->seq != probed) {
+            probed = r->seq; /* once per request */
+            pthread_mutex_unlock(&s->wd_mu);
+            stop_probe(c, r);
             pthread_mutex_lock(&s->wd_mu);
         }
     }

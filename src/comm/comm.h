@@ -136,6 +136,9 @@ dt_status_t dt_comm_split(struct dt_comm *c, int color, int key, const char *wha
  * peers is done (they may never join), and a thread stuck in a collective is left to the
  * process exit; the launcher ends the other ranks. */
 void dt_comm_close(struct dt_comm *c, bool clean);
+/* A stop signal arrived (async-signal-safe): a request then blocked by a rank that no longer
+ * answers ends the job at once, naming it, instead of waiting for compute.comm_timeout. */
+void dt_comm_note_stop(void);
 /* The training step requests belong to (for messages). */
 void dt_comm_set_step(struct dt_comm *c, int64_t step);
 dt_status_t dt_comm_start(struct dt_comm *c, struct dt_comm_req *r);

@@ -132,6 +132,11 @@ struct dt_config {
         int64_t keep;
         char *resume;
     } checkpoint;
+    struct { /* dtrun submit's sbatch script */
+        char *partition, *account, *qos, *constraint, *time, *template, *extra;
+        double signal_grace;
+        bool requeue;
+    } slurm;
     struct {
         char *jsonl;
         struct dt_duration interval;

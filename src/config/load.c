@@ -1,7 +1,8 @@
 /*
  * load.c - build a struct dt_config: built-in defaults, then the site
- * defaults (an admin's dtrun.yaml), then the YAML file, then dotted overrides (`optimizer.lr=1e-3`), each value remembering where it
- * came from. Paths in a config are relative to the current directory, as for
+ * defaults (an admin's dtrun.yaml, the SPANK plugin's default webhook), then the YAML file, then the
+ * user's SPANK options (--dt-run-name, --dt-webhook), then dotted overrides (`optimizer.lr=1e-3`),
+ * each value remembering where it came from. Paths in a config are relative to the current directory, as for
  * torchrun and the Lightning CLI.
  */
 #include <ctype.h>
@@ -11,6 +12,8 @@
 #include "config/config.h"
 #include "config/schema.h"
 #include "core/error.h"
+#include "config/timestr.h"
+#include "events/webhook_allow.h"
 
 const char *dt_namelist_add(struct dt_namelist *l, const char *name)
 {
@@ -107,12 +110,65 @@ static void apply_override(struct dt_config *cfg, const char *arg, struct dt_dia
     dt_ydoc_free(doc);
 }
 
+/* What the SPANK plugin (spank/) hands the tasks of a job: the admin's default webhook ranks with the
+ * site file; the user's --dt-* options rank above their YAML and below the command line's overrides. */
+static const struct env_layer {
+    const char *var, *key, *label;
+    bool site;
+} env_layers[] = {
+    {"DTRUN_SITE_WEBHOOK_URL", "events.webhook.url", "plugstack.conf webhook= (DTRUN_SITE_WEBHOOK_URL)", true},
+    {"DTRUN_RUN_NAME", "run.name", "--dt-run-name (DTRUN_RUN_NAME)", false},
+    {"DTRUN_WEBHOOK_URL", "events.webhook.url", "--dt-webhook (DTRUN_WEBHOOK_URL)", false},
+};
+
+static void apply_env(struct dt_config *cfg, bool site, struct dt_diags *d)
+{
+    for (size_t i = 0; i < sizeof env_layers / sizeof env_layers[0]; i++) {
+        const struct env_layer *l = &env_layers[i];
+        const char *v = getenv(l->var);
+        if (l->site != site || !v || !*v) continue;
+        const char *name = dt_namelist_add(&cfg->names, l->label);
+        struct dt_loc where = {name ? name : l->var, 0, 0};
+        /* the value as given, never read as YAML */
+        const struct dt_ynode node = {.kind = DT_Y_SCALAR, .loc = where, .str = v, .quoted = true};
+        dt_schema_set(&dt_config_schema, cfg, cfg->origin, l->key, &node, where,
+                      site ? DT_ORIGIN_FILE : DT_ORIGIN_OVERRIDE, d);
+    }
+}
+
+/* A cluster's admins may list the hosts webhooks may reach (plugstack.conf webhook_allow=). */
+static void check_allowed(struct dt_config *cfg, struct dt_diags *d)
+{
+    const char *allow = getenv("DTRUN_WEBHOOK_ALLOW"), *url = cfg->events.webhook.url;
+    if (!allow || !*allow || !url) return;
+    const struct dt_origin *o = dt_config_origin(cfg, "events.webhook.url");
+    char host[256];
+    if (!dt_url_host(url, host, sizeof host)) return; /* the webhook's own check names a malformed URL */
+    if (!dt_host_allowed(host, allow))
+        dt_diag(d, o->loc, "use a webhook on one of those hosts, or ask the cluster's admins to add it to webhook_allow= "
+                "in plugstack.conf", "events.webhook.url: the host %s is not in this cluster's webhook allow-list (%s)",
+                host, allow);
+}
+
+static void check_slurm_time(struct dt_config *cfg, struct dt_diags *d)
+{
+    long sec;
+    if (cfg->slurm.time && dt_slurm_time_parse(cfg->slurm.time, &sec) != 0)
+        dt_diag(d, dt_config_origin(cfg, "slurm.time")->loc,
+                "write it as sbatch --time does: minutes (90), HH:MM:SS (04:00:00), D-HH:MM (1-12:00) or UNLIMITED",
+                "slurm.time: '%s' is not a Slurm time limit", cfg->slurm.time);
+}
+
 dt_status_t dt_config_load(struct dt_config *cfg, const char *site, const char *path, int noverrides,
                            char *const *overrides)
 {
     struct dt_diags d = {0};
     if (site) DT_CHECK(apply_file(cfg, site, &d));
+    apply_env(cfg, true, &d);
     if (path) DT_CHECK(apply_file(cfg, path, &d));
+    apply_env(cfg, false, &d);
     for (int i = 0; i < noverrides; i++) apply_override(cfg, overrides[i], &d);
+    check_allowed(cfg, &d);
+    check_slurm_time(cfg, &d);
     return dt_diag_finish(&d);
 }

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "config/timestr.h"
 
 static const char *const unit_names[] = {"ba", "ep", "sp", "tok", "dur", "sec"};
@@ -157,4 +158,44 @@ const char *dt_seconds_str(double s, char *buf, size_t n)
     if (l > 2 && !strcmp(num + l - 2, ".0")) num[l - 2] = '\0';
     snprintf(buf, n, "%ss", num);
     return buf;
+}
+
+/* up to 4 numbers separated by ':' (after an optional "D-"); -1 on anything else */
+static int slurm_fields(const char *s, long *v, int max)
+{
+    int n = 0;
+    for (;;) {
+        if (!isdigit((unsigned char)*s) || n == max) return -1;
+        char *end;
+        long x = strtol(s, &end, 10);
+        if (end - s > 9) return -1;
+        v[n++] = x;
+        if (*end == '\0') return n;
+        if (*end != ':') return -1;
+        s = end + 1;
+    }
+}
+
+int dt_slurm_time_parse(const char *s, long *seconds)
+{
+    if (!strcasecmp(s, "UNLIMITED") || !strcasecmp(s, "INFINITE")) {
+        *seconds = -1;
+        return 0;
+    }
+    long v[3], days = 0;
+    const char *dash = strchr(s, '-');
+    if (dash) {
+        char *end;
+        if (!isdigit((unsigned char)*s)) return -1;
+        days = strtol(s, &end, 10);
+        if (end != dash || end - s > 6) return -1;
+        int n = slurm_fields(dash + 1, v, 3); /* D-HH, D-HH:MM, D-HH:MM:SS */
+        if (n < 1) return -1;
+        *seconds = days * 86400 + v[0] * 3600 + (n > 1 ? v[1] * 60 : 0) + (n > 2 ? v[2] : 0);
+        return 0;
+    }
+    int n = slurm_fields(s, v, 3); /* MM, MM:SS, HH:MM:SS */
+    if (n < 1) return -1;
+    *seconds = n == 1 ? v[0] * 60 : n == 2 ? v[0] * 60 + v[1] : v[0] * 3600 + v[1] * 60 + v[2];
+    return 0;
 }

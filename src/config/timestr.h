@@ -20,6 +20,9 @@ int dt_duration_parse(const char *s, unsigned units, struct dt_duration *out, ch
 const char *dt_duration_str(struct dt_duration d, char *buf, size_t n);
 const char *dt_time_unit_name(int unit);
 int dt_seconds_parse(const char *s, double *out, char *why, size_t n);
+/* A Slurm time limit (sbatch --time): MM, MM:SS, HH:MM:SS, D-HH, D-HH:MM, D-HH:MM:SS, or
+ * UNLIMITED/INFINITE. 0 with *seconds (-1: unlimited), or -1. */
+int dt_slurm_time_parse(const char *s, long *seconds);
 const char *dt_seconds_str(double s, char *buf, size_t n);
 /* Shortest "%.*g" text that reads back to exactly v. */
 const char *dt_double_str(double v, char *buf, size_t n);

@@ -22,6 +22,7 @@ struct dt_json {
     bool oom;
 };
 
+/* j zeroed before its first use (its buffer is reused by later documents) */
 void dt_json_begin(struct dt_json *j);
 void dt_json_str(struct dt_json *j, const char *key, const char *val); /* val NULL: null */
 void dt_json_num(struct dt_json *j, const char *key, double v);

@@ -16,12 +16,9 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/rng.h"
+#include "events/sign.h"
 #include "events/spool.h"
 #include "events/webhook.h"
-#ifdef HAVE_CRYPTO
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-#endif
 
 enum outcome { SENT, RETRY, REJECTED, ABORTED };
 
@@ -74,26 +71,12 @@ void dt_webhook_redact(const char *url, char *buf, size_t n)
 
 dt_status_t dt_webhook_sign(const char *key, const char *timestamp, const char *body, size_t len, char out[72])
 {
-#ifdef HAVE_CRYPTO
-    size_t tl = strlen(timestamp);
-    unsigned char *msg = malloc(tl + 1 + len), mac[EVP_MAX_MD_SIZE];
-    unsigned int maclen = 0;
-    if (!msg) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory signing a webhook body");
-    memcpy(msg, timestamp, tl);
-    msg[tl] = '.';
-    memcpy(msg + tl + 1, body, len);
-    unsigned char *ok = HMAC(EVP_sha256(), key, (int)strlen(key), msg, tl + 1 + len, mac, &maclen);
-    free(msg);
-    if (!ok || maclen != 32) return dt_error(DT_ERR_SYSTEM, "dtrun: error: HMAC-SHA256 failed in libcrypto");
-    strcpy(out, "sha256=");
-    for (unsigned i = 0; i < maclen; i++) snprintf(out + 7 + 2 * i, 3, "%02x", mac[i]);
+    if (!dt_sign_available())
+        return dt_error(DT_ERR_CONFIG, "dtrun: error: events.webhook.secret_env is set, but this build has no libcrypto "
+                        "to sign with\n  hint: rebuild with OpenSSL (apt-get install libssl-dev), or unset secret_env");
+    if (dt_sign(key, timestamp, body, len, out) != 0)
+        return dt_error(DT_ERR_SYSTEM, "dtrun: error: HMAC-SHA256 failed in libcrypto (or memory ran out)");
     return DT_SUCCESS;
-#else
-    (void)key, (void)timestamp, (void)body, (void)len;
-    out[0] = '\0';
-    return dt_error(DT_ERR_CONFIG, "dtrun: error: events.webhook.secret_env is set, but this build has no libcrypto "
-                    "to sign with\n  hint: rebuild with OpenSSL (apt-get install libssl-dev), or unset secret_env");
-#endif
 }
 
 static size_t on_header(char *p, size_t size, size_t n, void *ctx)

@@ -1,12 +1,13 @@
 /*
  * launch.h - the modes that start other dtrun processes (DESIGN.md, modes):
- * the local launcher (`dtrun -n N`) and the srun wrapper (`dtrun CONFIG`
- * inside an allocation, outside a step).
+ * the local launcher (`dtrun -n N`), the srun wrapper (`dtrun CONFIG`
+ * inside an allocation, outside a step) and `dtrun submit` (an sbatch script).
  */
 #ifndef DT_LAUNCH_H
 #define DT_LAUNCH_H
 
 #include <stdbool.h>
+#include <stdio.h>
 #include "config/config.h"
 #include "core/status.h"
 
@@ -20,5 +21,14 @@ bool dt_srun_wanted(void);
 /* Replace this process by `srun --mpi=pmix --kill-on-bad-exit=1 --nodes=N --ntasks-per-node=M
  * [--gpus-per-task=1] dtrun run ARGV...`; with dry_run print that line and return. */
 dt_status_t dt_srun(const struct dt_config *cfg, int argc, char **argv, bool dry_run);
+/* s as a POSIX shell reads it back as one word */
+void dt_shell_quote(FILE *f, const char *s);
+
+/* `dtrun submit CONFIG [key=value ...] [--dry-run] [-- SBATCH-OPTIONS...]`: the sbatch template
+ * (slurm.template, or templates/sbatch/{single,multi}-node.sh) with its #SBATCH lines filled in
+ * from the resolved config, written to run.dir/sbatch.sh and given to sbatch, which prints the job
+ * id; with dry_run only printed. config: the CONFIG path as given (NULL: the built-in default). */
+dt_status_t dt_submit(const struct dt_config *cfg, const char *config, int noverrides, char *const *overrides,
+                      int nsbatch, char *const *sbatch_args, bool dry_run);
 
 #endif

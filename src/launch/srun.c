@@ -19,8 +19,7 @@ bool dt_srun_wanted(void)
            !getenv("DTRUN_NO_SRUN");
 }
 
-/* what a POSIX shell reads back as the same word */
-static void quote(FILE *f, const char *s)
+void dt_shell_quote(FILE *f, const char *s)
 {
     if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+=.,/:@%") == strlen(s)) {
         fputs(s, f);
@@ -57,7 +56,7 @@ dt_status_t dt_srun(const struct dt_config *cfg, int argc, char **argv, bool dry
     if (!dry_run) fputs("dtrun: in Slurm job ", f), fputs(getenv("SLURM_JOB_ID"), f), fputs(", running: ", f);
     for (int i = 0; i < k; i++) {
         if (i) fputc(' ', f);
-        quote(f, args[i]);
+        dt_shell_quote(f, args[i]);
     }
     fputc('\n', f);
     fflush(f);

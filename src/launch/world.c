@@ -93,6 +93,29 @@ static dt_status_t agree(const char *what, int pmix, int env, const struct dt_wo
                     what, pmix, dt_world_source_str(e->source), env);
 }
 
+/* The SPANK plugin (spank/) exports Slurm's own view of each task; it must be the world's. */
+static dt_status_t agree_spank(const struct dt_world *w)
+{
+    if (!getenv("DTRUN_RANK")) return DT_SUCCESS;
+    const struct {
+        const char *var;
+        int have;
+        const char *what;
+    } v[] = {{"DTRUN_RANK", w->rank, "rank"}, {"DTRUN_WORLD_SIZE", w->size, "world size"},
+             {"DTRUN_LOCAL_RANK", w->local_rank, "local rank"}, {"DTRUN_LOCAL_WORLD_SIZE", w->local_size, "local size"},
+             {"DTRUN_NODE_RANK", w->node, "node"}, {"DTRUN_NUM_NODES", w->nnodes, "node count"}};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        int e = dt_env_int(v[i].var);
+        if (e == -1) continue; /* the batch step has no node count, for one */
+        if (e != v[i].have)
+            return dt_error(DT_ERR_COMM, "dtrun: error: the dtrun SPANK plugin says %s=%s (from Slurm) but %s says %s %d"
+                            "\n  hint: the task's environment was changed after Slurm started it; start dtrun with "
+                            "`srun --mpi=pmix` and leave the DTRUN_* variables alone", v[i].var, getenv(v[i].var),
+                            dt_world_source_str(w->source), v[i].what, v[i].have);
+    }
+    return DT_SUCCESS;
+}
+
 dt_status_t dt_world_discover(struct dt_world *w)
 {
     /* a PMIx server without the client library compiled in: the environment has to do */
@@ -100,7 +123,7 @@ dt_status_t dt_world_discover(struct dt_world *w)
     struct dt_world env;
     DT_CHECK(dt_world_from_env(&env, pmix_present));
     *w = env;
-    if (!pmix_present) return DT_SUCCESS;
+    if (!pmix_present) return env.source == DT_WORLD_SLURM ? agree_spank(w) : DT_SUCCESS;
     DT_CHECK(dt_pmix_world(w));
     w->source = DT_WORLD_PMIX;
     if (env.source != DT_WORLD_SINGLE) {
@@ -109,7 +132,7 @@ dt_status_t dt_world_discover(struct dt_world *w)
         DT_CHECK(agree("the local rank", w->local_rank, env.local_rank, &env));
         DT_CHECK(agree("the local size", w->local_size, env.local_size, &env));
     }
-    return DT_SUCCESS;
+    return env.source == DT_WORLD_SLURM ? agree_spank(w) : DT_SUCCESS;
 }
 
 void dt_world_describe(const struct dt_world *w, char *buf, size_t n)

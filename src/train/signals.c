@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "comm/comm.h"
 #include "core/log.h"
 #include "core/slurm_job.h"
 #include "train/signals.h"
@@ -15,6 +16,7 @@ static void on_signal(int sig)
 {
     int saved = errno;
     if (!first) first = sig;
+    dt_comm_note_stop();
     if (count++ == 1) { /* said once, from the handler: write(2) is safe here, stdio is not */
         static const char msg[] = "dtrun: signal noted; the run is already stopping at a step boundary\n";
         ssize_t k = write(2, msg, sizeof msg - 1);

@@ -97,12 +97,13 @@ DTRUN_FAULT=stall@3:1 run "rank 1 stalls before its first collective of step 3" 
     "${base[@]}" compute.comm_timeout=2 run.dir=fs
 has "rank 0's watchdog names the step and the rank that did not come" "$err" "did not finish within 2 s at step 3: rank 1 has not reached it (it is at request "
 
-# errors every rank sees come out once per rank, with the workers' exit code
+# errors every rank sees come out with a rank prefix and the workers' exit code (which rank's line
+# comes out first is a race: the first rank to fail ends the others)
 run "missing data on every rank" 3 timeout 120 "$DTRUN" -n 2 "${base[@]}" data.train=/nonexistent/x_*.bin run.dir=e
-has "rank-prefixed error" "$err" "[rank 0] data.train: error: '/nonexistent/x_*.bin' matches no file"
+has "rank-prefixed error" "$err" "] data.train: error: '/nonexistent/x_*.bin' matches no file"
 run "a config that wants 4 ranks, started with 2" 2 timeout 120 "$DTRUN" -n 2 "${base[@]}" compute.num_devices=4 \
     run.dir=e2
-has "the mismatch is named" "$err" "[rank 0] override 'compute.num_devices=4': error: compute.num_nodes 1 (auto) x compute.num_devices 4 (override 'compute.num_devices=4') = 4 ranks, but mpirun started 2 ranks on 1 node"
+has "the mismatch is named" "$err" "] override 'compute.num_devices=4': error: compute.num_nodes 1 (auto) x compute.num_devices 4 (override 'compute.num_devices=4') = 4 ranks, but mpirun started 2 ranks on 1 node"
 run "-n without a number" 2 "$DTRUN" -n x
 has "usage" "$err" "dtrun: error: -n takes a number of workers from 1 to 1024, e.g. dtrun -n 2 config.yaml"
 
