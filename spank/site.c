@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "events/sign.h"
 #include "events/webhook_allow.h"
 #include "spank/site.h"
 
@@ -65,6 +66,11 @@ static int word(struct dt_spank_site *s, const char *w, char *err, size_t n)
     if (!strcmp(key, "webhook_secret_file")) {
         if (v[0] != '/') {
             snprintf(err, n, "webhook_secret_file=%.64s: give an absolute path", v);
+            return -1;
+        }
+        if (!dt_sign_available()) {
+            snprintf(err, n, "webhook_secret_file: this build of the plugin has no libcrypto to sign with; rebuild "
+                     "dtrun with libssl-dev installed");
             return -1;
         }
         return copy(s->secret_file, sizeof s->secret_file, key, v, err, n);

@@ -16,6 +16,7 @@
  */
 #include <stdint.h>
 #include <slurm/spank.h>
+#include <errno.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -39,8 +40,7 @@ static bool site_ok;
 static char opt_config[PATH_MAX], opt_webhook[2048], opt_run_name[256];
 static int opt_gpu_bind = -1; /* -1: the admin's default */
 static char secret[1024];
-static char step_cgroup[4200];
-static long oom_before = -1;
+static bool secret_missing; /* the admin wants signed posts but the secret cannot be read */
 static double budget_end; /* task_failed posts of this step share one deadline */
 
 static double now(void)
@@ -129,8 +129,14 @@ static void read_secret(void)
     if (!site.secret_file[0]) return;
     FILE *f = fopen(site.secret_file, "re");
     if (!f || !fgets(secret, sizeof secret, f)) {
-        slurm_error(SAY "webhook_secret_file: cannot read the file plugstack.conf names; task_failed goes unsigned");
+        slurm_error(SAY "webhook_secret_file=%s: cannot read it (%s); task_failed is not sent unsigned", site.secret_file,
+                    f ? "it is empty" : strerror(errno));
         secret[0] = '\0';
+        secret_missing = true;
+    } else if (!strchr(secret, '\n') && !feof(f)) {
+        slurm_error(SAY "webhook_secret_file=%s: its first line is longer than %zu bytes; task_failed is not sent",
+                    site.secret_file, sizeof secret - 2);
+        secret_missing = true;
     }
     if (f) fclose(f);
     secret[strcspn(secret, "\r\n")] = '\0';
@@ -146,17 +152,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
         return 0;               /* in slurmd and slurmstepd: the plugin stays out of the way */
     }
     for (struct spank_option *o = options; o->name; o++) spank_option_register(sp, o);
-    if (spank_context() == S_CTX_REMOTE) {
-        read_secret();
-        char dir[4096];
-        dt_cgroup_dir((long)getpid(), dir, sizeof dir);
-        char *slash = strrchr(dir, '/'); /* slurmstepd sits in <step>/slurm */
-        if (slash && slash != dir) {
-            *slash = '\0';
-            snprintf(step_cgroup, sizeof step_cgroup, "%s", dir);
-            oom_before = dt_oom_kills(step_cgroup);
-        }
-    }
+    if (spank_context() == S_CTX_REMOTE) read_secret();
     return 0;
 }
 
@@ -226,6 +222,15 @@ static void bind_gpu(spank_t sp, int local_task, unsigned local_tasks)
     set(sp, "CUDA_VISIBLE_DEVICES", one, 1);
 }
 
+static bool is_dtrun(spank_t sp)
+{
+    int argc = 0;
+    char **argv = NULL;
+    if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 || !argv[0]) return false;
+    const char *base = strrchr(argv[0], '/');
+    return !strcmp(base ? base + 1 : argv[0], "dtrun");
+}
+
 static void nccl_env(spank_t sp)
 {
     for (int i = 0; i < site.nenv; i++) {
@@ -258,7 +263,9 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
         set_u(sp, "DTRUN_NODE_RANK", node);
         if (spank_get_item(sp, S_JOB_NNODES, &nnodes) == ESPANK_SUCCESS && nnodes > 0)
             set_u(sp, "DTRUN_NUM_NODES", nnodes);
-        if (opt_gpu_bind == 1 || (opt_gpu_bind < 0 && site.gpu_bind)) bind_gpu(sp, local_task, local_tasks);
+        /* other programs (torchrun, a script) keep Slurm's GPUs unless the user asks */
+        if (opt_gpu_bind == 1 || (opt_gpu_bind < 0 && site.gpu_bind && is_dtrun(sp)))
+            bind_gpu(sp, local_task, local_tasks);
     }
     set(sp, "DTRUN_CONFIG", opt_config, 0); /* the submitting process set the checked absolute path */
     set(sp, "DTRUN_RUN_NAME", opt_run_name, 1);
@@ -269,13 +276,10 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
     return 0;
 }
 
-static bool is_dtrun(spank_t sp)
+static unsigned item_u(spank_t sp, spank_item_t item)
 {
-    int argc = 0;
-    char **argv = NULL;
-    if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1 || !argv[0]) return false;
-    const char *base = strrchr(argv[0], '/');
-    return !strcmp(base ? base + 1 : argv[0], "dtrun");
+    uint32_t v = 0;
+    return spank_get_item(sp, item, &v) == ESPANK_SUCCESS ? v : 0;
 }
 
 static unsigned env_u(spank_t sp, const char *var)
@@ -284,28 +288,48 @@ static unsigned env_u(spank_t sp, const char *var)
     return spank_getenv(sp, var, b, sizeof b) == ESPANK_SUCCESS ? (unsigned)strtoul(b, NULL, 10) : 0;
 }
 
+/* Whether the OOM killer killed in this step: slurmstepd sits in <step>/slurm of task/cgroup's
+ * cgroup v2 tree, and a step's memory.events counts from 0. -1: no such tree (task/none, v1). */
+static int step_oom(void)
+{
+    char dir[4096];
+    dt_cgroup_dir((long)getpid(), dir, sizeof dir);
+    char *slash = strrchr(dir, '/');
+    if (!slash || strcmp(slash, "/slurm")) return -1;
+    *slash = '\0';
+    const char *step = strrchr(dir, '/');
+    if (!step || strncmp(step, "/step_", 6)) return -1;
+    long kills = dt_oom_kills(dir);
+    return kills < 0 ? -1 : kills > 0;
+}
+
 /* In slurmstepd, as root, once per task: never fails the step, never waits past the deadline. */
 int slurm_spank_task_exit(spank_t sp, int ac, char **av)
 {
     (void)ac, (void)av;
     int status = 0;
-    if (!site_ok || spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS) return 0;
+    uint32_t u = 0;
+    /* the batch script ends as its srun step did, whose own slurmstepd has said so */
+    if (!site_ok || spank_get_item(sp, S_JOB_STEPID, &u) != ESPANK_SUCCESS || u >= SPECIAL_STEPS) return 0;
+    if (spank_get_item(sp, S_TASK_EXIT_STATUS, &status) != ESPANK_SUCCESS) return 0;
     if (!dt_task_failed_wanted(status, is_dtrun(sp))) return 0;
     char url[2048], host[256];
     if (spank_getenv(sp, "DTRUN_JOB_WEBHOOK", url, sizeof url) != ESPANK_SUCCESS || !url[0])
         snprintf(url, sizeof url, "%s", opt_webhook[0] ? opt_webhook : site.webhook);
     if (!url[0]) return 0; /* this job has no webhook */
-    if (!dt_url_host(url, host, sizeof host) || (site.allow[0] && !dt_host_allowed(host, site.allow))) {
-        slurm_error(SAY "task_failed not sent: the job's webhook host is not in webhook_allow");
+    /* root posts only where the admin allows: the admin's own webhook, or a host in webhook_allow */
+    bool admins = site.webhook[0] && !strcmp(url, site.webhook);
+    if (!dt_url_host(url, host, sizeof host) || (!admins && !dt_host_allowed(host, site.allow))) {
+        slurm_error(SAY "task_failed not sent: the job's webhook host is not in webhook_allow (%s)",
+                    site.allow[0] ? site.allow : "not set: task_failed goes only to the admin's webhook=");
         return 0;
     }
-    struct dt_task_end e = {.oom = -1};
+    if (secret_missing) return 0; /* said at start */
+    struct dt_task_end e = {.oom = -1, .step = u};
     char node[256] = "", name[256] = "";
-    uint32_t u = 0;
-    spank_get_item(sp, S_JOB_ID, &u), e.job = u;
-    spank_get_item(sp, S_JOB_STEPID, &u), e.step = u;
-    spank_get_item(sp, S_TASK_GLOBAL_ID, &u), e.task = (int)u;
-    spank_get_item(sp, S_JOB_NODEID, &u), e.node_rank = (int)u;
+    e.job = item_u(sp, S_JOB_ID);
+    e.task = (int)item_u(sp, S_TASK_GLOBAL_ID);
+    e.node_rank = (int)item_u(sp, S_JOB_NODEID);
     spank_get_item(sp, S_TASK_ID, &e.local_task);
     pid_t pid = 0;
     spank_get_item(sp, S_TASK_PID, &pid), e.pid = (long)pid;
@@ -315,10 +339,7 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
     if (opt_run_name[0]) e.run_name = opt_run_name;
     else if (spank_getenv(sp, "DTRUN_RUN_NAME", name, sizeof name) == ESPANK_SUCCESS) e.run_name = name;
     e.status = status;
-    if (step_cgroup[0]) {
-        long after = dt_oom_kills(step_cgroup);
-        if (after >= 0 && oom_before >= 0) e.oom = after > oom_before;
-    }
+    e.oom = step_oom();
     double t = now();
     if (budget_end == 0) budget_end = t + site.timeout;
     if (budget_end - t < 0.01) {
@@ -330,7 +351,7 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
     char *json = dt_task_failed_json(&e, (double)wall.tv_sec + (double)wall.tv_nsec * 1e-9);
     char why[256];
     if (!json) return 0;
-    if (dt_task_failed_post(url, secret[0] ? secret : NULL, json, budget_end - t, why, sizeof why) != 0)
+    if (dt_task_failed_post(url, host, secret[0] ? secret : NULL, json, budget_end - t, why, sizeof why) != 0)
         slurm_error(SAY "task_failed of task %d not delivered to %s: %s", e.task, host, why);
     free(json);
     return 0;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/wait.h>
 #include <time.h>
 #include "events/json.h"
@@ -77,9 +78,32 @@ static size_t discard(char *p, size_t size, size_t n, void *ctx)
     return size * n;
 }
 
-int dt_task_failed_post(const char *url, const char *secret, const char *json, double timeout, char *why, size_t n)
+/* Whether libcurl reads the same host out of url as the allow-list check did. */
+static bool same_host(const char *url, const char *host)
+{
+    CURLU *u = curl_url();
+    char *h = NULL;
+    bool same = u && curl_url_set(u, CURLUPART_URL, url, 0) == CURLUE_OK &&
+                curl_url_get(u, CURLUPART_HOST, &h, 0) == CURLUE_OK && h;
+    if (same) {
+        size_t len = strlen(h);
+        const char *p = h;
+        if (len >= 2 && h[0] == '[' && h[len - 1] == ']') p++, len -= 2; /* IPv6 */
+        same = strlen(host) == len && !strncasecmp(p, host, len);
+    }
+    curl_free(h);
+    curl_url_cleanup(u);
+    return same;
+}
+
+int dt_task_failed_post(const char *url, const char *host, const char *secret, const char *json, double timeout,
+                        char *why, size_t n)
 {
     why[0] = '\0';
+    if (!same_host(url, host)) {
+        snprintf(why, n, "libcurl reads another host out of the URL than the allow-list check did; not sent");
+        return -1;
+    }
     CURL *c = curl_easy_init();
     if (!c) {
         snprintf(why, n, "libcurl could not start");
@@ -89,12 +113,16 @@ int dt_task_failed_post(const char *url, const char *secret, const char *json, d
     if (secret && *secret) {
         char ts[32], sig[72], line[128];
         snprintf(ts, sizeof ts, "%lld", (long long)time(NULL));
-        if (dt_sign(secret, ts, json, strlen(json), sig) == 0) {
-            snprintf(line, sizeof line, "X-Dtrun-Timestamp: %s", ts);
-            h = curl_slist_append(h, line);
-            snprintf(line, sizeof line, "X-Dtrun-Signature: %s", sig);
-            h = curl_slist_append(h, line);
+        if (dt_sign(secret, ts, json, strlen(json), sig) != 0) {
+            curl_slist_free_all(h);
+            curl_easy_cleanup(c);
+            snprintf(why, n, "it could not be signed (HMAC-SHA256 in libcrypto failed); not sent unsigned");
+            return -1;
         }
+        snprintf(line, sizeof line, "X-Dtrun-Timestamp: %s", ts);
+        h = curl_slist_append(h, line);
+        snprintf(line, sizeof line, "X-Dtrun-Signature: %s", sig);
+        h = curl_slist_append(h, line);
     }
     long ms = (long)(timeout * 1000);
     curl_easy_setopt(c, CURLOPT_URL, url);

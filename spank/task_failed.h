@@ -25,9 +25,10 @@ struct dt_task_end {
 bool dt_task_failed_wanted(int status, bool is_dtrun);
 /* The event as one JSON document (malloc'd), or NULL when memory ran out. */
 char *dt_task_failed_json(const struct dt_task_end *e, double now);
-/* POST json to url within timeout seconds (connect included); secret NULL: unsigned.
- * 0 when the receiver answered 2xx; else -1 and why. */
-int dt_task_failed_post(const char *url, const char *secret, const char *json, double timeout, char *why, size_t n);
+/* POST json to url, whose host (dt_url_host) the caller checked, within timeout seconds (connect
+ * included); secret NULL: unsigned. 0 when the receiver answered 2xx; else -1 and why. */
+int dt_task_failed_post(const char *url, const char *host, const char *secret, const char *json, double timeout,
+                        char *why, size_t n);
 /* The OOM killer's kills in the cgroup directory dir (memory.events' oom_kill), or -1 when
  * there is no such file (cgroup v1, or no task/cgroup plugin). */
 long dt_oom_kills(const char *dir);

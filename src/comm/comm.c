@@ -149,11 +149,13 @@ static void timed_out(struct dt_comm *c, struct dt_comm_req *r)
 /* A stop was asked for (Slurm's SIGTERM, say, after a rank died) while this request waits: if a
  * rank no longer answers, the step boundary will never come, so end now with the reason rather
  * than be killed in silence at the end of Slurm's KillWait. Ranks that answer are left to finish. */
-static void stop_probe(struct dt_comm *c, struct dt_comm_req *r)
+static void stop_probe(struct dt_comm *c, struct dt_comm_req *r, uint64_t seq, int64_t since)
 {
     int ranks[64];
     uint64_t at[64];
-    int n = c->be->laggards(c, r->seq, ranks, at, 64, 2);
+    int n = c->be->laggards(c, seq, ranks, at, 64, 2);
+    /* the query takes up to 2 s: a request that finished meanwhile (r may be gone) is left alone */
+    if (atomic_load(&c->sync->running) != r || atomic_load(&c->sync->running_since_ns) != since) return;
     for (int i = 0; i < n; i++)
         if (at[i] == UINT64_MAX)
             trip(c, r, ranks, at, n, "could not finish after a stop signal",
@@ -180,7 +182,7 @@ static void *watchdog_main(void *arg)
         if (s->wd_stop) break;
         c->be->serve(c);
         struct dt_comm_req *r = atomic_load(&s->running);
-        int64_t ran = r ? now_ns() - atomic_load(&s->running_since_ns) : 0;
+        int64_t since = atomic_load(&s->running_since_ns), ran = r ? now_ns() - since : 0;
         if (r && ran > limit) {
             pthread_mutex_unlock(&s->wd_mu);
             timed_out(c, r);
@@ -188,7 +190,7 @@ static void *watchdog_main(void *arg)
         } else if (r && ran > 1000000000 && atomic_load(&stop_noted) && r->seq != probed) {
             probed = r->seq; /* once per request */
             pthread_mutex_unlock(&s->wd_mu);
-            stop_probe(c, r);
+            stop_probe(c, r, probed, since);
             pthread_mutex_lock(&s->wd_mu);
         }
     }

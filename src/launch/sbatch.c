@@ -59,7 +59,9 @@ static dt_status_t read_template(const char *path, struct script *s)
     text[len] = '\0';
     s->text = text;
     if (big) return dt_error(DT_ERR_CONFIG, "%s: error: the sbatch template is larger than 1 MiB", path);
-    for (char *p = text; *p && s->n < MAX_LINES;) {
+    for (char *p = text; *p;) {
+        if (s->n == MAX_LINES)
+            return dt_error(DT_ERR_CONFIG, "%s: error: the sbatch template has more than %d lines", path, MAX_LINES);
         s->line[s->n++] = p;
         char *nl = strchr(p, '\n');
         if (!nl) break;
@@ -83,10 +85,14 @@ static bool directive(const char *line, char *opt, size_t n)
 static dt_status_t add(struct script *s, const char *opt, const char *value)
 {
     if (s->ndir == MAX_DIRECTIVES) return dt_error(DT_ERR_CONFIG, "dtrun: error: more than %d sbatch options", MAX_DIRECTIVES);
-    if (value && strchr(value, '"'))
-        return dt_error(DT_ERR_CONFIG, "dtrun: error: the sbatch option %s cannot hold a double quote: %s", opt, value);
-    /* sbatch reads a directive's value as one word unless quoted */
-    bool plain = !value || strcspn(value, " \t'\\$`") == strlen(value);
+    /* sbatch reads a directive up to the line's end or an unquoted '#', a quoted value as it is
+     * (no escapes): so no line breaks, quotes or backslashes, and quotes around anything unusual */
+    for (const char *p = value; p && *p; p++)
+        if ((unsigned char)*p < 0x20 || *p == 0x7f || *p == '"' || *p == '\\')
+            return dt_error(DT_ERR_CONFIG, "dtrun: error: the sbatch option %s=%s cannot hold a control character, a "
+                            "double quote or a backslash\n  hint: change the value in the config", opt, value);
+    static const char safe[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-+=.,/:@%";
+    bool plain = !value || strspn(value, safe) == strlen(value);
     char buf[2048];
     if (!value) snprintf(buf, sizeof buf, "%s", opt);
     else snprintf(buf, sizeof buf, plain ? "%s=%s" : "%s=\"%s\"", opt, value);
@@ -132,8 +138,19 @@ static dt_status_t directives(const struct dt_config *cfg, const char *run_dir, 
     return DT_SUCCESS;
 }
 
-static bool ours(const struct script *s, const char *opt)
+/* a template's directive that sets what ours set: one option alone on its line, long or short */
+static bool ours(const struct script *s, const char *line)
 {
+    char opt[128];
+    if (!directive(line, opt, sizeof opt)) return false;
+    const char *p = line + 7 + strspn(line + 7, " \t") + strlen(opt);
+    if (*p == '=' || *p == ' ' || *p == '\t') p += strcspn(p + 1, " \t") + 1; /* its value */
+    if (p[strspn(p, " \t")] != '\0' && p[strspn(p, " \t")] != '#') return false; /* more options: kept */
+    static const char *const shorts[][2] = {{"-J", "--job-name"}, {"-N", "--nodes"}, {"-t", "--time"},
+                                             {"-p", "--partition"}, {"-A", "--account"}, {"-q", "--qos"},
+                                             {"-C", "--constraint"}, {"-o", "--output"}};
+    for (size_t i = 0; i < sizeof shorts / sizeof shorts[0]; i++)
+        if (!strcmp(opt, shorts[i][0])) snprintf(opt, sizeof opt, "%s", shorts[i][1]);
     size_t len = strlen(opt);
     for (int i = 0; i < s->ndir; i++)
         if (!strncmp(s->dir[i], opt, len) && (s->dir[i][len] == '=' || s->dir[i][len] == '\0')) return true;
@@ -141,29 +158,35 @@ static bool ours(const struct script *s, const char *opt)
     return !strcmp(opt, "--requeue") || !strcmp(opt, "--no-requeue");
 }
 
+/* s inside a comment line: a line break would end it */
+static void comment(FILE *f, const char *s)
+{
+    for (; *s; s++) fputc((unsigned char)*s < 0x20 || *s == 0x7f ? '?' : *s, f);
+}
+
 static void render(const struct script *s, const char *template, const char *config, const char *url, int nov,
                    char *const *ov, FILE *f)
 {
-    int first = -1, last = -1;
+    int last = -1;
     char opt[128];
     for (int i = 0; i < s->n; i++)
-        if (directive(s->line[i], opt, sizeof opt)) {
-            if (first < 0) first = i;
-            last = i;
-        }
+        if (directive(s->line[i], opt, sizeof opt)) last = i;
     char self[PATH_MAX];
     ssize_t k = readlink("/proc/self/exe", self, sizeof self - 1);
     self[k > 0 ? k : 0] = '\0';
     for (int i = 0; i < s->n; i++) {
-        if (i == first)
-            for (int d = 0; d < s->ndir; d++) fprintf(f, "#SBATCH %s\n", s->dir[d]);
-        if (!directive(s->line[i], opt, sizeof opt) || !ours(s, opt)) fprintf(f, "%s\n", s->line[i]);
+        if (!ours(s, s->line[i])) fprintf(f, "%s\n", s->line[i]);
         if (i != last) continue;
+        /* after the template's own: where sbatch sees an option twice, the later one counts */
+        for (int d = 0; d < s->ndir; d++) fprintf(f, "#SBATCH %s\n", s->dir[d]);
         time_t t = time(NULL);
         char when[32];
         strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime(&t));
-        fprintf(f, "# filled in by dtrun submit from %s (template %s) at %s\nexport DTRUN=", config ? config : "the built-in default",
-                template, when);
+        fputs("# filled in by dtrun submit from ", f);
+        comment(f, config ? config : "the built-in default");
+        fputs(" (template ", f);
+        comment(f, template);
+        fprintf(f, ") at %s\nexport DTRUN=", when);
         dt_shell_quote(f, self);
         if (url) { /* where the SPANK plugin sends task_failed (spank/README.md) */
             fputs("\nexport DTRUN_JOB_WEBHOOK=", f);
@@ -282,6 +305,9 @@ dt_status_t dt_submit(const struct dt_config *cfg, const char *config, int nover
     if (rc == DT_SUCCESS) rc = run_sbatch(path, nsbatch, sbatch_args, id, sizeof id);
     if (rc != DT_SUCCESS) return rc;
     printf("%s\n", id);
+    if (cfg->compute.device == DT_DEVICE_AUTO && cfg->resolved.gpus == 0)
+        fprintf(stderr, "dtrun: note: compute.device is auto and this machine has no GPU, so the job asks for none; "
+                "set compute.device: cuda to ask for one GPU per task\n");
     fprintf(stderr, "dtrun: submitted batch job %s (%d node%s x %d tasks); output in %s/slurm-%s.out, script %s\n", id,
             cfg->resolved.nodes, cfg->resolved.nodes > 1 ? "s" : "", cfg->resolved.devices_per_node, run_dir, id, path);
     return DT_SUCCESS;

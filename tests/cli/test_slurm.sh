@@ -162,11 +162,18 @@ EOS
     # a requeued job waits ~120 s for its begin time: start it 3 s after it is pending again (sooner,
     # slurmd may still hold the last start's revoked credential: "Job credential revoked"); give up
     # after 10 minutes
-    state= pending=0
+    # scontrol, not squeue: on a loaded machine either may time out, and an empty answer must not
+    # read as "the job has ended"
+    state=running pending=0 seen=
     for _ in $(seq 1200); do
-        state=$(squeue -h -j "$job" -o %T 2>/dev/null)
-        [ -z "$state" ] && break
-        if [ "$state" = PENDING ] && grep -q '"type":"preempted"' P/events.jsonl 2>/dev/null; then
+        st=$(scontrol show job -o "$job" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
+        [ "$st" != "${seen##* }" ] && seen="$seen $st"
+        case "$st" in
+        '') sleep 0.5; continue ;;
+        COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | PREEMPTED | OUT_OF_MEMORY | BOOT_FAIL | DEADLINE)
+            state= && break ;;
+        esac
+        if [ "$st" = PENDING ] && grep -q '"type":"preempted"' P/events.jsonl 2>/dev/null; then
             pending=$((pending + 1))
             [ $pending = 6 ] && scontrol update jobid="$job" starttime=now 2>/dev/null
         else
@@ -176,6 +183,7 @@ EOS
     done
     wait $uninterrupted
     same "the job ended" "$state" ""
+    echo "# the job's states:$seen"
     same "... COMPLETED" "$(scontrol show job -o "$job" | grep -o 'JobState=[A-Z_]*')" JobState=COMPLETED
     has "a signal stopped it at a step boundary, saved" "$(cat pre.out)" "[rank 0] dtrun: checkpoint saved: $TMP/P/ckpt/step-"
     has "... and requeued it" "$(cat pre.out)" "[rank 0] dtrun: job $job requeued: it resumes from $TMP/P/ckpt/step-"
