@@ -37,6 +37,18 @@ AC_DEFUN([DT_CHECK_CUDA], [
             [AC_MSG_WARN([CUDA toolkit not found: building the CPU backend only])])
     ])
   ])
+  dnl the GPU architectures the kernels are built for: Ampere (A100) and Hopper (H100) by default
+  AC_ARG_WITH([cuda-arch], [AS_HELP_STRING([--with-cuda-arch=LIST], [GPU architectures to build for, e.g. 80,90 (the default)])],
+              [], [with_cuda_arch=80,90])
+  CUDA_ARCH_FLAGS=
+  for a in `echo "$with_cuda_arch" | tr ',;' '  '`; do
+    AS_CASE(["$a"], [[[0-9]]*], [], [AC_MSG_ERROR([--with-cuda-arch: '$a' is not a compute capability such as 80 or 90])])
+    CUDA_ARCH_FLAGS="$CUDA_ARCH_FLAGS -gencode arch=compute_$a,code=sm_$a"
+  done
+  AS_IF([test "x$enable_werror" = "xyes"], [NVCC_WERROR="--Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror"],
+        [NVCC_WERROR=])
+  AC_SUBST([CUDA_ARCH_FLAGS])
+  AC_SUBST([NVCC_WERROR])
   AC_SUBST([NVCC])
   AC_SUBST([CUDA_CPPFLAGS])
   AC_SUBST([CUDA_LIBS])

@@ -6,6 +6,7 @@
  * with the decay decoupled as in AdamW, so both optimizers treat wd alike.
  */
 #include <math.h>
+#include "kernels/formulas.h"
 #include "kernels/cpu/cpu.h"
 
 void dt_cpu_adamw(float *param, const float *grad, float gscale, float *m, float *v, size_t n, float lr, float beta1,
@@ -15,13 +16,7 @@ void dt_cpu_adamw(float *param, const float *grad, float gscale, float *m, float
     float step = lr / bc1, rbc2 = 1.0f / sqrtf(bc2);
     #pragma omp parallel for simd
     for (size_t i = 0; i < n; i++) {
-        float g = grad[i] * gscale;
-        float mi = beta1 * m[i] + (1.0f - beta1) * g;
-        float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
-        m[i] = mi;
-        v[i] = vi;
-        float p = param[i] * (1.0f - lr * wd);
-        param[i] = p - step * mi / (sqrtf(vi) * rbc2 + eps);
+        dt_adamw_one(&param[i], &m[i], &v[i], grad[i] * gscale, lr, beta1, beta2, eps, wd, step, rbc2);
     }
 }
 

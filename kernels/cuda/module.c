@@ -7,9 +7,12 @@
 #include "kernels/cuda/module.h"
 #include "kernels/cuda/probe.h"
 
+extern const struct dt_cuda_ops dt_cuda_ops; /* ops_table.c */
+
 __attribute__((visibility("default"))) const struct dt_cuda_module dt_cuda_module = {
     .abi = DT_CUDA_MODULE_ABI,
     .version = PACKAGE_VERSION,
     .device_count = dt_cuda_device_count,
     .describe = dt_cuda_describe,
+    .ops = &dt_cuda_ops,
 };

@@ -12,11 +12,42 @@
 #define DT_CUDA_MODULE_IFACE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Raise when this struct changes. */
-#define DT_CUDA_MODULE_ABI 1
+#define DT_CUDA_MODULE_ABI 2
 #define DT_CUDA_MODULE_SYMBOL "dt_cuda_module"
 #define DT_CUDA_MODULE_FILE "dtrun_cuda.so"
+
+/*
+ * Device memory and the kernels of ops.cu (kernels.h's semantics, device pointers). Each returns 0
+ * or a CUDA error code that error_string names; kernels run asynchronously, so a kernel's own
+ * fault shows at the next synchronize. t: enum dt_dtype's DT_BF16 or DT_F16 (DT_F32 for sumsq).
+ * The GPU tests drive them against the CPU kernels; the GPU kernel table (issue 14) will too.
+ */
+struct dt_cuda_ops {
+    const char *(*error_string)(int err);
+    int (*malloc)(void **p, size_t bytes);
+    int (*free)(void *p);
+    int (*to_device)(void *dst, const void *src, size_t bytes);
+    int (*to_host)(void *dst, const void *src, size_t bytes);
+    int (*synchronize)(void);
+    int (*gelu_forward)(float *out, const float *inp, size_t N);
+    int (*gelu_backward)(float *dinp, const float *inp, const float *dout, size_t N);
+    int (*residual_forward)(float *out, const float *a, const float *b, size_t N);
+    int (*cast_to_lp)(uint16_t *dst, const float *src, size_t n, int t);
+    int (*cast_from_lp)(float *dst, const uint16_t *src, size_t n, int t);
+    int (*round_lp)(float *dst, const float *src, size_t n, int t);
+    int (*adamw)(float *param, const float *grad, float gscale, float *m, float *v, size_t n, float lr, float beta1,
+                 float beta2, float eps, float wd, int t);
+    int (*sumsq_nonfinite)(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite);
+    int (*layernorm_forward)(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+                             const float *bias, int BT, int C);
+    int (*layernorm_backward)(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                              const float *weight, const float *mean, const float *rstd, int BT, int C);
+    int (*position_forward)(float *out, const float *wpe, int B, int T, int C);
+    int (*position_backward)(float *dwpe, const float *dout, int B, int T, int C);
+};
 
 struct dt_cuda_module {
     int abi;             /* DT_CUDA_MODULE_ABI of the build that made it */
@@ -25,6 +56,7 @@ struct dt_cuda_module {
     int (*device_count)(char *why, size_t n);
     /* "CUDA runtime 13.0, cuBLASLt 130000, NCCL 2.27.7; 1 GPU" */
     void (*describe)(char *buf, size_t n);
+    const struct dt_cuda_ops *ops;
 };
 
 #endif

@@ -42,9 +42,10 @@ DTRUN_CUDA_MODULE=$yaml run "a library that is not a dtrun module" 6 "$DTRUN" ch
 same "is named as such" "$(head -1 <<<"$err")" "$yaml: error: not a dtrun CUDA module (it has no 'dt_cuda_module' symbol)"
 other=$(dirname "$DTRUN")/../tests/unit/.libs/cuda_module_other.so
 version=$("$DTRUN" --version | sed -n 's/^dtrun //p')
+abi=$(sed -n 's/^#define DT_CUDA_MODULE_ABI \([0-9]*\).*/\1/p' "$DT_SRCDIR/kernels/cuda/module.h") # the one both were built with
 DTRUN_CUDA_MODULE=$other run "a module from another version" 6 "$DTRUN" check compute.device=cuda
 same "is refused with both versions" "$(head -1 <<<"$err")" \
-    "$other: error: the CUDA module is from dtrun 0.0.0-other (module interface 1), this is dtrun $version (interface 1)"
+    "$other: error: the CUDA module is from dtrun 0.0.0-other (module interface $abi), this is dtrun $version (interface $abi)"
 DTRUN_CUDA_MODULE=$TMP/none.so run "dtrun info without the module" 0 "$DTRUN" info
 has "says why there is no GPU" "$out" "$TMP/none.so: error: cannot load dtrun's CUDA module: cannot open shared object file"
 DTRUN_CUDA_MODULE=$TMP/none.so run "compute.device cpu without the module" 0 "$DTRUN" run compute.device=cpu \

@@ -1,0 +1,308 @@
+/*
+ * ops.cu - the CUDA twins of the CPU kernels that are not matmuls or attention (issue 14, first
+ * part): GELU, residual, casts between fp32 and bf16/fp16, AdamW, the sum of squares and inf/nan
+ * count of a gradient, layernorm, the position embedding. Same layouts, same arguments and the
+ * same semantics as kernels/cpu/ (kernels.h): backward kernels accumulate (+=), casts round to
+ * nearest even through core/half.h, the one definition both sides compile.
+ *
+ * Deterministic: no float atomics. Reductions run in a fixed grid (each block sums a fixed
+ * strided set, then one block adds the partials in order); parameter gradients that reduce over
+ * rows (layernorm's dweight/dbias, dwpe) give each thread one column and read the rows in order,
+ * as the CPU kernels do.
+ *
+ * The per-element formulas are kernels/formulas.h, compiled by both sides.
+ *
+ * Every launcher returns cudaSuccess or the launch's error; ops.h names the kernel for messages.
+ */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include "core/half.h"
+#include "kernels/formulas.h"
+#include "kernels/cuda/ops.h"
+
+#define THREADS 256
+#define REDUCE_BLOCKS 256 /* fixed, so a sum is added in the same order on every run */
+
+static unsigned blocks(size_t n)
+{
+    size_t b = (n + THREADS - 1) / THREADS;
+    return (unsigned)(b < 65535u * 16u ? (b ? b : 1) : 65535u * 16u);
+}
+
+/* grid-stride loop: any n with a bounded grid */
+#define FOR_EACH(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
+
+__global__ static void gelu_forward_kernel(float *out, const float *inp, size_t N)
+{
+    FOR_EACH(i, N) out[i] = dt_gelu(inp[i]);
+}
+
+__global__ static void gelu_backward_kernel(float *dinp, const float *inp, const float *dout, size_t N)
+{
+    FOR_EACH(i, N) dinp[i] += dt_gelu_grad(inp[i]) * dout[i];
+}
+
+__global__ static void residual_kernel(float *out, const float *a, const float *b, size_t N)
+{
+    FOR_EACH(i, N) out[i] = a[i] + b[i];
+}
+
+__global__ static void cast_to_lp_kernel(uint16_t *dst, const float *src, size_t n, int bf16)
+{
+    FOR_EACH(i, n) dst[i] = bf16 ? dt_bf16_from_f32(src[i]) : dt_f16_from_f32(src[i]);
+}
+
+__global__ static void cast_from_lp_kernel(float *dst, const uint16_t *src, size_t n, int bf16)
+{
+    FOR_EACH(i, n) dst[i] = bf16 ? dt_f32_from_bf16(src[i]) : dt_f32_from_f16(src[i]);
+}
+
+__global__ static void round_lp_kernel(float *dst, const float *src, size_t n, int bf16)
+{
+    FOR_EACH(i, n) dst[i] = bf16 ? dt_f32_from_bf16(dt_bf16_from_f32(src[i])) : dt_f32_from_f16(dt_f16_from_f32(src[i]));
+}
+
+__global__ static void adamw_kernel(float *param, const float *grad, float gscale, float *m, float *v, size_t n,
+                                    float lr, float beta1, float beta2, float eps, float wd, float step, float rbc2)
+{
+    FOR_EACH(i, n) dt_adamw_one(&param[i], &m[i], &v[i], grad[i] * gscale, lr, beta1, beta2, eps, wd, step, rbc2);
+}
+
+__device__ static inline float load(const void *x, int t, size_t i)
+{
+    if (t == DT_CUDA_F32) return ((const float *)x)[i];
+    uint16_t h = ((const uint16_t *)x)[i];
+    return t == DT_CUDA_BF16 ? dt_f32_from_bf16(h) : dt_f32_from_f16(h);
+}
+
+/* Block sums into partial[blockIdx.x]: a fixed tree over a fixed strided set of elements. */
+__global__ static void sumsq_partial_kernel(double *partial, unsigned long long *bad, const void *x, int t, size_t n)
+{
+    __shared__ double s[THREADS];
+    __shared__ unsigned long long b[THREADS];
+    double acc = 0;
+    unsigned long long nb = 0;
+    FOR_EACH(i, n)
+    {
+        float f = load(x, t, i);
+        acc += (double)f * f;
+        nb += !isfinite(f);
+    }
+    s[threadIdx.x] = acc;
+    b[threadIdx.x] = nb;
+    __syncthreads();
+    for (unsigned w = THREADS / 2; w > 0; w >>= 1) {
+        if (threadIdx.x < w) {
+            s[threadIdx.x] += s[threadIdx.x + w];
+            b[threadIdx.x] += b[threadIdx.x + w];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        partial[blockIdx.x] = s[0];
+        bad[blockIdx.x] = b[0];
+    }
+}
+
+/* One block adds the partials, in order of block index. */
+__global__ static void sumsq_final_kernel(double *partial, unsigned long long *bad, int nblocks)
+{
+    if (threadIdx.x || blockIdx.x) return;
+    double s = 0;
+    unsigned long long nb = 0;
+    for (int i = 0; i < nblocks; i++) s += partial[i], nb += bad[i];
+    partial[0] = s;
+    bad[0] = nb;
+}
+
+/* One block per row: mean, then the variance around it (two passes, as the CPU kernel). */
+__global__ static void layernorm_forward_kernel(float *out, float *mean, float *rstd, const float *inp,
+                                                const float *weight, const float *bias, int C)
+{
+    __shared__ float red[THREADS];
+    const float *x = inp + (size_t)blockIdx.x * C;
+    float m = 0;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) m += x[c];
+    red[threadIdx.x] = m;
+    __syncthreads();
+    for (unsigned w = THREADS / 2; w > 0; w >>= 1) {
+        if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
+        __syncthreads();
+    }
+    m = red[0] / C;
+    __syncthreads();
+    float var = 0;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) var += (x[c] - m) * (x[c] - m);
+    red[threadIdx.x] = var;
+    __syncthreads();
+    for (unsigned w = THREADS / 2; w > 0; w >>= 1) {
+        if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
+        __syncthreads();
+    }
+    float s = 1.0f / sqrtf(red[0] / C + 1e-5f);
+    float *o = out + (size_t)blockIdx.x * C;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) o[c] = (x[c] - m) * s * weight[c] + bias[c];
+    if (threadIdx.x == 0) {
+        mean[blockIdx.x] = m;
+        rstd[blockIdx.x] = s;
+    }
+}
+
+/* dinp, one block per row */
+__global__ static void layernorm_dinp_kernel(float *dinp, const float *dout, const float *inp, const float *weight,
+                                             const float *mean, const float *rstd, int C)
+{
+    __shared__ float r1[THREADS], r2[THREADS];
+    size_t row = (size_t)blockIdx.x * C;
+    const float *dy = dout + row, *x = inp + row;
+    float m = mean[blockIdx.x], s = rstd[blockIdx.x], a = 0, b = 0;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float norm = (x[c] - m) * s, dnorm = weight[c] * dy[c];
+        a += dnorm;
+        b += dnorm * norm;
+    }
+    r1[threadIdx.x] = a;
+    r2[threadIdx.x] = b;
+    __syncthreads();
+    for (unsigned w = THREADS / 2; w > 0; w >>= 1) {
+        if (threadIdx.x < w) r1[threadIdx.x] += r1[threadIdx.x + w], r2[threadIdx.x] += r2[threadIdx.x + w];
+        __syncthreads();
+    }
+    float dnorm_mean = r1[0] / C, dnorm_norm_mean = r2[0] / C;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float norm = (x[c] - m) * s, dnorm = weight[c] * dy[c];
+        dinp[row + c] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+    }
+}
+
+/* dweight, dbias: one thread per channel, rows in order */
+__global__ static void layernorm_dparams_kernel(float *dweight, float *dbias, const float *dout, const float *inp,
+                                                const float *mean, const float *rstd, int BT, int C)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    float dw = 0, db = 0;
+    for (int i = 0; i < BT; i++) {
+        size_t at = (size_t)i * C + c;
+        dw += (inp[at] - mean[i]) * rstd[i] * dout[at];
+        db += dout[at];
+    }
+    dweight[c] += dw;
+    dbias[c] += db;
+}
+
+__global__ static void position_forward_kernel(float *out, const float *wpe, int B, int T, int C)
+{
+    size_t n = (size_t)B * T * C, tc = (size_t)T * C;
+    FOR_EACH(i, n) out[i] = wpe[i % tc];
+}
+
+/* one thread per (t, c), batches in order */
+__global__ static void position_backward_kernel(float *dwpe, const float *dout, int B, int T, int C)
+{
+    size_t tc = (size_t)T * C;
+    FOR_EACH(i, tc)
+    {
+        float s = 0;
+        for (int b = 0; b < B; b++) s += dout[(size_t)b * tc + i];
+        dwpe[i] += s;
+    }
+}
+
+extern "C" {
+
+cudaError_t dt_cuda_gelu_forward(float *out, const float *inp, size_t N)
+{
+    gelu_forward_kernel<<<blocks(N), THREADS>>>(out, inp, N);
+    return cudaGetLastError();
+}
+
+cudaError_t dt_cuda_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N)
+{
+    gelu_backward_kernel<<<blocks(N), THREADS>>>(dinp, inp, dout, N);
+    return cudaGetLastError();
+}
+
+cudaError_t dt_cuda_residual_forward(float *out, const float *a, const float *b, size_t N)
+{
+    residual_kernel<<<blocks(N), THREADS>>>(out, a, b, N);
+    return cudaGetLastError();
+}
+
+cudaError_t dt_cuda_cast_to_lp(uint16_t *dst, const float *src, size_t n, int t)
+{
+    cast_to_lp_kernel<<<blocks(n), THREADS>>>(dst, src, n, t == DT_CUDA_BF16);
+    return cudaGetLastError();
+}
+
+cudaError_t dt_cuda_cast_from_lp(float *dst, const uint16_t *src, size_t n, int t)
+{
+    cast_from_lp_kernel<<<blocks(n), THREADS>>>(dst, src, n, t == DT_CUDA_BF16);
+    return cudaGetLastError();
+}
+
+cudaError_t dt_cuda_round_lp(float *dst, const float *src, size_t n, int t)
+{
+    round_lp_kernel<<<blocks(n), THREADS>>>(dst, src, n, t == DT_CUDA_BF16);
+    return cudaGetLastError();
+}
+
+cudaError_t dt_cuda_adamw(float *param, const float *grad, float gscale, float *m, float *v, size_t n, float lr,
+                          float beta1, float beta2, float eps, float wd, int t)
+{
+    /* the bias corrections on the host, as the CPU kernel computes them */
+    float bc1 = 1.0f - powf(beta1, (float)t), bc2 = 1.0f - powf(beta2, (float)t);
+    adamw_kernel<<<blocks(n), THREADS>>>(param, grad, gscale, m, v, n, lr, beta1, beta2, eps, wd, lr / bc1,
+                                         1.0f / sqrtf(bc2));
+    return cudaGetLastError();
+}
+
+cudaError_t dt_cuda_sumsq_nonfinite(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite)
+{
+    double *partial = NULL;
+    unsigned long long *bad = NULL;
+    cudaError_t e = cudaMalloc((void **)&partial, REDUCE_BLOCKS * sizeof *partial);
+    if (e == cudaSuccess) e = cudaMalloc((void **)&bad, REDUCE_BLOCKS * sizeof *bad);
+    if (e == cudaSuccess) {
+        sumsq_partial_kernel<<<REDUCE_BLOCKS, THREADS>>>(partial, bad, x, t, n);
+        sumsq_final_kernel<<<1, 1>>>(partial, bad, REDUCE_BLOCKS);
+        e = cudaGetLastError();
+    }
+    unsigned long long nb = 0;
+    if (e == cudaSuccess) e = cudaMemcpy(sumsq, partial, sizeof *sumsq, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess) e = cudaMemcpy(&nb, bad, sizeof nb, cudaMemcpyDeviceToHost);
+    *nonfinite = (size_t)nb;
+    cudaFree(partial);
+    cudaFree(bad);
+    return e;
+}
+
+cudaError_t dt_cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+                                      const float *bias, int BT, int C)
+{
+    layernorm_forward_kernel<<<BT, THREADS>>>(out, mean, rstd, inp, weight, bias, C);
+    return cudaGetLastError();
+}
+
+cudaError_t dt_cuda_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                                       const float *weight, const float *mean, const float *rstd, int BT, int C)
+{
+    layernorm_dinp_kernel<<<BT, THREADS>>>(dinp, dout, inp, weight, mean, rstd, C);
+    layernorm_dparams_kernel<<<(C + THREADS - 1) / THREADS, THREADS>>>(dweight, dbias, dout, inp, mean, rstd, BT, C);
+    return cudaGetLastError();
+}
+
+cudaError_t dt_cuda_position_forward(float *out, const float *wpe, int B, int T, int C)
+{
+    position_forward_kernel<<<blocks((size_t)B * T * C), THREADS>>>(out, wpe, B, T, C);
+    return cudaGetLastError();
+}
+
+cudaError_t dt_cuda_position_backward(float *dwpe, const float *dout, int B, int T, int C)
+{
+    position_backward_kernel<<<blocks((size_t)T * C), THREADS>>>(dwpe, dout, B, T, C);
+    return cudaGetLastError();
+}
+
+} /* extern "C" */

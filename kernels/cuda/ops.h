@@ -1,0 +1,44 @@
+/*
+ * ops.h - the CUDA kernels of ops.cu, callable from C inside the CUDA module: the same arguments
+ * as their kernels.h twins, device pointers, each returning the launch's cudaError_t (a launch is
+ * asynchronous: an error of the kernel itself shows at the next synchronization). t: DT_CUDA_BF16
+ * or DT_CUDA_F16 (and DT_CUDA_F32 where fp32 is allowed), the values of enum dt_dtype, which the
+ * C++ side cannot include.
+ */
+#ifndef DT_CUDA_OPS_H
+#define DT_CUDA_OPS_H
+
+#include <cuda_runtime.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define DT_CUDA_F32 0  /* DT_F32 */
+#define DT_CUDA_BF16 2 /* DT_BF16 */
+#define DT_CUDA_F16 3  /* DT_F16 */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+cudaError_t dt_cuda_gelu_forward(float *out, const float *inp, size_t N);
+cudaError_t dt_cuda_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N);
+cudaError_t dt_cuda_residual_forward(float *out, const float *a, const float *b, size_t N);
+cudaError_t dt_cuda_cast_to_lp(uint16_t *dst, const float *src, size_t n, int t);
+cudaError_t dt_cuda_cast_from_lp(float *dst, const uint16_t *src, size_t n, int t);
+cudaError_t dt_cuda_round_lp(float *dst, const float *src, size_t n, int t);
+cudaError_t dt_cuda_adamw(float *param, const float *grad, float gscale, float *m, float *v, size_t n, float lr,
+                          float beta1, float beta2, float eps, float wd, int t);
+/* both of one gradient in one read, copied back to the host (synchronizes) */
+cudaError_t dt_cuda_sumsq_nonfinite(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite);
+cudaError_t dt_cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+                                      const float *bias, int BT, int C);
+cudaError_t dt_cuda_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                                       const float *weight, const float *mean, const float *rstd, int BT, int C);
+cudaError_t dt_cuda_position_forward(float *out, const float *wpe, int B, int T, int C);
+cudaError_t dt_cuda_position_backward(float *dwpe, const float *dout, int B, int T, int C);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

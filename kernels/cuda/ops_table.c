@@ -1,0 +1,84 @@
+/*
+ * ops_table.c - module.h's table of device memory and ops.cu's kernels: cudaError_t carried as
+ * int, so that dtrun and the tests include no CUDA header. Part of the CUDA module.
+ */
+#include <cuda_runtime.h>
+#include "kernels/cuda/module.h"
+#include "kernels/cuda/ops.h"
+
+static const char *error_string(int err) { return cudaGetErrorString((cudaError_t)err); }
+static int dev_malloc(void **p, size_t bytes) { return (int)cudaMalloc(p, bytes); }
+static int dev_free(void *p) { return (int)cudaFree(p); }
+static int to_device(void *dst, const void *src, size_t bytes)
+{
+    return (int)cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice);
+}
+static int to_host(void *dst, const void *src, size_t bytes)
+{
+    return (int)cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
+}
+static int synchronize(void) { return (int)cudaDeviceSynchronize(); }
+
+static int gelu_forward(float *out, const float *inp, size_t N) { return (int)dt_cuda_gelu_forward(out, inp, N); }
+static int gelu_backward(float *dinp, const float *inp, const float *dout, size_t N)
+{
+    return (int)dt_cuda_gelu_backward(dinp, inp, dout, N);
+}
+static int residual_forward(float *out, const float *a, const float *b, size_t N)
+{
+    return (int)dt_cuda_residual_forward(out, a, b, N);
+}
+static int cast_to_lp(uint16_t *dst, const float *src, size_t n, int t) { return (int)dt_cuda_cast_to_lp(dst, src, n, t); }
+static int cast_from_lp(float *dst, const uint16_t *src, size_t n, int t)
+{
+    return (int)dt_cuda_cast_from_lp(dst, src, n, t);
+}
+static int round_lp(float *dst, const float *src, size_t n, int t) { return (int)dt_cuda_round_lp(dst, src, n, t); }
+static int adamw(float *param, const float *grad, float gscale, float *m, float *v, size_t n, float lr, float beta1,
+                 float beta2, float eps, float wd, int t)
+{
+    return (int)dt_cuda_adamw(param, grad, gscale, m, v, n, lr, beta1, beta2, eps, wd, t);
+}
+static int sumsq_nonfinite(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite)
+{
+    return (int)dt_cuda_sumsq_nonfinite(x, t, n, sumsq, nonfinite);
+}
+static int layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+                             const float *bias, int BT, int C)
+{
+    return (int)dt_cuda_layernorm_forward(out, mean, rstd, inp, weight, bias, BT, C);
+}
+static int layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                              const float *weight, const float *mean, const float *rstd, int BT, int C)
+{
+    return (int)dt_cuda_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, BT, C);
+}
+static int position_forward(float *out, const float *wpe, int B, int T, int C)
+{
+    return (int)dt_cuda_position_forward(out, wpe, B, T, C);
+}
+static int position_backward(float *dwpe, const float *dout, int B, int T, int C)
+{
+    return (int)dt_cuda_position_backward(dwpe, dout, B, T, C);
+}
+
+const struct dt_cuda_ops dt_cuda_ops = {
+    .error_string = error_string,
+    .malloc = dev_malloc,
+    .free = dev_free,
+    .to_device = to_device,
+    .to_host = to_host,
+    .synchronize = synchronize,
+    .gelu_forward = gelu_forward,
+    .gelu_backward = gelu_backward,
+    .residual_forward = residual_forward,
+    .cast_to_lp = cast_to_lp,
+    .cast_from_lp = cast_from_lp,
+    .round_lp = round_lp,
+    .adamw = adamw,
+    .sumsq_nonfinite = sumsq_nonfinite,
+    .layernorm_forward = layernorm_forward,
+    .layernorm_backward = layernorm_backward,
+    .position_forward = position_forward,
+    .position_backward = position_backward,
+};

@@ -1,0 +1,47 @@
+/*
+ * formulas.h - the per-element formulas the CPU kernels (kernels/cpu/) and their CUDA twins
+ * (kernels/cuda/ops.cu) both compile, so the two cannot drift apart: GELU's tanh approximation
+ * and its derivative, one AdamW update. Inline, so the CPU loops around them still vectorize.
+ */
+#ifndef DT_FORMULAS_H
+#define DT_FORMULAS_H
+
+#include <math.h>
+#include "core/half.h" /* DT_HD */
+
+#define DT_GELU_SCALE 0.7978845608028654f /* sqrt(2/pi) */
+
+/* tanh(u) as 1 - 2/(exp(2u) + 1), so loops vectorize (glibc's vector expf); clamped so large
+ * inputs give +-1 exactly */
+DT_HD static inline float dt_tanh_exp(float u)
+{
+    u = u > 15.0f ? 15.0f : u < -15.0f ? -15.0f : u;
+    return 1.0f - 2.0f / (expf(2.0f * u) + 1.0f);
+}
+
+DT_HD static inline float dt_gelu(float x)
+{
+    return 0.5f * x * (1.0f + dt_tanh_exp(DT_GELU_SCALE * (x + 0.044715f * x * x * x)));
+}
+
+/* d gelu(x) / dx */
+DT_HD static inline float dt_gelu_grad(float x)
+{
+    float th = dt_tanh_exp(DT_GELU_SCALE * (x + 0.044715f * x * x * x));
+    float sech2 = 1.0f - th * th;
+    return 0.5f * (1.0f + th) + 0.5f * x * sech2 * DT_GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+/* One AdamW element: g the (clipped) gradient; step = lr / (1 - beta1^t), rbc2 = 1 / sqrt(1 - beta2^t). */
+DT_HD static inline void dt_adamw_one(float *param, float *m, float *v, float g, float lr, float beta1, float beta2,
+                                      float eps, float wd, float step, float rbc2)
+{
+    float mi = beta1 * *m + (1.0f - beta1) * g;
+    float vi = beta2 * *v + (1.0f - beta2) * g * g;
+    *m = mi;
+    *v = vi;
+    float p = *param * (1.0f - lr * wd);
+    *param = p - step * mi / (sqrtf(vi) * rbc2 + eps);
+}
+
+#endif
