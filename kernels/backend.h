@@ -19,6 +19,9 @@
  * never touched.
  */
 dt_status_t dt_backend_gpus(bool need, int *count, char *why, size_t n);
+/* rank 0's ncclUniqueId, for the bootstrap: *have false (why says so) where this build or machine
+ * has no CUDA module; an error only when the module is there and NCCL fails. */
+dt_status_t dt_backend_nccl_id(unsigned char id[128], bool *have, char *why, size_t n);
 /* The CPU backend, one line, for `dtrun --version`. */
 void dt_backend_describe(char *buf, size_t n);
 /* The CUDA backend for `dtrun --version` and `dtrun info`: the module's versions and GPUs, or why

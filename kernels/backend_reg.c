@@ -44,6 +44,24 @@ dt_status_t dt_backend_gpus(bool need, int *count, char *why, size_t n)
     return DT_SUCCESS;
 }
 
+dt_status_t dt_backend_nccl_id(unsigned char id[128], bool *have, char *why, size_t n)
+{
+    *have = false;
+#ifdef HAVE_CUDA
+    const struct dt_cuda_module *m;
+    if (dt_cuda_module_get(&m) != DT_SUCCESS) {
+        first_line(why, n);
+        return DT_SUCCESS;
+    }
+    if (m->nccl_unique_id(id, why, n) != 0) return dt_error(DT_ERR_CUDA, "dtrun: error: %s", why);
+    *have = true;
+#else
+    (void)id;
+    snprintf(why, n, "dtrun was built without CUDA");
+#endif
+    return DT_SUCCESS;
+}
+
 void dt_backend_describe(char *buf, size_t n)
 {
 #ifdef HAVE_DNNL

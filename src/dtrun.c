@@ -274,10 +274,14 @@ static dt_status_t cmd_info(void)
     struct dt_devmap dev;
     dt_status_t rc = dt_world_discover(&w);
     if (rc == DT_SUCCESS) rc = dt_device_map(&w, &dev);
-    /* prove the bootstrap NCCL will use: rank 0's random 128 bytes, checksummed by every rank */
+    /* prove the bootstrap NCCL will use: rank 0's ncclUniqueId (random bytes in a build or on a
+     * machine without the CUDA module), checksummed by every rank */
     unsigned char blob[128] = {0};
     const char *how = "";
-    if (rc == DT_SUCCESS && w.rank == 0 && getentropy(blob, sizeof blob) != 0)
+    bool nccl = false;
+    char why[256] = "";
+    if (rc == DT_SUCCESS && w.rank == 0) rc = dt_backend_nccl_id(blob, &nccl, why, sizeof why);
+    if (rc == DT_SUCCESS && w.rank == 0 && !nccl && getentropy(blob, sizeof blob) != 0)
         rc = dt_error(DT_ERR_SYSTEM, "dtrun: error: getentropy failed");
     /* without a key-value store there is nothing to prove: say so rather than fail */
     bool kv = w.size == 1 || w.source == DT_WORLD_PMIX;
@@ -285,8 +289,10 @@ static dt_status_t cmd_info(void)
     if (rc == DT_SUCCESS) {
         uint32_t h = 2166136261u; /* FNV-1a */
         for (size_t i = 0; i < sizeof blob; i++) h = (h ^ blob[i]) * 16777619u;
-        char line[512], gpu[160], devline[256], boot[128];
-        if (kv) snprintf(boot, sizeof boot, "bootstrap %s: 128 bytes from rank 0, FNV-1a %08x", how, (unsigned)h);
+        char line[512], gpu[160], devline[256], boot[160];
+        if (kv)
+            snprintf(boot, sizeof boot, "bootstrap %s: 128 bytes from rank 0, FNV-1a %08x (%s)", how, (unsigned)h,
+                     w.rank ? "rank 0's" : nccl ? "an ncclUniqueId" : "random: no NCCL here");
         else snprintf(boot, sizeof boot, "bootstrap none: no PMIx key-value store");
         dt_world_describe(&w, line, sizeof line);
         dt_device_describe(&dev, devline, sizeof devline);

@@ -49,7 +49,7 @@ void dt_version_print(FILE *out)
 #endif
     fprintf(out, " slurm-env single\n");
 #ifdef HAVE_SLURM
-    fprintf(out, "spank: headers found (plugin built with its issue)\n");
+    fprintf(out, "spank: spank_dtrun.so, installed in %s (spank/README.md)\n", DT_SLURM_PLUGINDIR);
 #endif
 #ifdef HAVE_CRYPTO
     fprintf(out, "events: webhook, HMAC-SHA256 signatures (%s)\n", OpenSSL_version(OPENSSL_VERSION));

@@ -15,4 +15,5 @@ __attribute__((visibility("default"))) const struct dt_cuda_module dt_cuda_modul
     .device_count = dt_cuda_device_count,
     .describe = dt_cuda_describe,
     .ops = &dt_cuda_ops,
+    .nccl_unique_id = dt_cuda_nccl_unique_id,
 };

@@ -57,6 +57,9 @@ struct dt_cuda_module {
     /* "CUDA runtime 13.0, cuBLASLt 130000, NCCL 2.27.7; 1 GPU" */
     void (*describe)(char *buf, size_t n);
     const struct dt_cuda_ops *ops;
+    /* ncclGetUniqueId into out (NCCL_UNIQUE_ID_BYTES, 128): what rank 0 hands every rank through
+     * the bootstrap (launch/bootstrap.h) before ncclCommInitRank. 0, or -1 with why. */
+    int (*nccl_unique_id)(unsigned char out[128], char *why, size_t n);
 };
 
 #endif

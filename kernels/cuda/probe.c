@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 #include <stdio.h>
+#include <string.h>
 #include "kernels/cuda/probe.h"
 
 int dt_cuda_device_count(char *why, size_t n)
@@ -35,4 +36,17 @@ void dt_cuda_describe(char *buf, size_t n)
     else snprintf(seen, sizeof seen, "%s", why);
     snprintf(buf, n, "CUDA runtime %d.%d, cuBLASLt %zu, NCCL %d.%d.%d; %s", rt / 1000, (rt % 1000) / 10,
              cublasLtGetVersion(), nccl / 10000, (nccl % 10000) / 100, nccl % 100, seen);
+}
+
+int dt_cuda_nccl_unique_id(unsigned char out[128], char *why, size_t n)
+{
+    ncclUniqueId id;
+    _Static_assert(sizeof id == 128, "ncclUniqueId is NCCL_UNIQUE_ID_BYTES (128) long");
+    ncclResult_t r = ncclGetUniqueId(&id);
+    if (r != ncclSuccess) {
+        snprintf(why, n, "ncclGetUniqueId failed: %s (%s)", ncclGetErrorString(r), ncclGetLastError(NULL));
+        return -1;
+    }
+    memcpy(out, &id, sizeof id);
+    return 0;
 }

@@ -46,10 +46,14 @@ d=$(maxrel z3 s4)
 within "$d" 1e-5 && ok "zero3 across two nodes traces ddp ($d)" || not_ok "zero3 across nodes differs by $d"
 
 run "dtrun info on 3 nodes" 0 timeout 60 srun -N3 -n3 --mpi=pmix "$DTRUN" info
-sums=$(sed -n 's/.*bootstrap pmix: 128 bytes from rank 0, FNV-1a \([0-9a-f]*\)$/\1/p' <<<"$out" | sort -u)
+sums=$(sed -n 's/.*bootstrap pmix: 128 bytes from rank 0, FNV-1a \([0-9a-f]*\) (.*)$/\1/p' <<<"$out" | sort -u)
 [ "$(wc -l <<<"$out")" = 3 ] && [ "$(wc -w <<<"$sums")" = 1 ] &&
     ok "rank 0's 128-byte blob reached every node through PMIx (FNV-1a $sums)" ||
     not_ok "the bootstrap blob differs across ranks" "$out"
+if "$DTRUN" --version | grep -q '^cuda: CUDA runtime'; then
+    has "... the ncclUniqueId rank 0 drew (NCCL needs no GPU for it)" "$(grep 'rank 0/3' <<<"$out")" \
+        "FNV-1a $sums (an ncclUniqueId)"
+fi
 same "each rank's place" "$(sed 's/;.*//' <<<"$out" | sort)" \
 "dtrun info: rank 0/3 (local 0/1, node 0/3) from pmix
 dtrun info: rank 1/3 (local 0/1, node 1/3) from pmix
