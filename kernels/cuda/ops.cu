@@ -7,8 +7,8 @@
  *
  * Deterministic: no float atomics. Reductions run in a fixed grid (each block sums a fixed
  * strided set, then one block adds the partials in order); parameter gradients that reduce over
- * rows (layernorm's dweight/dbias, dwpe) give each thread one column and read the rows in order,
- * as the CPU kernels do.
+ * rows (layernorm's dweight/dbias, dwpe) give each thread one column and add the rows into it in
+ * order, as the CPU kernels do.
  *
  * The per-element formulas are kernels/formulas.h, compiled by both sides.
  *
@@ -182,14 +182,14 @@ __global__ static void layernorm_dparams_kernel(float *dweight, float *dbias, co
 {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
-    float dw = 0, db = 0;
+    float dw = dweight[c], db = dbias[c]; /* added row by row, as the CPU kernel adds them */
     for (int i = 0; i < BT; i++) {
         size_t at = (size_t)i * C + c;
         dw += (inp[at] - mean[i]) * rstd[i] * dout[at];
         db += dout[at];
     }
-    dweight[c] += dw;
-    dbias[c] += db;
+    dweight[c] = dw;
+    dbias[c] = db;
 }
 
 __global__ static void position_forward_kernel(float *out, const float *wpe, int B, int T, int C)
@@ -204,9 +204,9 @@ __global__ static void position_backward_kernel(float *dwpe, const float *dout, 
     size_t tc = (size_t)T * C;
     FOR_EACH(i, tc)
     {
-        float s = 0;
+        float s = dwpe[i];
         for (int b = 0; b < B; b++) s += dout[(size_t)b * tc + i];
-        dwpe[i] += s;
+        dwpe[i] = s;
     }
 }
 
@@ -232,18 +232,21 @@ cudaError_t dt_cuda_residual_forward(float *out, const float *a, const float *b,
 
 cudaError_t dt_cuda_cast_to_lp(uint16_t *dst, const float *src, size_t n, int t)
 {
+    if (t != DT_CUDA_BF16 && t != DT_CUDA_F16) return cudaErrorInvalidValue;
     cast_to_lp_kernel<<<blocks(n), THREADS>>>(dst, src, n, t == DT_CUDA_BF16);
     return cudaGetLastError();
 }
 
 cudaError_t dt_cuda_cast_from_lp(float *dst, const uint16_t *src, size_t n, int t)
 {
+    if (t != DT_CUDA_BF16 && t != DT_CUDA_F16) return cudaErrorInvalidValue;
     cast_from_lp_kernel<<<blocks(n), THREADS>>>(dst, src, n, t == DT_CUDA_BF16);
     return cudaGetLastError();
 }
 
 cudaError_t dt_cuda_round_lp(float *dst, const float *src, size_t n, int t)
 {
+    if (t != DT_CUDA_BF16 && t != DT_CUDA_F16) return cudaErrorInvalidValue;
     round_lp_kernel<<<blocks(n), THREADS>>>(dst, src, n, t == DT_CUDA_BF16);
     return cudaGetLastError();
 }
@@ -260,6 +263,7 @@ cudaError_t dt_cuda_adamw(float *param, const float *grad, float gscale, float *
 
 cudaError_t dt_cuda_sumsq_nonfinite(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite)
 {
+    if (t != DT_CUDA_F32 && t != DT_CUDA_BF16 && t != DT_CUDA_F16) return cudaErrorInvalidValue;
     double *partial = NULL;
     unsigned long long *bad = NULL;
     cudaError_t e = cudaMalloc((void **)&partial, REDUCE_BLOCKS * sizeof *partial);
@@ -270,17 +274,19 @@ cudaError_t dt_cuda_sumsq_nonfinite(const void *x, int t, size_t n, double *sums
         e = cudaGetLastError();
     }
     unsigned long long nb = 0;
-    if (e == cudaSuccess) e = cudaMemcpy(sumsq, partial, sizeof *sumsq, cudaMemcpyDeviceToHost);
+    double sum = 0;
+    if (e == cudaSuccess) e = cudaMemcpy(&sum, partial, sizeof sum, cudaMemcpyDeviceToHost);
     if (e == cudaSuccess) e = cudaMemcpy(&nb, bad, sizeof nb, cudaMemcpyDeviceToHost);
-    *nonfinite = (size_t)nb;
-    cudaFree(partial);
-    cudaFree(bad);
+    cudaError_t f1 = cudaFree(partial), f2 = cudaFree(bad);
+    if (e == cudaSuccess) e = f1 != cudaSuccess ? f1 : f2;
+    if (e == cudaSuccess) *sumsq = sum, *nonfinite = (size_t)nb;
     return e;
 }
 
 cudaError_t dt_cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
                                       const float *bias, int BT, int C)
 {
+    if (BT <= 0 || C <= 0) return cudaSuccess; /* nothing to do, as on the CPU (a 0-block grid is an error) */
     layernorm_forward_kernel<<<BT, THREADS>>>(out, mean, rstd, inp, weight, bias, C);
     return cudaGetLastError();
 }
@@ -288,6 +294,7 @@ cudaError_t dt_cuda_layernorm_forward(float *out, float *mean, float *rstd, cons
 cudaError_t dt_cuda_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                        const float *weight, const float *mean, const float *rstd, int BT, int C)
 {
+    if (BT <= 0 || C <= 0) return cudaSuccess;
     layernorm_dinp_kernel<<<BT, THREADS>>>(dinp, dout, inp, weight, mean, rstd, C);
     layernorm_dparams_kernel<<<(C + THREADS - 1) / THREADS, THREADS>>>(dweight, dbias, dout, inp, mean, rstd, BT, C);
     return cudaGetLastError();

@@ -4,7 +4,11 @@
  */
 #include <cuda_runtime.h>
 #include "kernels/cuda/module.h"
+#include "core/dtype.h"
 #include "kernels/cuda/ops.h"
+
+_Static_assert(DT_CUDA_F32 == DT_F32 && DT_CUDA_BF16 == DT_BF16 && DT_CUDA_F16 == DT_F16,
+               "ops.h's dtype codes are enum dt_dtype's");
 
 static const char *error_string(int err) { return cudaGetErrorString((cudaError_t)err); }
 static int dev_malloc(void **p, size_t bytes) { return (int)cudaMalloc(p, bytes); }
