@@ -47,6 +47,11 @@ struct dt_cuda_ops {
                               const float *weight, const float *mean, const float *rstd, int BT, int C);
     int (*position_forward)(float *out, const float *wpe, int B, int T, int C);
     int (*position_backward)(float *dwpe, const float *dout, int B, int T, int C);
+    int (*rows_forward)(float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C);
+    int (*rows_add)(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals, int nrows, int width);
+    /* *mean: the mean loss (synchronizes) */
+    int (*softmax_xent)(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
+                        float *mean);
 };
 
 struct dt_cuda_module {

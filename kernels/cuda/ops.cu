@@ -1,7 +1,8 @@
 /*
  * ops.cu - the CUDA twins of the CPU kernels that are not matmuls or attention (issue 14, first
  * part): GELU, residual, casts between fp32 and bf16/fp16, AdamW, the sum of squares and inf/nan
- * count of a gradient, layernorm, the position embedding. Same layouts, same arguments and the
+ * count of a gradient, layernorm, the position and token embeddings (forward, and the table's
+ * gradient without atomics), fused softmax + cross-entropy on the block-major logits. Same layouts, same arguments and the
  * same semantics as kernels/cpu/ (kernels.h): backward kernels accumulate (+=), casts round to
  * nearest even through core/half.h, the one definition both sides compile.
  *
@@ -17,6 +18,7 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include "core/half.h"
 #include "kernels/formulas.h"
 #include "kernels/cuda/ops.h"
@@ -210,6 +212,81 @@ __global__ static void position_backward_kernel(float *dwpe, const float *dout, 
     }
 }
 
+/* one thread per element of the n x C output; tokens outside [v0, v0 + nv) are another table block's */
+__global__ static void rows_forward_kernel(float *out, const int32_t *inp, const float *table, int v0, int nv, int n,
+                                           int C)
+{
+    FOR_EACH(e, (size_t)n * C)
+    {
+        size_t i = e / C, c = e % C;
+        int r = inp[i] - v0;
+        if (r >= 0 && r < nv) out[e] += table[(size_t)r * C + c];
+    }
+}
+
+/* A table's gradient, deterministic: one thread per channel walks the rows in order, as the CPU's
+ * threads do, so a row that repeats is added in one order (and rounded to 16 bits after each add). */
+__global__ static void rows_add_kernel(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals,
+                                       int nrows, int width)
+{
+    int c = blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= width) return;
+    for (int i = 0; i < nrows; i++) {
+        size_t e = (size_t)rows[i] * (size_t)width + (size_t)c;
+        if (e < lo || e >= lo + n) continue;
+        float v = vals[(size_t)i * width + c];
+        if (t == DT_CUDA_F32) {
+            ((float *)dst)[e - lo] += v;
+        } else {
+            uint16_t *d = (uint16_t *)dst + (e - lo);
+            float x = (t == DT_CUDA_BF16 ? dt_f32_from_bf16(*d) : dt_f32_from_f16(*d)) + v;
+            *d = t == DT_CUDA_BF16 ? dt_bf16_from_f32(x) : dt_f16_from_f32(x);
+        }
+    }
+}
+
+/* element (i, v) of a block-major (BT, V) buffer (kernels.h) */
+__device__ static inline size_t block_major(int i, int v, int BT, int V, int vb)
+{
+    int v0 = v / vb * vb, n = V - v0 < vb ? V - v0 : vb;
+    return (size_t)BT * v0 + (size_t)i * n + (size_t)(v - v0);
+}
+
+/* One block per row: the max, the sum of exponentials (in double), the loss; with dloss, the
+ * gradient in place. */
+__global__ static void softmax_xent_kernel(float *losses, float *logits, const int32_t *targets, float dloss, int BT,
+                                           int V, int vb)
+{
+    __shared__ float mx_s[THREADS];
+    __shared__ double sum_s[THREADS];
+    int i = blockIdx.x, y = targets[i];
+    float mx = -INFINITY;
+    for (int v = threadIdx.x; v < V; v += blockDim.x) mx = fmaxf(mx, logits[block_major(i, v, BT, V, vb)]);
+    mx_s[threadIdx.x] = mx;
+    __syncthreads();
+    for (unsigned w = THREADS / 2; w > 0; w >>= 1) {
+        if (threadIdx.x < w) mx_s[threadIdx.x] = fmaxf(mx_s[threadIdx.x], mx_s[threadIdx.x + w]);
+        __syncthreads();
+    }
+    mx = mx_s[0];
+    double sum = 0;
+    for (int v = threadIdx.x; v < V; v += blockDim.x) sum += expf(logits[block_major(i, v, BT, V, vb)] - mx);
+    sum_s[threadIdx.x] = sum;
+    __syncthreads();
+    for (unsigned w = THREADS / 2; w > 0; w >>= 1) {
+        if (threadIdx.x < w) sum_s[threadIdx.x] += sum_s[threadIdx.x + w];
+        __syncthreads();
+    }
+    float lse = mx + (float)log(sum_s[0]);
+    if (threadIdx.x == 0) losses[i] = lse - logits[block_major(i, y, BT, V, vb)];
+    if (dloss == 0) return;
+    __syncthreads(); /* the loss has read the target's logit before it is overwritten */
+    for (int v = threadIdx.x; v < V; v += blockDim.x) {
+        float *x = &logits[block_major(i, v, BT, V, vb)];
+        *x = expf(*x - lse) * dloss - (v == y ? dloss : 0.0f);
+    }
+}
+
 extern "C" {
 
 cudaError_t dt_cuda_gelu_forward(float *out, const float *inp, size_t N)
@@ -310,6 +387,39 @@ cudaError_t dt_cuda_position_backward(float *dwpe, const float *dout, int B, int
 {
     position_backward_kernel<<<blocks((size_t)T * C), THREADS>>>(dwpe, dout, B, T, C);
     return cudaGetLastError();
+}
+
+cudaError_t dt_cuda_rows_forward(float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C)
+{
+    rows_forward_kernel<<<blocks((size_t)n * C), THREADS>>>(out, inp, table, v0, nv, n, C);
+    return cudaGetLastError();
+}
+
+cudaError_t dt_cuda_rows_add(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals, int nrows,
+                             int width)
+{
+    if (t != DT_CUDA_F32 && t != DT_CUDA_BF16 && t != DT_CUDA_F16) return cudaErrorInvalidValue;
+    if (width <= 0) return cudaSuccess;
+    rows_add_kernel<<<(width + THREADS - 1) / THREADS, THREADS>>>(dst, t, lo, n, rows, vals, nrows, width);
+    return cudaGetLastError();
+}
+
+cudaError_t dt_cuda_softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
+                                 float *mean)
+{
+    if (BT <= 0 || V <= 0 || vb <= 0) return cudaErrorInvalidValue;
+    softmax_xent_kernel<<<BT, THREADS>>>(losses, logits, targets, dloss, BT, V, vb);
+    cudaError_t e = cudaGetLastError();
+    float *host = e == cudaSuccess ? (float *)malloc((size_t)BT * sizeof *host) : NULL;
+    if (e == cudaSuccess && !host) e = cudaErrorMemoryAllocation;
+    if (e == cudaSuccess) e = cudaMemcpy(host, losses, (size_t)BT * sizeof *host, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess) { /* the mean in double, rows in order, as the CPU returns it */
+        double m = 0;
+        for (int i = 0; i < BT; i++) m += host[i];
+        *mean = (float)(m / BT);
+    }
+    free(host);
+    return e;
 }
 
 } /* extern "C" */

@@ -36,6 +36,12 @@ cudaError_t dt_cuda_layernorm_backward(float *dinp, float *dweight, float *dbias
                                        const float *weight, const float *mean, const float *rstd, int BT, int C);
 cudaError_t dt_cuda_position_forward(float *out, const float *wpe, int B, int T, int C);
 cudaError_t dt_cuda_position_backward(float *dwpe, const float *dout, int B, int T, int C);
+cudaError_t dt_cuda_rows_forward(float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C);
+cudaError_t dt_cuda_rows_add(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals, int nrows,
+                             int width);
+/* mean: the mean loss, copied back (synchronizes) */
+cudaError_t dt_cuda_softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
+                                 float *mean);
 
 #ifdef __cplusplus
 }

@@ -66,6 +66,20 @@ static int position_backward(float *dwpe, const float *dout, int B, int T, int C
     return (int)dt_cuda_position_backward(dwpe, dout, B, T, C);
 }
 
+static int rows_forward(float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C)
+{
+    return (int)dt_cuda_rows_forward(out, inp, table, v0, nv, n, C);
+}
+static int rows_add(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals, int nrows, int width)
+{
+    return (int)dt_cuda_rows_add(dst, t, lo, n, rows, vals, nrows, width);
+}
+static int softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
+                        float *mean)
+{
+    return (int)dt_cuda_softmax_xent(losses, logits, targets, dloss, BT, V, vb, mean);
+}
+
 const struct dt_cuda_ops dt_cuda_ops = {
     .error_string = error_string,
     .malloc = dev_malloc,
@@ -85,4 +99,7 @@ const struct dt_cuda_ops dt_cuda_ops = {
     .layernorm_backward = layernorm_backward,
     .position_forward = position_forward,
     .position_backward = position_backward,
+    .rows_forward = rows_forward,
+    .rows_add = rows_add,
+    .softmax_xent = softmax_xent,
 };

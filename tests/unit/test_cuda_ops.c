@@ -251,6 +251,59 @@ static void layernorm_and_positions(int C)
     free(x), free(w), free(b), free(dy), free(out), free(mean), free(rstd), free(dx), free(dw), free(db);
 }
 
+static void embeddings_and_loss(void)
+{
+    int n = 4 * 33, C = 96, V = 300, v0 = 100, nv = 150;
+    int32_t *tok = malloc(n * sizeof *tok);
+    for (int i = 0; i < n; i++) tok[i] = (int32_t)((i * 7919) % V); /* repeats, and tokens outside the block */
+    float *table = randn((size_t)nv * C, 20), *out = randn((size_t)n * C, 21);
+    float *gtab = dev(table, (size_t)nv * C * 4), *gout = dev(out, (size_t)n * C * 4);
+    int32_t *gtok = dev(tok, n * sizeof *tok);
+    dt_kernels_cpu.rows_forward(out, tok, table, v0, nv, n, C);
+    CK(gpu->rows_forward(gout, gtok, gtab, v0, nv, n, C));
+    float *h = back(gout, (size_t)n * C);
+    report(maxrel(h, out, (size_t)n * C) == 0, "rows_forward accumulates the block's rows", maxrel(h, out, (size_t)n * C));
+    free(h);
+    /* the table's gradient into a range of it, rows repeating: the same sums in the same order */
+    size_t lo = 37 * C + 5, len = 120 * C;
+    float *vals = randn((size_t)n * C, 22), *dst = randn(len, 23);
+    float *gvals = dev(vals, (size_t)n * C * 4), *gdst = dev(dst, len * 4);
+    for (int i = 0; i < n; i++) tok[i] %= 160;
+    CK(gpu->to_device(gtok, tok, n * sizeof *tok));
+    dt_kernels_cpu.rows_add(dst, DT_F32, lo, len, tok, vals, n, C);
+    CK(gpu->rows_add(gdst, (int)DT_F32, lo, len, gtok, gvals, n, C));
+    h = back(gdst, len);
+    report(maxrel(h, dst, len) == 0, "rows_add fp32, repeated rows, bit for bit", maxrel(h, dst, len));
+    free(h);
+    uint16_t *d16 = malloc(len * 2), *g16 = malloc(len * 2);
+    dt_kernels_cpu.cast_to_lp(d16, dst, len, DT_BF16);
+    uint16_t *gd16 = dev(d16, len * 2);
+    dt_kernels_cpu.rows_add(d16, DT_BF16, lo, len, tok, vals, n, C);
+    CK(gpu->rows_add(gd16, (int)DT_BF16, lo, len, gtok, gvals, n, C));
+    CK(gpu->synchronize());
+    CK(gpu->to_host(g16, gd16, len * 2));
+    report(memcmp(d16, g16, len * 2) == 0, "rows_add bf16, rounded after each add as the CPU does",
+           (double)(memcmp(d16, g16, len * 2) != 0));
+    /* softmax + cross-entropy on block-major logits (vb < V), loss and gradient in place */
+    int BT = 45, vb = 128;
+    float *logits = randn((size_t)BT * V, 24), *losses = calloc(BT, 4);
+    int32_t *y = malloc(BT * sizeof *y);
+    for (int i = 0; i < BT; i++) y[i] = (int32_t)((i * 131) % V);
+    float *glog = dev(logits, (size_t)BT * V * 4), *gloss = dev(NULL, BT * 4);
+    int32_t *gy = dev(y, BT * sizeof *y);
+    float mean_cpu = dt_kernels_cpu.softmax_xent(losses, logits, y, 1.0f / BT, BT, V, vb), mean_gpu = 0;
+    CK(gpu->softmax_xent(gloss, glog, gy, 1.0f / BT, BT, V, vb, &mean_gpu));
+    float *hl = back(gloss, BT), *hg = back(glog, (size_t)BT * V);
+    double d = fmax(maxrel(hl, losses, BT), fabs((double)mean_gpu - mean_cpu));
+    report(d < 1e-5, "softmax_xent: losses and their mean", d);
+    d = maxrel(hg, logits, (size_t)BT * V);
+    report(d < 1e-6, "softmax_xent: the gradient written in place, block-major", d);
+    free(hl), free(hg);
+    void *all[] = {gtab, gout, gtok, gvals, gdst, gd16, glog, gloss, gy};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
+    free(tok), free(table), free(out), free(vals), free(dst), free(d16), free(g16), free(logits), free(losses), free(y);
+}
+
 int main(void)
 {
     const struct dt_cuda_module *m;
@@ -270,6 +323,7 @@ int main(void)
     optimizer_and_norms();
     layernorm_and_positions(768);
     layernorm_and_positions(77); /* fewer channels than threads, and odd */
+    embeddings_and_loss();
     printf("1..%d\n", tap_n);
     return failed ? 1 : 0;
 }
