@@ -26,7 +26,15 @@
  * The GPU tests drive them against the CPU kernels; the GPU kernel table (issue 14) will too.
  */
 struct dt_cuda_ops {
-    const char *(*error_string)(int err);
+    const char *(*error_string)(int err); /* CUDA's errors and cuBLASLt's */
+    /* what the matmuls keep between calls (the cuBLASLt handle, workspace, scratch) */
+    int (*ctx_create)(void **ctx);
+    void (*ctx_destroy)(void *ctx);
+    /* lp: DT_F32, or DT_BF16 / DT_F16 for the operands of matmul_*_lp (fp32 accumulation) */
+    int (*matmul_forward)(void *ctx, float *out, const float *inp, const float *weight, const float *bias, int BT, int C,
+                          int OC, int lp);
+    int (*matmul_backward)(void *ctx, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                           const float *weight, int BT, int C, int OC, int lp);
     int (*malloc)(void **p, size_t bytes);
     int (*free)(void *p);
     int (*to_device)(void *dst, const void *src, size_t bytes);

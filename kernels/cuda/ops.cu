@@ -287,6 +287,16 @@ __global__ static void softmax_xent_kernel(float *losses, float *logits, const i
     }
 }
 
+/* dbias += column sums of dout (BT,OC): one thread per column, rows in order */
+__global__ static void column_sums_kernel(float *dbias, const float *dout, int BT, int OC)
+{
+    int o = blockIdx.x * blockDim.x + threadIdx.x;
+    if (o >= OC) return;
+    float s = dbias[o];
+    for (int i = 0; i < BT; i++) s += dout[(size_t)i * OC + o];
+    dbias[o] = s;
+}
+
 extern "C" {
 
 cudaError_t dt_cuda_gelu_forward(float *out, const float *inp, size_t N)
@@ -420,6 +430,13 @@ cudaError_t dt_cuda_softmax_xent(float *losses, float *logits, const int32_t *ta
     }
     free(host);
     return e;
+}
+
+cudaError_t dt_cuda_column_sums(float *dbias, const float *dout, int BT, int OC)
+{
+    if (OC <= 0) return cudaSuccess;
+    column_sums_kernel<<<(OC + THREADS - 1) / THREADS, THREADS>>>(dbias, dout, BT, OC);
+    return cudaGetLastError();
 }
 
 } /* extern "C" */

@@ -39,6 +39,8 @@ cudaError_t dt_cuda_position_backward(float *dwpe, const float *dout, int B, int
 cudaError_t dt_cuda_rows_forward(float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C);
 cudaError_t dt_cuda_rows_add(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals, int nrows,
                              int width);
+/* dbias(OC) += the column sums of dout(BT, OC) (the matmul's bias gradient) */
+cudaError_t dt_cuda_column_sums(float *dbias, const float *dout, int BT, int OC);
 /* mean: the mean loss, copied back (synchronizes) */
 cudaError_t dt_cuda_softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
                                  float *mean);

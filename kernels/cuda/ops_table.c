@@ -3,6 +3,7 @@
  * int, so that dtrun and the tests include no CUDA header. Part of the CUDA module.
  */
 #include <cuda_runtime.h>
+#include "kernels/cuda/matmul.h"
 #include "kernels/cuda/module.h"
 #include "core/dtype.h"
 #include "kernels/cuda/ops.h"
@@ -10,7 +11,18 @@
 _Static_assert(DT_CUDA_F32 == DT_F32 && DT_CUDA_BF16 == DT_BF16 && DT_CUDA_F16 == DT_F16,
                "ops.h's dtype codes are enum dt_dtype's");
 
-static const char *error_string(int err) { return cudaGetErrorString((cudaError_t)err); }
+static int ctx_create(void **ctx) { return dt_cuda_ctx_create((struct dt_cuda_ctx **)ctx); }
+static void ctx_destroy(void *ctx) { dt_cuda_ctx_destroy(ctx); }
+static int matmul_forward(void *ctx, float *out, const float *inp, const float *weight, const float *bias, int BT,
+                          int C, int OC, int lp)
+{
+    return dt_cuda_matmul_forward(ctx, out, inp, weight, bias, BT, C, OC, lp);
+}
+static int matmul_backward(void *ctx, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                           const float *weight, int BT, int C, int OC, int lp)
+{
+    return dt_cuda_matmul_backward(ctx, dinp, dweight, dbias, dout, inp, weight, BT, C, OC, lp);
+}
 static int dev_malloc(void **p, size_t bytes) { return (int)cudaMalloc(p, bytes); }
 static int dev_free(void *p) { return (int)cudaFree(p); }
 static int to_device(void *dst, const void *src, size_t bytes)
@@ -81,7 +93,11 @@ static int softmax_xent(float *losses, float *logits, const int32_t *targets, fl
 }
 
 const struct dt_cuda_ops dt_cuda_ops = {
-    .error_string = error_string,
+    .error_string = dt_cuda_error_string,
+    .ctx_create = ctx_create,
+    .ctx_destroy = ctx_destroy,
+    .matmul_forward = matmul_forward,
+    .matmul_backward = matmul_backward,
     .malloc = dev_malloc,
     .free = dev_free,
     .to_device = to_device,

@@ -304,6 +304,49 @@ static void embeddings_and_loss(void)
     free(tok), free(table), free(out), free(vals), free(dst), free(d16), free(g16), free(logits), free(losses), free(y);
 }
 
+static void matmuls(void)
+{
+    void *ctx = NULL;
+    CK(gpu->ctx_create(&ctx));
+    int BT = 67, C = 96, OC = 130;
+    static const enum dt_dtype kinds[] = {DT_F32, DT_BF16, DT_F16};
+    for (int k = 0; k < 3; k++) {
+        enum dt_dtype lp = kinds[k];
+        float *x = randn((size_t)BT * C, 30), *w = randn((size_t)OC * C, 31), *b = randn(OC, 32);
+        float *dy = randn((size_t)BT * OC, 33), *out = calloc((size_t)BT * OC, 4);
+        /* backward accumulates: start from values */
+        float *dx = randn((size_t)BT * C, 34), *dw = randn((size_t)OC * C, 35), *db = randn(OC, 36);
+        float *gx = dev(x, (size_t)BT * C * 4), *gw = dev(w, (size_t)OC * C * 4), *gb = dev(b, OC * 4);
+        float *gdy = dev(dy, (size_t)BT * OC * 4), *gout = dev(NULL, (size_t)BT * OC * 4);
+        float *gdx = dev(dx, (size_t)BT * C * 4), *gdw = dev(dw, (size_t)OC * C * 4), *gdb = dev(db, OC * 4);
+        if (lp == DT_F32) {
+            dt_kernels_cpu.matmul_forward(out, x, w, b, BT, C, OC);
+            dt_kernels_cpu.matmul_backward(dx, dw, db, dy, x, w, BT, C, OC);
+        } else {
+            dt_kernels_cpu.matmul_forward_lp(out, x, w, b, BT, C, OC, lp);
+            dt_kernels_cpu.matmul_backward_lp(dx, dw, db, dy, x, w, BT, C, OC, lp);
+        }
+        CK(gpu->matmul_forward(ctx, gout, gx, gw, gb, BT, C, OC, (int)lp));
+        CK(gpu->matmul_backward(ctx, gdx, gdw, gdb, gdy, gx, gw, BT, C, OC, (int)lp));
+        float *ho = back(gout, (size_t)BT * OC), *hx = back(gdx, (size_t)BT * C), *hw = back(gdw, (size_t)OC * C);
+        float *hb = back(gdb, OC);
+        double tol = lp == DT_F32 ? 1e-5 : 1e-4, d = maxrel(ho, out, (size_t)BT * OC);
+        char what[96];
+        snprintf(what, sizeof what, "matmul_forward %s, bias fused", dt_dtype_str(lp));
+        report(d < tol, what, d);
+        d = fmax(maxrel(hx, dx, (size_t)BT * C), maxrel(hw, dw, (size_t)OC * C));
+        snprintf(what, sizeof what, "matmul_backward %s: dinp, dweight accumulate", dt_dtype_str(lp));
+        report(d < tol, what, d);
+        d = maxrel(hb, db, OC);
+        snprintf(what, sizeof what, "matmul_backward %s: dbias", dt_dtype_str(lp));
+        report(d < 1e-5, what, d);
+        void *all[] = {gx, gw, gb, gdy, gout, gdx, gdw, gdb};
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
+        free(x), free(w), free(b), free(dy), free(out), free(dx), free(dw), free(db), free(ho), free(hx), free(hw), free(hb);
+    }
+    gpu->ctx_destroy(ctx);
+}
+
 int main(void)
 {
     const struct dt_cuda_module *m;
@@ -324,6 +367,7 @@ int main(void)
     layernorm_and_positions(768);
     layernorm_and_positions(77); /* fewer channels than threads, and odd */
     embeddings_and_loss();
+    matmuls();
     printf("1..%d\n", tap_n);
     return failed ? 1 : 0;
 }

@@ -1,0 +1,149 @@
+/*
+ * matmul.c - the matmuls through cuBLASLt, with the CPU kernels' row-major semantics (kernels.h):
+ *   forward   out(BT,OC) = inp(BT,C) @ weight(OC,C)^T + bias(OC)          (bias fused: EPILOGUE_BIAS)
+ *   backward  dinp += dout @ weight; dweight += dout^T @ inp; dbias += column sums of dout
+ * cuBLASLt is column-major, and a row-major (R,K) matrix is a column-major (K,R) one, so each
+ * product is taken transposed: out^T = weight . inp^T, dinp^T = weight^T . dout^T,
+ * dweight^T = inp^T . dout. With lp (bf16, fp16) the operands are rounded into the context's
+ * scratch by the cast kernel (the CPU's rounding) and multiplied with fp32 accumulation into fp32.
+ * The state (the cuBLASLt handle, its workspace, the scratch) lives in a context, not in statics.
+ */
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include "kernels/cuda/matmul.h"
+#include "kernels/cuda/ops.h"
+
+#define WORKSPACE (32u << 20) /* what cuBLASLt may use for its faster algorithms */
+
+struct dt_cuda_ctx {
+    cublasLtHandle_t lt;
+    void *ws;
+    uint16_t *lp[3]; /* scratch for rounded operands */
+    size_t lp_n[3];
+};
+
+static int lt_err(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS ? 0 : DT_CUDA_CUBLAS_ERR + (int)s; }
+
+int dt_cuda_ctx_create(struct dt_cuda_ctx **out)
+{
+    struct dt_cuda_ctx *c = calloc(1, sizeof *c);
+    *out = NULL;
+    if (!c) return (int)cudaErrorMemoryAllocation;
+    int e = lt_err(cublasLtCreate(&c->lt));
+    if (!e) e = (int)cudaMalloc(&c->ws, WORKSPACE);
+    if (e) {
+        dt_cuda_ctx_destroy(c);
+        return e;
+    }
+    *out = c;
+    return 0;
+}
+
+void dt_cuda_ctx_destroy(struct dt_cuda_ctx *c)
+{
+    if (!c) return;
+    for (int i = 0; i < 3; i++) cudaFree(c->lp[i]);
+    cudaFree(c->ws);
+    if (c->lt) cublasLtDestroy(c->lt);
+    free(c);
+}
+
+/* x rounded to t in scratch slot i (grown as needed) */
+static int rounded(struct dt_cuda_ctx *c, int i, const float *x, size_t n, int t, const uint16_t **out)
+{
+    if (c->lp_n[i] < n) {
+        cudaFree(c->lp[i]);
+        c->lp[i] = NULL;
+        c->lp_n[i] = 0;
+        int e = (int)cudaMalloc((void **)&c->lp[i], n * sizeof *c->lp[i]);
+        if (e) return e;
+        c->lp_n[i] = n;
+    }
+    *out = c->lp[i];
+    return (int)dt_cuda_cast_to_lp(c->lp[i], x, n, t);
+}
+
+/* D(m,n) = op(A)(m,k) . op(B)(k,n) + beta D [+ bias(m)], column-major, D and bias fp32 */
+static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, const void *A, int lda, const void *B,
+                int ldb, float *D, int ldd, float beta, const float *bias, cudaDataType_t ab)
+{
+    cublasLtMatmulDesc_t op = NULL;
+    cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
+    cublasLtMatmulPreference_t pref = NULL;
+    cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    size_t ws = WORKSPACE;
+    int e = lt_err(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    if (!e) e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
+    if (!e) e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+    if (!e && bias) {
+        cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
+        e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+        if (!e) e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    }
+    /* stored shapes: op(X) = X^T means X is stored (k, m) */
+    if (!e) e = lt_err(cublasLtMatrixLayoutCreate(&la, ab, ta ? k : m, ta ? m : k, lda));
+    if (!e) e = lt_err(cublasLtMatrixLayoutCreate(&lb, ab, tb ? n : k, tb ? k : n, ldb));
+    if (!e) e = lt_err(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, m, n, ldd));
+    if (!e) e = lt_err(cublasLtMatmulPreferenceCreate(&pref));
+    if (!e) e = lt_err(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    cublasLtMatmulHeuristicResult_t h;
+    int found = 0;
+    if (!e) e = lt_err(cublasLtMatmulAlgoGetHeuristic(c->lt, op, la, lb, ld, ld, pref, 1, &h, &found));
+    if (!e && found == 0) e = DT_CUDA_CUBLAS_ERR + (int)CUBLAS_STATUS_NOT_SUPPORTED;
+    const float alpha = 1.0f;
+    if (!e)
+        e = lt_err(cublasLtMatmul(c->lt, op, &alpha, A, la, B, lb, &beta, D, ld, D, ld, &h.algo, c->ws, WORKSPACE, 0));
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    if (ld) cublasLtMatrixLayoutDestroy(ld);
+    if (lb) cublasLtMatrixLayoutDestroy(lb);
+    if (la) cublasLtMatrixLayoutDestroy(la);
+    if (op) cublasLtMatmulDescDestroy(op);
+    return e;
+}
+
+static cudaDataType_t ab_type(int lp) { return lp == DT_CUDA_BF16 ? CUDA_R_16BF : lp == DT_CUDA_F16 ? CUDA_R_16F : CUDA_R_32F; }
+
+int dt_cuda_matmul_forward(struct dt_cuda_ctx *c, float *out, const float *inp, const float *weight, const float *bias,
+                           int BT, int C, int OC, int lp)
+{
+    const void *a = weight, *b = inp;
+    int e = 0;
+    if (lp != DT_CUDA_F32) {
+        const uint16_t *ra = NULL, *rb = NULL;
+        e = rounded(c, 0, weight, (size_t)OC * C, lp, &ra);
+        if (!e) e = rounded(c, 1, inp, (size_t)BT * C, lp, &rb);
+        a = ra, b = rb;
+    }
+    /* out^T (OC,BT) = weight (OC,C) . inp^T (C,BT); weight is stored (C,OC) column-major */
+    if (!e) e = gemm(c, true, false, OC, BT, C, a, C, b, C, out, OC, 0.0f, bias, ab_type(lp));
+    return e;
+}
+
+int dt_cuda_matmul_backward(struct dt_cuda_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout,
+                            const float *inp, const float *weight, int BT, int C, int OC, int lp)
+{
+    const void *w = weight, *x = inp, *dy = dout;
+    int e = 0;
+    if (lp != DT_CUDA_F32) {
+        const uint16_t *rw = NULL, *rx = NULL, *rdy = NULL;
+        e = rounded(c, 0, weight, (size_t)OC * C, lp, &rw);
+        if (!e) e = rounded(c, 1, inp, (size_t)BT * C, lp, &rx);
+        if (!e) e = rounded(c, 2, dout, (size_t)BT * OC, lp, &rdy);
+        w = rw, x = rx, dy = rdy;
+    }
+    /* dinp^T (C,BT) += weight^T (C,OC) . dout^T (OC,BT) */
+    if (!e) e = gemm(c, false, false, C, BT, OC, w, C, dy, OC, dinp, C, 1.0f, NULL, ab_type(lp));
+    /* dweight^T (C,OC) += inp^T (C,BT) . dout (BT,OC); dout is stored (OC,BT) */
+    if (!e) e = gemm(c, false, true, C, OC, BT, x, C, dy, OC, dweight, C, 1.0f, NULL, ab_type(lp));
+    /* the bias from fp32 dout, as the CPU sums it */
+    if (!e && dbias) e = (int)dt_cuda_column_sums(dbias, dout, BT, OC);
+    return e;
+}
+
+const char *dt_cuda_error_string(int err)
+{
+    if (err >= DT_CUDA_CUBLAS_ERR) return cublasLtGetStatusString((cublasStatus_t)(err - DT_CUDA_CUBLAS_ERR));
+    return cudaGetErrorString((cudaError_t)err);
+}
