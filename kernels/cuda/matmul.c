@@ -11,6 +11,7 @@
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/ops.h"
@@ -65,6 +66,15 @@ static int rounded(struct dt_cuda_ctx *c, int i, const float *x, size_t n, int t
     return (int)dt_cuda_cast_to_lp(c->lp[i], x, n, t);
 }
 
+/* the largest power of two up to 256 that divides p */
+static uint32_t alignment(const void *p)
+{
+    uintptr_t u = (uintptr_t)p;
+    uint32_t a = 256;
+    while (a > 1 && u % a) a >>= 1;
+    return a;
+}
+
 /* D(m,n) = op(A)(m,k) . op(B)(k,n) + beta D [+ bias(m)], column-major, D and bias fp32 */
 static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, const void *A, int lda, const void *B,
                 int ldb, float *D, int ldd, float beta, const float *bias, cudaDataType_t ab)
@@ -88,6 +98,16 @@ static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, co
     if (!e) e = lt_err(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, m, n, ldd));
     if (!e) e = lt_err(cublasLtMatmulPreferenceCreate(&pref));
     if (!e) e = lt_err(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    /* slices of the parameter and activation buffers start anywhere: say how aligned they are (the
+     * default assumes 256 bytes, and would pick an algorithm that faults on a slice) */
+    static const cublasLtMatmulPreferenceAttributes_t align[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    const void *ptr[4] = {A, B, D, D};
+    for (int i = 0; i < 4 && !e; i++) {
+        uint32_t a = alignment(ptr[i]);
+        e = lt_err(cublasLtMatmulPreferenceSetAttribute(pref, align[i], &a, sizeof a));
+    }
     cublasLtMatmulHeuristicResult_t h;
     int found = 0;
     if (!e) e = lt_err(cublasLtMatmulAlgoGetHeuristic(c->lt, op, la, lb, ld, ld, pref, 1, &h, &found));

@@ -5,7 +5,7 @@
 #ifndef DT_CUDA_MATMUL_H
 #define DT_CUDA_MATMUL_H
 
-#define DT_CUDA_CUBLAS_ERR 10000
+#define DT_CUDA_CUBLAS_ERR (1 << 20) /* above every cudaError_t */
 
 struct dt_cuda_ctx;
 

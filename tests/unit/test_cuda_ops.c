@@ -7,6 +7,7 @@
  * `make check` counts as skipped), so it runs for real only on a GPU node: `make check-gpu`.
  */
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -308,37 +309,46 @@ static void matmuls(void)
 {
     void *ctx = NULL;
     CK(gpu->ctx_create(&ctx));
-    int BT = 67, C = 96, OC = 130;
+    /* an odd shape, then a larger one of multiples of 16 (tensor-core algorithms, scratch growth),
+     * the second without bias and dbias */
+    static const int shapes[2][3] = {{67, 96, 130}, {256, 192, 384}};
     static const enum dt_dtype kinds[] = {DT_F32, DT_BF16, DT_F16};
-    for (int k = 0; k < 3; k++) {
-        enum dt_dtype lp = kinds[k];
+    for (int k = 0; k < 6; k++) {
+        enum dt_dtype lp = kinds[k % 3];
+        int BT = shapes[k / 3][0], C = shapes[k / 3][1], OC = shapes[k / 3][2];
+        bool biased = k < 3;
         float *x = randn((size_t)BT * C, 30), *w = randn((size_t)OC * C, 31), *b = randn(OC, 32);
-        float *dy = randn((size_t)BT * OC, 33), *out = calloc((size_t)BT * OC, 4);
+        float *dy = randn((size_t)BT * OC, 33), *out = randn((size_t)BT * OC, 37); /* overwritten, not added to */
         /* backward accumulates: start from values */
         float *dx = randn((size_t)BT * C, 34), *dw = randn((size_t)OC * C, 35), *db = randn(OC, 36);
         float *gx = dev(x, (size_t)BT * C * 4), *gw = dev(w, (size_t)OC * C * 4), *gb = dev(b, OC * 4);
-        float *gdy = dev(dy, (size_t)BT * OC * 4), *gout = dev(NULL, (size_t)BT * OC * 4);
+        float *gdy = dev(dy, (size_t)BT * OC * 4), *gout = dev(out, (size_t)BT * OC * 4);
         float *gdx = dev(dx, (size_t)BT * C * 4), *gdw = dev(dw, (size_t)OC * C * 4), *gdb = dev(db, OC * 4);
+        const float *cb = biased ? b : NULL, *gcb = biased ? gb : NULL;
+        float *cdb = biased ? db : NULL, *gcdb = biased ? gdb : NULL;
         if (lp == DT_F32) {
-            dt_kernels_cpu.matmul_forward(out, x, w, b, BT, C, OC);
-            dt_kernels_cpu.matmul_backward(dx, dw, db, dy, x, w, BT, C, OC);
+            dt_kernels_cpu.matmul_forward(out, x, w, cb, BT, C, OC);
+            dt_kernels_cpu.matmul_backward(dx, dw, cdb, dy, x, w, BT, C, OC);
         } else {
-            dt_kernels_cpu.matmul_forward_lp(out, x, w, b, BT, C, OC, lp);
-            dt_kernels_cpu.matmul_backward_lp(dx, dw, db, dy, x, w, BT, C, OC, lp);
+            dt_kernels_cpu.matmul_forward_lp(out, x, w, cb, BT, C, OC, lp);
+            dt_kernels_cpu.matmul_backward_lp(dx, dw, cdb, dy, x, w, BT, C, OC, lp);
         }
-        CK(gpu->matmul_forward(ctx, gout, gx, gw, gb, BT, C, OC, (int)lp));
-        CK(gpu->matmul_backward(ctx, gdx, gdw, gdb, gdy, gx, gw, BT, C, OC, (int)lp));
+        CK(gpu->matmul_forward(ctx, gout, gx, gw, gcb, BT, C, OC, (int)lp));
+        CK(gpu->matmul_backward(ctx, gdx, gdw, gcdb, gdy, gx, gw, BT, C, OC, (int)lp));
         float *ho = back(gout, (size_t)BT * OC), *hx = back(gdx, (size_t)BT * C), *hw = back(gdw, (size_t)OC * C);
         float *hb = back(gdb, OC);
         double tol = lp == DT_F32 ? 1e-5 : 1e-4, d = maxrel(ho, out, (size_t)BT * OC);
         char what[96];
-        snprintf(what, sizeof what, "matmul_forward %s, bias fused", dt_dtype_str(lp));
+        snprintf(what, sizeof what, "matmul_forward %s %dx%dx%d, %s", dt_dtype_str(lp), BT, C, OC,
+                 biased ? "bias fused" : "no bias");
         report(d < tol, what, d);
         d = fmax(maxrel(hx, dx, (size_t)BT * C), maxrel(hw, dw, (size_t)OC * C));
-        snprintf(what, sizeof what, "matmul_backward %s: dinp, dweight accumulate", dt_dtype_str(lp));
+        snprintf(what, sizeof what, "matmul_backward %s %dx%dx%d: dinp, dweight accumulate", dt_dtype_str(lp), BT, C,
+                 OC);
         report(d < tol, what, d);
         d = maxrel(hb, db, OC);
-        snprintf(what, sizeof what, "matmul_backward %s: dbias", dt_dtype_str(lp));
+        snprintf(what, sizeof what, "matmul_backward %s %dx%dx%d: dbias%s", dt_dtype_str(lp), BT, C, OC,
+                 biased ? "" : " left alone when NULL");
         report(d < 1e-5, what, d);
         void *all[] = {gx, gw, gb, gdy, gout, gdx, gdw, gdb};
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
