@@ -1,7 +1,7 @@
 /*
  * formulas.h - the per-element formulas the CPU kernels (kernels/cpu/) and their CUDA twins
  * (kernels/cuda/ops.cu) both compile, so the two cannot drift apart: GELU's tanh approximation
- * and its derivative, one AdamW update. Inline, so the CPU loops around them still vectorize.
+ * and its derivative, one AdamW and one SGD update, stochastic rounding to bf16. Inline, so the CPU loops around them still vectorize.
  */
 #ifndef DT_FORMULAS_H
 #define DT_FORMULAS_H
@@ -42,6 +42,41 @@ DT_HD static inline void dt_adamw_one(float *param, float *m, float *v, float g,
     *v = vi;
     float p = *param * (1.0f - lr * wd);
     *param = p - step * mi / (sqrtf(vi) * rbc2 + eps);
+}
+
+/* One SGD element with momentum (PyTorch's formulation) and decoupled weight decay. */
+DT_HD static inline void dt_sgd_one(float *param, float *buf, float g, float lr, float momentum, int nesterov, float wd,
+                                    int first_step)
+{
+    float d = g;
+    if (momentum != 0) {
+        float b = first_step ? g : momentum * *buf + g;
+        *buf = b;
+        d = nesterov ? g + momentum * b : b;
+    }
+    *param = *param * (1.0f - lr * wd) - lr * d;
+}
+
+/* splitmix64 of (seed, index): the same noise for an element whichever rank (or device) updates it */
+DT_HD static inline uint32_t dt_noise(uint64_t seed, uint64_t i)
+{
+    uint64_t z = seed + 0x9e3779b97f4a7c15ull * (i + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return (uint32_t)(z ^ (z >> 31));
+}
+
+/* llm.c's stochastic rounding (llmc/adamw.cuh): add 16 random bits below bf16's last one, truncate.
+ * Rounds up with probability (x - lower) / (upper - lower), so updates far below bf16's precision
+ * still move the parameter on average. NaN and infinity are rounded as usual. */
+DT_HD static inline uint16_t dt_bf16_stochastic(float x, uint64_t seed, uint64_t index)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7f800000u) == 0x7f800000u) return dt_bf16_from_f32(x);
+    uint32_t r = u + (dt_noise(seed, index) & 0xffffu);
+    if ((r & 0x7f800000u) == 0x7f800000u) r = u; /* no rounding past the largest finite value */
+    return (uint16_t)(r >> 16);
 }
 
 #endif

@@ -6,6 +6,7 @@
  */
 #include <math.h>
 #include <string.h>
+#include "kernels/formulas.h"
 #include "core/dtype.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/cpu.h"
@@ -94,32 +95,10 @@ void dt_cpu_widen_inplace(void *buf, size_t n, enum dt_dtype t)
     }
 }
 
-/* splitmix64 of (seed, index): the same noise for an element whichever rank updates it */
-static inline uint32_t noise(uint64_t seed, uint64_t i)
-{
-    uint64_t z = seed + 0x9e3779b97f4a7c15ull * (i + 1);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return (uint32_t)(z ^ (z >> 31));
-}
-
-/* llm.c's stochastic rounding (llmc/adamw.cuh): add 16 random bits below bf16's last one, truncate.
- * Rounds up with probability (x - lower) / (upper - lower), so updates far below bf16's precision
- * still move the parameter on average. NaN and infinity are rounded as usual. */
 void dt_cpu_round_stochastic(uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0)
 {
     #pragma omp parallel for
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &src[i], 4);
-        if ((u & 0x7f800000u) == 0x7f800000u) {
-            dst[i] = dt_bf16_from_f32(src[i]);
-            continue;
-        }
-        uint32_t r = u + (noise(seed, index0 + i) & 0xffffu);
-        if ((r & 0x7f800000u) == 0x7f800000u) r = u; /* no rounding past the largest finite value */
-        dst[i] = (uint16_t)(r >> 16);
-    }
+    for (size_t i = 0; i < n; i++) dst[i] = dt_bf16_stochastic(src[i], seed, index0 + i);
 }
 
 /* in double, so the global norm of 124M gradients does not lose digits */

@@ -25,13 +25,6 @@ void dt_cpu_sgd(float *param, const float *grad, float gscale, float *buf, size_
 {
     #pragma omp parallel for simd
     for (size_t i = 0; i < n; i++) {
-        float g = grad[i] * gscale;
-        float d = g;
-        if (momentum != 0) {
-            float b = first_step ? g : momentum * buf[i] + g;
-            buf[i] = b;
-            d = nesterov ? g + momentum * b : b;
-        }
-        param[i] = param[i] * (1.0f - lr * wd) - lr * d;
+        dt_sgd_one(&param[i], &buf[i], grad[i] * gscale, lr, momentum, nesterov, wd, first_step);
     }
 }

@@ -57,6 +57,13 @@ struct dt_cuda_ops {
     int (*position_backward)(float *dwpe, const float *dout, int B, int T, int C);
     int (*rows_forward)(float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C);
     int (*rows_add)(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals, int nrows, int width);
+    int (*sgd)(float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
+               int nesterov, float wd, int first_step);
+    int (*round_stochastic)(uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0);
+    /* convert (add 0) and accumulate (add 1) between fp32, bf16, fp16 */
+    int (*convert)(void *dst, int dt, const void *src, int st, size_t n, int add);
+    /* *loss: the mean squared error (synchronizes) */
+    int (*mse)(float *dout, const float *out, const float *target, float dloss, size_t n, float *loss);
     /* *mean: the mean loss (synchronizes) */
     int (*softmax_xent)(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
                         float *mean);

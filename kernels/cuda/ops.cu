@@ -2,7 +2,8 @@
  * ops.cu - the CUDA twins of the CPU kernels that are not matmuls or attention (issue 14, first
  * part): GELU, residual, casts between fp32 and bf16/fp16, AdamW, the sum of squares and inf/nan
  * count of a gradient, layernorm, the position and token embeddings (forward, and the table's
- * gradient without atomics), fused softmax + cross-entropy on the block-major logits. Same layouts, same arguments and the
+ * gradient without atomics), fused softmax + cross-entropy on the block-major logits, SGD,
+ * stochastic rounding to bf16, conversion and accumulation between fp32/bf16/fp16, MSE. Same layouts, same arguments and the
  * same semantics as kernels/cpu/ (kernels.h): backward kernels accumulate (+=), casts round to
  * nearest even through core/half.h, the one definition both sides compile.
  *
@@ -297,6 +298,50 @@ __global__ static void column_sums_kernel(float *dbias, const float *dout, int B
     dbias[o] = s;
 }
 
+__global__ static void sgd_kernel(float *param, const float *grad, float gscale, float *buf, size_t n, float lr,
+                                  float momentum, int nesterov, float wd, int first_step)
+{
+    FOR_EACH(i, n) dt_sgd_one(&param[i], &buf[i], grad[i] * gscale, lr, momentum, nesterov, wd, first_step);
+}
+
+__global__ static void round_stochastic_kernel(uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0)
+{
+    FOR_EACH(i, n) dst[i] = dt_bf16_stochastic(src[i], seed, index0 + i);
+}
+
+__device__ static inline void store(void *x, int t, size_t i, float f)
+{
+    if (t == DT_CUDA_F32) ((float *)x)[i] = f;
+    else ((uint16_t *)x)[i] = t == DT_CUDA_BF16 ? dt_bf16_from_f32(f) : dt_f16_from_f32(f);
+}
+
+/* dst = src, or dst += src (the sum in fp32, rounded once), between any two of fp32, bf16, fp16 */
+__global__ static void convert_kernel(void *dst, int dt, const void *src, int st, size_t n, int add)
+{
+    FOR_EACH(i, n) store(dst, dt, i, (add ? load(dst, dt, i) : 0.0f) + load(src, st, i));
+}
+
+/* mse's squared errors into the fixed-grid partials, and the gradient */
+__global__ static void mse_partial_kernel(double *partial, float *dout, const float *out, const float *target, float dloss,
+                                          size_t n)
+{
+    __shared__ double s[THREADS];
+    double acc = 0;
+    FOR_EACH(i, n)
+    {
+        float e = out[i] - target[i];
+        acc += (double)e * e;
+        if (dloss != 0) dout[i] = 2.0f * e * dloss;
+    }
+    s[threadIdx.x] = acc;
+    __syncthreads();
+    for (unsigned w = THREADS / 2; w > 0; w >>= 1) {
+        if (threadIdx.x < w) s[threadIdx.x] += s[threadIdx.x + w];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) partial[blockIdx.x] = s[0];
+}
+
 extern "C" {
 
 cudaError_t dt_cuda_gelu_forward(float *out, const float *inp, size_t N)
@@ -437,6 +482,47 @@ cudaError_t dt_cuda_column_sums(float *dbias, const float *dout, int BT, int OC)
     if (OC <= 0) return cudaSuccess;
     column_sums_kernel<<<(OC + THREADS - 1) / THREADS, THREADS>>>(dbias, dout, BT, OC);
     return cudaGetLastError();
+}
+
+cudaError_t dt_cuda_sgd(float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
+                        int nesterov, float wd, int first_step)
+{
+    sgd_kernel<<<blocks(n), THREADS>>>(param, grad, gscale, buf, n, lr, momentum, nesterov, wd, first_step);
+    return cudaGetLastError();
+}
+
+cudaError_t dt_cuda_round_stochastic(uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0)
+{
+    round_stochastic_kernel<<<blocks(n), THREADS>>>(dst, src, n, seed, index0);
+    return cudaGetLastError();
+}
+
+static bool known(int t) { return t == DT_CUDA_F32 || t == DT_CUDA_BF16 || t == DT_CUDA_F16; }
+
+cudaError_t dt_cuda_convert(void *dst, int dt, const void *src, int st, size_t n, int add)
+{
+    if (!known(dt) || !known(st)) return cudaErrorInvalidValue;
+    convert_kernel<<<blocks(n), THREADS>>>(dst, dt, src, st, n, add);
+    return cudaGetLastError();
+}
+
+cudaError_t dt_cuda_mse(float *dout, const float *out, const float *target, float dloss, size_t n, float *loss)
+{
+    double *partial = NULL, host[REDUCE_BLOCKS];
+    cudaError_t e = cudaMalloc((void **)&partial, REDUCE_BLOCKS * sizeof *partial);
+    if (e == cudaSuccess) {
+        mse_partial_kernel<<<REDUCE_BLOCKS, THREADS>>>(partial, dout, out, target, dloss, n);
+        e = cudaGetLastError();
+    }
+    if (e == cudaSuccess) e = cudaMemcpy(host, partial, sizeof host, cudaMemcpyDeviceToHost);
+    cudaError_t f = cudaFree(partial);
+    if (e == cudaSuccess) e = f;
+    if (e == cudaSuccess) { /* the partials in order of block, as sumsq adds them */
+        double s = 0;
+        for (int i = 0; i < REDUCE_BLOCKS; i++) s += host[i];
+        *loss = (float)(s / (double)n);
+    }
+    return e;
 }
 
 } /* extern "C" */

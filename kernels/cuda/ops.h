@@ -39,6 +39,13 @@ cudaError_t dt_cuda_position_backward(float *dwpe, const float *dout, int B, int
 cudaError_t dt_cuda_rows_forward(float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C);
 cudaError_t dt_cuda_rows_add(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals, int nrows,
                              int width);
+cudaError_t dt_cuda_sgd(float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
+                        int nesterov, float wd, int first_step);
+cudaError_t dt_cuda_round_stochastic(uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0);
+/* kernels.h's convert (add 0) and accumulate (add 1), dt and st any of the three float types */
+cudaError_t dt_cuda_convert(void *dst, int dt, const void *src, int st, size_t n, int add);
+/* *loss: the mean squared error (synchronizes) */
+cudaError_t dt_cuda_mse(float *dout, const float *out, const float *target, float dloss, size_t n, float *loss);
 /* dbias(OC) += the column sums of dout(BT, OC) (the matmul's bias gradient) */
 cudaError_t dt_cuda_column_sums(float *dbias, const float *dout, int BT, int OC);
 /* mean: the mean loss, copied back (synchronizes) */

@@ -92,6 +92,24 @@ static int softmax_xent(float *losses, float *logits, const int32_t *targets, fl
     return (int)dt_cuda_softmax_xent(losses, logits, targets, dloss, BT, V, vb, mean);
 }
 
+static int sgd(float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
+               int nesterov, float wd, int first_step)
+{
+    return (int)dt_cuda_sgd(param, grad, gscale, buf, n, lr, momentum, nesterov, wd, first_step);
+}
+static int round_stochastic(uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0)
+{
+    return (int)dt_cuda_round_stochastic(dst, src, n, seed, index0);
+}
+static int convert(void *dst, int dt, const void *src, int st, size_t n, int add)
+{
+    return (int)dt_cuda_convert(dst, dt, src, st, n, add);
+}
+static int mse(float *dout, const float *out, const float *target, float dloss, size_t n, float *loss)
+{
+    return (int)dt_cuda_mse(dout, out, target, dloss, n, loss);
+}
+
 const struct dt_cuda_ops dt_cuda_ops = {
     .error_string = dt_cuda_error_string,
     .ctx_create = ctx_create,
@@ -118,4 +136,8 @@ const struct dt_cuda_ops dt_cuda_ops = {
     .rows_forward = rows_forward,
     .rows_add = rows_add,
     .softmax_xent = softmax_xent,
+    .sgd = sgd,
+    .round_stochastic = round_stochastic,
+    .convert = convert,
+    .mse = mse,
 };

@@ -357,6 +357,60 @@ static void matmuls(void)
     gpu->ctx_destroy(ctx);
 }
 
+static void updates_and_conversions(void)
+{
+    size_t N = 40001;
+    float *p = randn(N, 40), *g = randn(N, 41), *b = randn(N, 42);
+    float *gp = dev(p, N * 4), *gg = dev(g, N * 4), *gbuf = dev(b, N * 4);
+    dt_kernels_cpu.sgd(p, g, 0.5f, b, N, 0.1f, 0.9f, 1, 0.01f, 0);
+    CK(gpu->sgd(gp, gg, 0.5f, gbuf, N, 0.1f, 0.9f, 1, 0.01f, 0));
+    float *hp = back(gp, N), *hb = back(gbuf, N);
+    double d = fmax(maxrel(hp, p, N), maxrel(hb, b, N));
+    report(d < 1e-6, "sgd, nesterov momentum and weight decay", d);
+    free(hp), free(hb);
+    uint16_t *r = malloc(N * 2), *gr16 = malloc(N * 2), *gr = dev(NULL, N * 2);
+    dt_kernels_cpu.round_stochastic(r, g, N, 7, 1000);
+    CK(gpu->round_stochastic(gr, gg, N, 7, 1000));
+    CK(gpu->synchronize());
+    CK(gpu->to_host(gr16, gr, N * 2));
+    report(memcmp(r, gr16, N * 2) == 0, "round_stochastic: the same noise for the same (seed, index)",
+           (double)(memcmp(r, gr16, N * 2) != 0));
+    /* every pair of float types, converted and accumulated */
+    static const enum dt_dtype t[] = {DT_F32, DT_BF16, DT_F16};
+    for (int a = 0; a < 3; a++)
+        for (int c = 0; c < 3; c++) {
+            size_t sa = dt_dtype_size(t[a]), sc = dt_dtype_size(t[c]);
+            void *src = malloc(N * sa), *dst = malloc(N * sc), *got = malloc(N * sc);
+            dt_kernels_cpu.convert(src, t[a], g, DT_F32, N);
+            dt_kernels_cpu.convert(dst, t[c], p, DT_F32, N);
+            void *gsrc = dev(src, N * sa), *gdst = dev(dst, N * sc);
+            dt_kernels_cpu.accumulate(dst, t[c], src, t[a], N);
+            CK(gpu->convert(gdst, (int)t[c], gsrc, (int)t[a], N, 1));
+            CK(gpu->synchronize());
+            CK(gpu->to_host(got, gdst, N * sc));
+            char what[80];
+            snprintf(what, sizeof what, "accumulate %s into %s, bit for bit", dt_dtype_str(t[a]), dt_dtype_str(t[c]));
+            report(memcmp(dst, got, N * sc) == 0, what, (double)(memcmp(dst, got, N * sc) != 0));
+            dt_kernels_cpu.convert(dst, t[c], src, t[a], N);
+            CK(gpu->convert(gdst, (int)t[c], gsrc, (int)t[a], N, 0));
+            CK(gpu->synchronize());
+            CK(gpu->to_host(got, gdst, N * sc));
+            snprintf(what, sizeof what, "convert %s to %s, bit for bit", dt_dtype_str(t[a]), dt_dtype_str(t[c]));
+            report(memcmp(dst, got, N * sc) == 0, what, (double)(memcmp(dst, got, N * sc) != 0));
+            gpu->free(gsrc), gpu->free(gdst);
+            free(src), free(dst), free(got);
+        }
+    float *dout = calloc(N, 4), *gdout = dev(NULL, N * 4), loss = 0;
+    CK(gpu->to_device(gp, p, N * 4)); /* the same outputs on both sides */
+    float ref = dt_kernels_cpu.mse(dout, p, g, 0.25f, N);
+    CK(gpu->mse(gdout, gp, gg, 0.25f, N, &loss));
+    float *hd = back(gdout, N);
+    d = fmax(fabs((double)loss - ref) / ref, maxrel(hd, dout, N));
+    report(d < 1e-6, "mse: the loss and its gradient", d);
+    free(hd), free(dout), free(r), free(gr16), free(p), free(g), free(b);
+    gpu->free(gp), gpu->free(gg), gpu->free(gbuf), gpu->free(gr), gpu->free(gdout);
+}
+
 int main(void)
 {
     const struct dt_cuda_module *m;
@@ -378,6 +432,7 @@ int main(void)
     layernorm_and_positions(77); /* fewer channels than threads, and odd */
     embeddings_and_loss();
     matmuls();
+    updates_and_conversions();
     printf("1..%d\n", tap_n);
     return failed ? 1 : 0;
 }
