@@ -274,6 +274,13 @@ static int mpi_laggards(struct dt_comm *c, uint64_t seq, int *ranks, uint64_t *a
         if ((double)(t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) * 1e-9 > wait_s) break;
         nanosleep(&(struct timespec){0, 2000000}, NULL);
     }
+    /* a receive still posted would write a late answer into got after it is freed: cancel it
+     * (the stop probe, unlike the timeout, goes on running) */
+    for (int i = 0; i < n; i++)
+        if (rq[i] != MPI_REQUEST_NULL && !answered[i]) {
+            MPI_Cancel(&rq[i]);
+            MPI_Wait(&rq[i], MPI_STATUS_IGNORE);
+        }
     int k = 0;
     for (int i = 0; i < n && k < max; i++) {
         if (i == c->world.rank) continue;
