@@ -22,8 +22,10 @@ int main(int argc, char **argv)
     static const struct { const char *name; int C, OC; } shapes[] = {
         {"qkv", 768, 2304}, {"attproj", 768, 768}, {"fc", 768, 3072}, {"fcproj", 3072, 768}, {"lm head", 768, 50257}};
     dt_kernels_cpu.init();
+    struct dt_kctx *kc;
+    if (dt_kernels_cpu.ctx_create(-1, &kc) != DT_SUCCESS) return 1;
     printf("%d rows; GFLOP/s of forward+backward (6 x rows x C x OC per rep), conversions included; this CPU's "
-           "default bf16 path: %s\n", BT, dt_cpu_matmul_lp_path(DT_BF16));
+           "default bf16 path: %s\n", BT, dt_cpu_matmul_lp_path(kc, DT_BF16));
     printf("%-8s %6s %6s %10s %12s %12s\n", "layer", "C", "OC", "fp32", "bf16 oneDNN", "bf16 sgemm");
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int C = shapes[s].C, OC = shapes[s].OC;
@@ -37,12 +39,12 @@ int main(int argc, char **argv)
             for (int lp = 0; lp < 3; lp++) {
                 double t0 = now();
                 if (lp) {
-                    dt_cpu_bf16_gemm_select(lp == 1);
-                    dt_cpu_matmul_forward_lp(o, x, w, b, BT, C, OC, DT_BF16);
-                    dt_cpu_matmul_backward_lp(dx, dw, db, o, x, w, BT, C, OC, DT_BF16);
+                    dt_cpu_bf16_gemm_select(kc, lp == 1);
+                    dt_cpu_matmul_forward_lp(kc, o, x, w, b, BT, C, OC, DT_BF16);
+                    dt_cpu_matmul_backward_lp(kc, dx, dw, db, o, x, w, BT, C, OC, DT_BF16);
                 } else {
-                    dt_cpu_matmul_forward(o, x, w, b, BT, C, OC);
-                    dt_cpu_matmul_backward(dx, dw, db, o, x, w, BT, C, OC);
+                    dt_cpu_matmul_forward(kc, o, x, w, b, BT, C, OC);
+                    dt_cpu_matmul_backward(kc, dx, dw, db, o, x, w, BT, C, OC);
                 }
                 double t = now() - t0;
                 if (t < best[lp]) best[lp] = t;
@@ -52,5 +54,6 @@ int main(int argc, char **argv)
                flop / best[1] / 1e9, flop / best[2] / 1e9);
         free(x), free(w), free(b), free(o), free(dx), free(dw), free(db);
     }
+    dt_kernels_cpu.ctx_destroy(kc);
     return 0;
 }

@@ -1,7 +1,7 @@
 /*
  * backend.h - what the kernel backends of this build can report before any
- * model exists: GPUs visible, versions. The op table arrives with kernels.h;
- * registration (backend_reg.c) is the one place with #ifdef. The CUDA backend
+ * model exists: GPUs visible, versions; and the one place that chooses a rank's op table
+ * (kernels.h). Registration (backend_reg.c) is the one place with #ifdef. The CUDA backend
  * lives in a module loaded on first use (cuda_module.h): these functions are
  * the only ones that load it.
  */
@@ -22,6 +22,12 @@ dt_status_t dt_backend_gpus(bool need, int *count, char *why, size_t n);
 /* rank 0's ncclUniqueId, for the bootstrap: *have false (why says so) where this build or machine
  * has no CUDA module; an error only when the module is there and NCCL fails. */
 dt_status_t dt_backend_nccl_id(unsigned char id[128], bool *have, char *why, size_t n);
+struct dt_kernels;
+/* The op table for a rank that drives GPU `ordinal` (-1: the CPU). */
+dt_status_t dt_kernels_choose(int ordinal, const struct dt_kernels **out);
+/* GPU `ordinal` in one line for `dtrun info`: "NVIDIA H100 80GB HBM3, 79.1 GiB, sm_90, 132 SMs,
+ * PCI 0000:3b:00.0, NUMA node 0" (loads the module). */
+dt_status_t dt_backend_gpu_describe(int ordinal, char *buf, size_t n);
 /* The CPU backend, one line, for `dtrun --version`. */
 void dt_backend_describe(char *buf, size_t n);
 /* The CUDA backend for `dtrun --version` and `dtrun info`: the module's versions and GPUs, or why

@@ -1,6 +1,7 @@
 /*
- * kernels.h - the op table the models call. One instance per backend
- * (dt_kernels_cpu now; CUDA later, with the CPU kernels as its reference).
+ * kernels.h - the op table the models call, and the memory they call it on. One instance per
+ * backend: dt_kernels_cpu, and the CUDA table over the module's kernels (kernels/cuda_table.c),
+ * which the CPU kernels are the reference of; dt_kernels_for chooses (backend_reg.c).
  *
  * Shapes use llm.c's letters: B batch, T time (sequence), C channels,
  * OC output channels, NH heads, V vocabulary. Tensors are row-major float32.
@@ -15,54 +16,92 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "core/dtype.h"
+#include "core/status.h"
+
+/*
+ * A backend's state for one model and everything around it (its strategy, optimizer, loss
+ * scaler): the CPU's oneDNN engine, stream, primitive cache and 16-bit scratch; a GPU's device,
+ * cuBLASLt handle, workspace and first error. Nothing of a backend lives in file statics, so two
+ * models in one process (the tests make several) share nothing but the thread pool.
+ */
+struct dt_kctx;
+
+/* what a copy moves between: host memory and the backend's tensor memory (the same on the CPU) */
+enum dt_copy_kind { DT_COPY_TO_DEVICE, DT_COPY_TO_HOST, DT_COPY_ON_DEVICE };
 
 struct dt_kernels {
     const char *name;
+    /* device: the GPU ordinal the context drives (-1 for the CPU) */
+    dt_status_t (*ctx_create)(int device, struct dt_kctx **out);
+    void (*ctx_destroy)(struct dt_kctx *kc);
+    /*
+     * Tensor memory: everything the model, optimizer and strategy read or write with the ops below
+     * comes from alloc (zeroed; NULL when there is not enough) and is touched only through these
+     * slots and the ops, never by the host directly, so the CPU runs the code path a GPU takes.
+     * copy's kind says which side each pointer is on.
+     */
+    void *(*alloc)(struct dt_kctx *kc, size_t bytes);
+    void (*free)(struct dt_kctx *kc, void *p);
+    void (*zero)(struct dt_kctx *kc, void *p, size_t bytes);
+    void (*copy)(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind);
+    /* Host memory that copies to and from tensor memory run fastest from (a GPU's: page-locked):
+     * checkpoint staging, offloaded state. */
+    void *(*host_alloc)(struct dt_kctx *kc, size_t bytes);
+    void (*host_free)(struct dt_kctx *kc, void *p);
+    /* Wait for every op queued so far and say whether all of them ran: ops return nothing (a
+     * GPU's run asynchronously), so the context keeps the first failure, naming the op and the
+     * device; step says which training step it was for the message. */
+    dt_status_t (*synchronize)(struct dt_kctx *kc, int64_t step);
     /* Prepare the calling thread before the first parallel region (threads started later inherit it). */
     void (*init)(void);
     /* The code paths this machine gets for matmuls with operands in `compute` (chosen from the
      * CPU's features at run time), for the log: "oneDNN sgemm; conversions avx512". */
-    void (*describe)(char *buf, size_t n, enum dt_dtype compute);
+    void (*describe)(struct dt_kctx *kc, char *buf, size_t n, enum dt_dtype compute);
     /* out(BT,OC) = inp(BT,C) @ weight(OC,C)^T + bias(OC); bias may be NULL */
-    void (*matmul_forward)(float *out, const float *inp, const float *weight, const float *bias, int BT, int C, int OC);
+    void (*matmul_forward)(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias, int BT, int C, int OC);
     /* dinp += dout @ weight; dweight += dout^T @ inp; dbias += sum_BT dout (dbias may be NULL) */
-    void (*matmul_backward)(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+    void (*matmul_backward)(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                             const float *weight, int BT, int C, int OC);
     /* The same two with inp, weight and dout rounded to lp (DT_BF16 or DT_F16, nearest even) and the
      * products accumulated in fp32: the matmuls of mixed precision. */
-    void (*matmul_forward_lp)(float *out, const float *inp, const float *weight, const float *bias, int BT, int C,
+    void (*matmul_forward_lp)(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias, int BT, int C,
                               int OC, enum dt_dtype lp);
-    void (*matmul_backward_lp)(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+    void (*matmul_backward_lp)(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, int BT, int C, int OC, enum dt_dtype lp);
     /* fp32 <-> bf16/fp16 (t), round to nearest even; round_lp: dst = src rounded to t, kept in fp32 */
-    void (*cast_to_lp)(uint16_t *dst, const float *src, size_t n, enum dt_dtype t);
-    void (*cast_from_lp)(float *dst, const uint16_t *src, size_t n, enum dt_dtype t);
-    void (*round_lp)(float *dst, const float *src, size_t n, enum dt_dtype t);
+    void (*cast_to_lp)(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t);
+    void (*cast_from_lp)(struct dt_kctx *kc, float *dst, const uint16_t *src, size_t n, enum dt_dtype t);
+    void (*round_lp)(struct dt_kctx *kc, float *dst, const float *src, size_t n, enum dt_dtype t);
     /* out = (inp - mean) * rstd * weight + bias, per row of C; mean, rstd (BT) kept for backward */
-    void (*layernorm_forward)(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+    void (*layernorm_forward)(struct dt_kctx *kc, float *out, float *mean, float *rstd, const float *inp, const float *weight,
                               const float *bias, int BT, int C);
-    void (*layernorm_backward)(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+    void (*layernorm_backward)(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, const float *mean, const float *rstd, int BT, int C);
-    /* causal multi-head attention. qkv (B,T,3C) holds q|k|v; att (B,NH,T,T) keeps the softmax for backward */
-    void (*attention_forward)(float *out, float *att, const float *qkv, int B, int T, int C, int NH);
-    /* dqkv += ...; scratch holds 2*T*T floats per OpenMP thread (dt_kernels_attention_scratch) */
-    void (*attention_backward)(float *dqkv, const float *dout, const float *qkv, const float *att, float *scratch,
-                               int B, int T, int C, int NH);
+    /* Causal multi-head attention. qkv (B,T,3C) holds q|k|v; att keeps what backward needs,
+     * attention_saved floats per layer: the CPU keeps the softmax (B,NH,T,T), a fused GPU kernel
+     * only each row's log-sum-exp (B,NH,T). */
+    size_t (*attention_saved)(int B, int NH, int T);
+    /* floats of scratch attention_backward needs (per call, covering every thread) */
+    size_t (*attention_scratch)(int B, int NH, int T);
+    void (*attention_forward)(struct dt_kctx *kc, float *out, float *att, const float *qkv, int B, int T, int C, int NH);
+    /* dqkv += ...; out is the forward's output (B,T,C) */
+    void (*attention_backward)(struct dt_kctx *kc, float *dqkv, const float *dout, const float *qkv, const float *out,
+                               const float *att, float *scratch, int B, int T, int C, int NH);
     /* GELU, tanh approximation (GPT-2) */
-    void (*gelu_forward)(float *out, const float *inp, size_t N);
-    void (*gelu_backward)(float *dinp, const float *inp, const float *dout, size_t N);
-    void (*residual_forward)(float *out, const float *a, const float *b, size_t N);
+    void (*gelu_forward)(struct dt_kctx *kc, float *out, const float *inp, size_t N);
+    void (*gelu_backward)(struct dt_kctx *kc, float *dinp, const float *inp, const float *dout, size_t N);
+    void (*residual_forward)(struct dt_kctx *kc, float *out, const float *a, const float *b, size_t N);
     /* The embeddings, the token table possibly a block of rows at a time:
      * position_forward: out(B,T,C) = wpe[t]; rows_forward: out[i] += table[inp[i] - v0] for the n
      * tokens in [v0, v0 + nv) (the table holds rows v0..v0+nv-1) */
-    void (*position_forward)(float *out, const float *wpe, int B, int T, int C);
-    void (*rows_forward)(float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C);
+    void (*position_forward)(struct dt_kctx *kc, float *out, const float *wpe, int B, int T, int C);
+    void (*rows_forward)(struct dt_kctx *kc, float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C);
     /* dwpe[t] += sum over b of dout(b,t) */
-    void (*position_backward)(float *dwpe, const float *dout, int B, int T, int C);
+    void (*position_backward)(struct dt_kctx *kc, float *dwpe, const float *dout, int B, int T, int C);
     /* A table's gradient, row by row, into whatever range of it dst holds: dst (of type t) holds
      * elements [lo, lo + n) of a (rows, width) table; vals[i] is added to row rows[i] where they
      * overlap. */
-    void (*rows_add)(void *dst, enum dt_dtype t, size_t lo, size_t n, const int32_t *rows, const float *vals,
+    void (*rows_add)(struct dt_kctx *kc, void *dst, enum dt_dtype t, size_t lo, size_t n, const int32_t *rows, const float *vals,
                      int nrows, int width);
     /*
      * Fused softmax + cross-entropy over rows of V. losses(BT) = -log softmax(logits)[target].
@@ -72,43 +111,44 @@ struct dt_kernels {
      * contiguous scratch: columns [b*vb, b*vb + n) of every row are one (BT, n) row-major block at
      * offset BT*b*vb (n = vb, or what is left in the last block); vb = V is plain row-major.
      */
-    float (*softmax_xent)(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb);
+    float (*softmax_xent)(struct dt_kctx *kc, float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb);
     /*
      * The same on logits stored in 16 bits (t: DT_BF16 or DT_F16), as autocast's bf16 LM head hands
      * them to an fp32 cross-entropy: widened, reduced in fp32, dlogits rounded back in place.
      */
-    float (*softmax_xent_lp)(float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V,
+    float (*softmax_xent_lp)(struct dt_kctx *kc, float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V,
                              int vb, enum dt_dtype t);
-    /* AdamW on a slice with gradient g * gscale (gscale: the clipping factor, folded in to save a pass);
-     * t is the 1-based step for bias correction; decoupled weight decay wd. */
-    void (*adamw)(float *param, const float *grad, float gscale, float *m, float *v, size_t n, float lr, float beta1,
+    /* AdamW on a slice with gradient g * gscale + l2 * param (gscale: the clipping factor, folded in to
+     * save a pass; l2: Adam's L2 penalty, 0 for AdamW); t is the 1-based step for bias correction;
+     * decoupled weight decay wd. */
+    void (*adamw)(struct dt_kctx *kc, float *param, const float *grad, float gscale, float l2, float *m, float *v, size_t n, float lr, float beta1,
                   float beta2, float eps, float wd, int t);
     /* SGD with momentum (PyTorch's formulation: buf = mu*buf + g; nesterov: g + mu*buf) and decoupled wd. */
-    void (*sgd)(float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
+    void (*sgd)(struct dt_kctx *kc, float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
                 int nesterov, float wd, int first_step);
     /* Mean squared error over n values; dout = 2 (out - target) * dloss when dloss != 0. */
-    float (*mse)(float *dout, const float *out, const float *target, float dloss, size_t n);
+    float (*mse)(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n);
     /* sum of squares, in double; number of inf/nan entries (x of type t) */
-    double (*sumsq)(const void *x, enum dt_dtype t, size_t n);
-    size_t (*nonfinite)(const void *x, enum dt_dtype t, size_t n);
+    double (*sumsq)(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n);
+    size_t (*nonfinite)(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n);
     /* Between buffers of fp32, bf16 and fp16 (any two types): dst = src converted; dst += src (the sum
      * in fp32, rounded once). */
-    void (*convert)(void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n);
-    void (*accumulate)(void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n);
+    void (*convert)(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n);
+    void (*accumulate)(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n);
     /* In place, without a second buffer: n fp32 values become n 16-bit ones at the buffer's start,
      * and back. */
-    void (*narrow_inplace)(void *buf, size_t n, enum dt_dtype t);
-    void (*widen_inplace)(void *buf, size_t n, enum dt_dtype t);
+    void (*narrow_inplace)(struct dt_kctx *kc, void *buf, size_t n, enum dt_dtype t);
+    void (*widen_inplace)(struct dt_kctx *kc, void *buf, size_t n, enum dt_dtype t);
     /* bf16 from fp32, rounded up with probability (x - lower) / (upper - lower) (llm.c's AdamW);
      * the noise of element i comes from (seed, index0 + i), so whichever rank rounds it gets the
      * same bits. */
-    void (*round_stochastic)(uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0);
+    void (*round_stochastic)(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0);
 };
 
 extern const struct dt_kernels dt_kernels_cpu;
+/* over the CUDA module (cuda_table.c), in builds with CUDA */
+extern const struct dt_kernels dt_kernels_cuda;
 
-/* Floats of scratch attention_backward needs (per call, covering every thread). */
-size_t dt_kernels_attention_scratch(int T);
 /* Threads the shared pool runs with. */
 int dt_kernels_threads(void);
 

@@ -221,7 +221,20 @@ static dt_status_t gpu_for_rank(const struct dt_config *cfg, const struct dt_wor
         return dt_error(DT_ERR_CONFIG, "dtrun: rank %d: error: compute.device is cuda, but this process can use no "
                         "GPU (%s)\n  hint: set compute.device: cpu, or auto (a GPU when there is one)", w->rank,
                         cfg->resolved.device_note);
-    return dt_device_map(w, dev);
+    DT_CHECK(dt_device_map(w, dev));
+    /* nothing narrowed what the process sees (no CUDA_VISIBLE_DEVICES: `dtrun -n N` on a
+     * workstation): one GPU per local rank, the one the NCCL backend takes too */
+    if (dev->ordinal < 0) {
+        if (w->local_rank >= cfg->resolved.gpus)
+            return dt_error(DT_ERR_CONFIG, "dtrun: rank %d: error: local rank %d, but this node has %d GPU%s, so "
+                            "ranks would share a GPU\n  hint: start at most one rank per GPU", w->rank, w->local_rank,
+                            cfg->resolved.gpus, cfg->resolved.gpus > 1 ? "s" : "");
+        dev->ordinal = w->local_rank;
+        dev->visible = cfg->resolved.gpus;
+        snprintf(dev->id, sizeof dev->id, "%d", w->local_rank);
+        snprintf(dev->source, sizeof dev->source, "local rank %d; CUDA_VISIBLE_DEVICES unset", w->local_rank);
+    }
+    return DT_SUCCESS;
 }
 
 static dt_status_t cmd_run(int argc, char **argv)
@@ -289,17 +302,22 @@ static dt_status_t cmd_info(void)
     if (rc == DT_SUCCESS) {
         uint32_t h = 2166136261u; /* FNV-1a */
         for (size_t i = 0; i < sizeof blob; i++) h = (h ^ blob[i]) * 16777619u;
-        char line[512], gpu[160], devline[256], boot[160];
+        char line[512], gpu[384], devline[256], boot[160], host[256] = "";
         if (kv)
             snprintf(boot, sizeof boot, "bootstrap %s: 128 bytes from rank 0, FNV-1a %08x (%s)", how, (unsigned)h,
                      w.rank ? "rank 0's" : nccl ? "an ncclUniqueId" : "random: no NCCL here");
         else snprintf(boot, sizeof boot, "bootstrap none: no PMIx key-value store");
         dt_world_describe(&w, line, sizeof line);
         dt_device_describe(&dev, devline, sizeof devline);
+        gethostname(host, sizeof host - 1);
         int gpus = 0;
         if (dt_backend_gpus(true, &gpus, gpu, sizeof gpu) != DT_SUCCESS) dt_backend_describe_cuda(gpu, sizeof gpu);
-        printf("dtrun info: %s; %d CPU thread%s; device %s; %s; %s\n", line, dt_kernels_threads(),
-               dt_kernels_threads() > 1 ? "s" : "", devline, gpus > 0 ? "CUDA ready" : gpu, boot);
+        /* the GPU this rank drives, in detail; a GPU the runtime cannot describe is the error */
+        if (gpus > 0 && dev.ordinal >= 0) rc = dt_backend_gpu_describe(dev.ordinal, gpu, sizeof gpu);
+        else if (gpus > 0) snprintf(gpu, sizeof gpu, "CUDA ready, %d GPU%s, none for this rank", gpus, gpus > 1 ? "s" : "");
+        if (rc == DT_SUCCESS)
+            printf("dtrun info: %s; host %s; %d CPU thread%s; device %s; %s; %s\n", line, host, dt_kernels_threads(),
+                   dt_kernels_threads() > 1 ? "s" : "", devline, gpu, boot);
         fflush(stdout);
     }
     dt_pmix_finalize();

@@ -1,6 +1,8 @@
 /* backend_cpu.c - the CPU op table. */
 #include <omp.h>
 #include <stdio.h>
+#include <string.h>
+#include "core/mem.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/cpu.h"
 #if defined(__x86_64__)
@@ -25,16 +27,40 @@ static void cpu_init(void)
 #endif
 }
 
-static void cpu_describe(char *buf, size_t n, enum dt_dtype compute)
+static void cpu_describe(struct dt_kctx *kc, char *buf, size_t n, enum dt_dtype compute)
 {
     const char *fp32 = dt_cpu_gemm_path();
     if (compute == DT_F32) snprintf(buf, n, "matmuls: %s", fp32);
-    else snprintf(buf, n, "%s matmuls: %s; conversions: %s", dt_dtype_str(compute), dt_cpu_matmul_lp_path(compute),
+    else snprintf(buf, n, "%s matmuls: %s; conversions: %s", dt_dtype_str(compute), dt_cpu_matmul_lp_path(kc, compute),
                   dt_convert_fast()->name);
 }
 
+/* Tensor memory is host memory: huge pages for the big buffers (core/mem.h), plain memset and memcpy. */
+static void *cpu_alloc(struct dt_kctx *kc, size_t bytes) { return dt_alloc_big(bytes); }
+static void cpu_free(struct dt_kctx *kc, void *p) { dt_free_big(p); }
+static void *cpu_host_alloc(struct dt_kctx *kc, size_t bytes) { return dt_alloc_big(bytes); }
+static void cpu_host_free(struct dt_kctx *kc, void *p) { dt_free_big(p); }
+static void cpu_zero(struct dt_kctx *kc, void *p, size_t bytes) { memset(p, 0, bytes); }
+static void cpu_copy(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind)
+{
+    if (bytes) memmove(dst, src, bytes);
+}
+/* every CPU kernel has finished when it returns, and none can fail */
+static dt_status_t cpu_synchronize(struct dt_kctx *kc, int64_t step) { return DT_SUCCESS; }
+
 const struct dt_kernels dt_kernels_cpu = {
     .name = "cpu",
+    .ctx_create = dt_cpu_ctx_create,
+    .ctx_destroy = dt_cpu_ctx_destroy,
+    .alloc = cpu_alloc,
+    .free = cpu_free,
+    .zero = cpu_zero,
+    .copy = cpu_copy,
+    .host_alloc = cpu_host_alloc,
+    .host_free = cpu_host_free,
+    .synchronize = cpu_synchronize,
+    .attention_saved = dt_cpu_attention_saved,
+    .attention_scratch = dt_cpu_attention_scratch,
     .init = cpu_init,
     .describe = cpu_describe,
     .matmul_forward = dt_cpu_matmul_forward,

@@ -22,6 +22,6 @@ static void split(enum op op, enum dt_dtype t, void *dst, const void *src, size_
     }
 }
 
-void dt_cpu_cast_to_lp(uint16_t *dst, const float *src, size_t n, enum dt_dtype t) { split(TO_LP, t, dst, src, n); }
-void dt_cpu_cast_from_lp(float *dst, const uint16_t *src, size_t n, enum dt_dtype t) { split(FROM_LP, t, dst, src, n); }
-void dt_cpu_round_lp(float *dst, const float *src, size_t n, enum dt_dtype t) { split(ROUND, t, dst, src, n); }
+void dt_cpu_cast_to_lp(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t) { split(TO_LP, t, dst, src, n); }
+void dt_cpu_cast_from_lp(struct dt_kctx *kc, float *dst, const uint16_t *src, size_t n, enum dt_dtype t) { split(FROM_LP, t, dst, src, n); }
+void dt_cpu_round_lp(struct dt_kctx *kc, float *dst, const float *src, size_t n, enum dt_dtype t) { split(ROUND, t, dst, src, n); }

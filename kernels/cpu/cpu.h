@@ -9,51 +9,56 @@ void dt_cpu_gemm(char ta, char tb, int M, int N, int K, float alpha, const float
 /* "oneDNN sgemm (avx512_core)" or the stand-in's name */
 const char *dt_cpu_gemm_path(void);
 void dt_cpu_colsum(float *out, const float *x, int R, int C);
-void dt_cpu_matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int BT, int C, int OC);
-void dt_cpu_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+void dt_cpu_matmul_forward(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias, int BT, int C, int OC);
+void dt_cpu_matmul_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                             const float *weight, int BT, int C, int OC);
-void dt_cpu_matmul_forward_lp(float *out, const float *inp, const float *weight, const float *bias, int BT, int C,
+void dt_cpu_matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias, int BT, int C,
                               int OC, enum dt_dtype t);
-void dt_cpu_matmul_backward_lp(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+void dt_cpu_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, int BT, int C, int OC, enum dt_dtype t);
-void dt_cpu_cast_to_lp(uint16_t *dst, const float *src, size_t n, enum dt_dtype t);
-void dt_cpu_cast_from_lp(float *dst, const uint16_t *src, size_t n, enum dt_dtype t);
+void dt_cpu_cast_to_lp(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t);
+void dt_cpu_cast_from_lp(struct dt_kctx *kc, float *dst, const uint16_t *src, size_t n, enum dt_dtype t);
 /* dst = src rounded to t, kept in fp32 (one pass) */
-void dt_cpu_round_lp(float *dst, const float *src, size_t n, enum dt_dtype t);
+void dt_cpu_round_lp(struct dt_kctx *kc, float *dst, const float *src, size_t n, enum dt_dtype t);
 /* 1: bf16 matmuls through oneDNN, 0: sgemm on widened operands (tests and benchmarks; the
  * default depends on the CPU, see matmul_lp.c) */
-void dt_cpu_bf16_gemm_select(int onednn);
+dt_status_t dt_cpu_ctx_create(int device, struct dt_kctx **out);
+void dt_cpu_ctx_destroy(struct dt_kctx *kc);
+void dt_cpu_bf16_gemm_select(struct dt_kctx *kc, int onednn);
 /* which path the 16-bit matmuls of type t take here, for logs and benchmarks */
-const char *dt_cpu_matmul_lp_path(enum dt_dtype t);
-void dt_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+const char *dt_cpu_matmul_lp_path(struct dt_kctx *kc, enum dt_dtype t);
+void dt_cpu_layernorm_forward(struct dt_kctx *kc, float *out, float *mean, float *rstd, const float *inp, const float *weight,
                               const float *bias, int BT, int C);
-void dt_cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+void dt_cpu_layernorm_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, const float *mean, const float *rstd, int BT, int C);
-void dt_cpu_attention_forward(float *out, float *att, const float *qkv, int B, int T, int C, int NH);
-void dt_cpu_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *att, float *scratch,
+void dt_cpu_attention_forward(struct dt_kctx *kc, float *out, float *att, const float *qkv, int B, int T, int C, int NH);
+size_t dt_cpu_attention_saved(int B, int NH, int T);
+size_t dt_cpu_attention_scratch(int B, int NH, int T);
+void dt_cpu_attention_backward(struct dt_kctx *kc, float *dqkv, const float *dout, const float *qkv, const float *out,
+                               const float *att, float *scratch,
                                int B, int T, int C, int NH);
-void dt_cpu_gelu_forward(float *out, const float *inp, size_t N);
-void dt_cpu_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N);
-void dt_cpu_residual_forward(float *out, const float *a, const float *b, size_t N);
-void dt_cpu_position_forward(float *out, const float *wpe, int B, int T, int C);
-void dt_cpu_rows_forward(float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C);
-void dt_cpu_position_backward(float *dwpe, const float *dout, int B, int T, int C);
-void dt_cpu_rows_add(void *dst, enum dt_dtype t, size_t lo, size_t n, const int32_t *rows, const float *vals,
+void dt_cpu_gelu_forward(struct dt_kctx *kc, float *out, const float *inp, size_t N);
+void dt_cpu_gelu_backward(struct dt_kctx *kc, float *dinp, const float *inp, const float *dout, size_t N);
+void dt_cpu_residual_forward(struct dt_kctx *kc, float *out, const float *a, const float *b, size_t N);
+void dt_cpu_position_forward(struct dt_kctx *kc, float *out, const float *wpe, int B, int T, int C);
+void dt_cpu_rows_forward(struct dt_kctx *kc, float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C);
+void dt_cpu_position_backward(struct dt_kctx *kc, float *dwpe, const float *dout, int B, int T, int C);
+void dt_cpu_rows_add(struct dt_kctx *kc, void *dst, enum dt_dtype t, size_t lo, size_t n, const int32_t *rows, const float *vals,
                      int nrows, int width);
-float dt_cpu_softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb);
-float dt_cpu_softmax_xent_lp(float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V,
+float dt_cpu_softmax_xent(struct dt_kctx *kc, float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb);
+float dt_cpu_softmax_xent_lp(struct dt_kctx *kc, float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V,
                              int vb, enum dt_dtype t);
-void dt_cpu_adamw(float *param, const float *grad, float gscale, float *m, float *v, size_t n, float lr, float beta1,
+void dt_cpu_adamw(struct dt_kctx *kc, float *param, const float *grad, float gscale, float l2, float *m, float *v, size_t n, float lr, float beta1,
                   float beta2, float eps, float wd, int t);
-void dt_cpu_sgd(float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
+void dt_cpu_sgd(struct dt_kctx *kc, float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
                 int nesterov, float wd, int first_step);
-float dt_cpu_mse(float *dout, const float *out, const float *target, float dloss, size_t n);
-double dt_cpu_sumsq(const void *x, enum dt_dtype t, size_t n);
-size_t dt_cpu_nonfinite(const void *x, enum dt_dtype t, size_t n);
-void dt_cpu_convert(void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n);
-void dt_cpu_accumulate(void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n);
-void dt_cpu_narrow_inplace(void *buf, size_t n, enum dt_dtype t);
-void dt_cpu_widen_inplace(void *buf, size_t n, enum dt_dtype t);
-void dt_cpu_round_stochastic(uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0);
+float dt_cpu_mse(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n);
+double dt_cpu_sumsq(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n);
+size_t dt_cpu_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n);
+void dt_cpu_convert(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n);
+void dt_cpu_accumulate(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n);
+void dt_cpu_narrow_inplace(struct dt_kctx *kc, void *buf, size_t n, enum dt_dtype t);
+void dt_cpu_widen_inplace(struct dt_kctx *kc, void *buf, size_t n, enum dt_dtype t);
+void dt_cpu_round_stochastic(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0);
 
 #endif

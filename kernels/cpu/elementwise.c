@@ -2,13 +2,13 @@
 #include <math.h>
 #include "kernels/cpu/cpu.h"
 
-void dt_cpu_residual_forward(float *out, const float *a, const float *b, size_t N)
+void dt_cpu_residual_forward(struct dt_kctx *kc, float *out, const float *a, const float *b, size_t N)
 {
     #pragma omp parallel for simd
     for (size_t i = 0; i < N; i++) out[i] = a[i] + b[i];
 }
 
-float dt_cpu_mse(float *dout, const float *out, const float *target, float dloss, size_t n)
+float dt_cpu_mse(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n)
 {
     double s = 0;
     #pragma omp parallel for simd reduction(+ : s)

@@ -8,7 +8,7 @@
 #include "core/dtype.h"
 #include "kernels/cpu/cpu.h"
 
-void dt_cpu_position_forward(float *out, const float *wpe, int B, int T, int C)
+void dt_cpu_position_forward(struct dt_kctx *kc, float *out, const float *wpe, int B, int T, int C)
 {
     #pragma omp parallel for collapse(2)
     for (int b = 0; b < B; b++)
@@ -19,7 +19,7 @@ void dt_cpu_position_forward(float *out, const float *wpe, int B, int T, int C)
         }
 }
 
-void dt_cpu_rows_forward(float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C)
+void dt_cpu_rows_forward(struct dt_kctx *kc, float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C)
 {
     #pragma omp parallel for
     for (int i = 0; i < n; i++) {
@@ -32,7 +32,7 @@ void dt_cpu_rows_forward(float *out, const int32_t *inp, const float *table, int
     }
 }
 
-void dt_cpu_position_backward(float *dwpe, const float *dout, int B, int T, int C)
+void dt_cpu_position_backward(struct dt_kctx *kc, float *dwpe, const float *dout, int B, int T, int C)
 {
     #pragma omp parallel for
     for (int t = 0; t < T; t++) {
@@ -45,7 +45,7 @@ void dt_cpu_position_backward(float *dwpe, const float *dout, int B, int T, int 
     }
 }
 
-void dt_cpu_rows_add(void *dst, enum dt_dtype t, size_t lo, size_t n, const int32_t *rows, const float *vals,
+void dt_cpu_rows_add(struct dt_kctx *kc, void *dst, enum dt_dtype t, size_t lo, size_t n, const int32_t *rows, const float *vals,
                      int nrows, int width)
 {
     /* rows repeat, so two rows may land on the same elements: each thread owns a range of

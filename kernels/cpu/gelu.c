@@ -9,7 +9,7 @@
 #include "kernels/cpu/vmath.h"
 #include "kernels/formulas.h"
 
-DT_CLONES void dt_cpu_gelu_forward(float *out, const float *inp, size_t N)
+DT_CLONES void dt_cpu_gelu_forward(struct dt_kctx *kc, float *out, const float *inp, size_t N)
 {
     #pragma omp parallel for simd
     for (size_t i = 0; i < N; i++) {
@@ -17,7 +17,7 @@ DT_CLONES void dt_cpu_gelu_forward(float *out, const float *inp, size_t N)
     }
 }
 
-DT_CLONES void dt_cpu_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N)
+DT_CLONES void dt_cpu_gelu_backward(struct dt_kctx *kc, float *dinp, const float *inp, const float *dout, size_t N)
 {
     #pragma omp parallel for simd
     for (size_t i = 0; i < N; i++) {

@@ -3,7 +3,7 @@
 #include <omp.h>
 #include "kernels/cpu/cpu.h"
 
-void dt_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+void dt_cpu_layernorm_forward(struct dt_kctx *kc, float *out, float *mean, float *rstd, const float *inp, const float *weight,
                               const float *bias, int BT, int C)
 {
     #pragma omp parallel for
@@ -26,7 +26,7 @@ void dt_cpu_layernorm_forward(float *out, float *mean, float *rstd, const float 
     }
 }
 
-void dt_cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+void dt_cpu_layernorm_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, const float *mean, const float *rstd, int BT, int C)
 {
     #pragma omp parallel for

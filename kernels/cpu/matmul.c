@@ -71,7 +71,7 @@ void dt_cpu_colsum(float *out, const float *x, int R, int C)
     }
 }
 
-void dt_cpu_matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int BT, int C, int OC)
+void dt_cpu_matmul_forward(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias, int BT, int C, int OC)
 {
     float beta = 0;
     if (bias) {
@@ -82,7 +82,7 @@ void dt_cpu_matmul_forward(float *out, const float *inp, const float *weight, co
     dt_cpu_gemm('N', 'T', BT, OC, C, 1.0f, inp, C, weight, C, beta, out, OC);
 }
 
-void dt_cpu_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+void dt_cpu_matmul_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                             const float *weight, int BT, int C, int OC)
 {
     dt_cpu_gemm('N', 'N', BT, C, OC, 1.0f, dout, OC, weight, C, 1.0f, dinp, C);

@@ -20,6 +20,7 @@
 #include <string.h>
 #include "dt_build_config.h"
 #include "core/dtype.h"
+#include "core/error.h"
 #include "kernels/cpu/cpu.h"
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -28,12 +29,11 @@
 #include <dnnl.h>
 #endif
 
-/* Growing scratch for the 16-bit copies; kernels are called from one thread at a time. */
+/* Growing scratch for the 16-bit copies; a context's kernels are called from one thread at a time. */
 struct scratch {
     void *p;
     size_t n;
 };
-static struct scratch s_a, s_b, s_c, s_wa, s_wb, s_wc;
 
 static void *grow(struct scratch *s, size_t bytes)
 {
@@ -45,10 +45,6 @@ static void *grow(struct scratch *s, size_t bytes)
     return s->p;
 }
 
-static int bf16_onednn = -1; /* -1: not chosen yet */
-
-void dt_cpu_bf16_gemm_select(int onednn) { bf16_onednn = onednn; }
-
 #ifdef HAVE_DNNL
 struct prim {
     char ta, tb;
@@ -57,15 +53,57 @@ struct prim {
     dnnl_primitive_t p;
     dnnl_memory_t a, b, c;
 };
-static struct prim cache[64];
-static int ncache;
-static dnnl_engine_t engine;
-static dnnl_stream_t stream;
-static bool no_bf16; /* oneDNN has no bf16 matmul on this CPU */
-static const char *bf16_why = "chosen by the caller"; /* why bf16_onednn is what it is, for the log */
+#endif
 
-static bool onednn_pays(void)
+/* the CPU backend's context (kernels.h): all of its state is this file's */
+struct dt_kctx {
+    struct scratch s_a, s_b, s_c, s_wa, s_wb, s_wc;
+    int bf16_onednn;      /* -1: not chosen yet */
+    const char *bf16_why; /* why bf16_onednn is what it is, for the log */
+    char path[160];       /* dt_cpu_matmul_lp_path's answer */
+#ifdef HAVE_DNNL
+    struct prim cache[64];
+    int ncache;
+    dnnl_engine_t engine;
+    dnnl_stream_t stream;
+    bool no_bf16; /* oneDNN has no bf16 matmul on this CPU */
+#endif
+};
+
+dt_status_t dt_cpu_ctx_create(int device, struct dt_kctx **out)
 {
+    *out = calloc(1, sizeof **out);
+    if (!*out) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the CPU kernels' context");
+    (*out)->bf16_onednn = -1;
+    (*out)->bf16_why = "chosen by the caller";
+    return DT_SUCCESS;
+}
+
+void dt_cpu_ctx_destroy(struct dt_kctx *kc)
+{
+    if (!kc) return;
+    struct scratch *all[] = {&kc->s_a, &kc->s_b, &kc->s_c, &kc->s_wa, &kc->s_wb, &kc->s_wc};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->p);
+#ifdef HAVE_DNNL
+    for (int i = 0; i < kc->ncache; i++) {
+        dnnl_primitive_destroy(kc->cache[i].p);
+        dnnl_memory_destroy(kc->cache[i].a);
+        dnnl_memory_destroy(kc->cache[i].b);
+        dnnl_memory_destroy(kc->cache[i].c);
+    }
+    if (kc->stream) dnnl_stream_destroy(kc->stream);
+    if (kc->engine) dnnl_engine_destroy(kc->engine);
+#endif
+    free(kc);
+}
+
+void dt_cpu_bf16_gemm_select(struct dt_kctx *kc, int onednn) { kc->bf16_onednn = onednn; }
+
+#ifdef HAVE_DNNL
+static bool onednn_pays(struct dt_kctx *kc)
+{
+    int bf16_onednn = kc->bf16_onednn;
+    const char *bf16_why = kc->bf16_why;
     if (bf16_onednn < 0) {
         const char *e = getenv("DTRUN_BF16_GEMM");
         bool amx = false, amd = false; /* only x86's are known here; elsewhere sgemm, the same sums */
@@ -80,22 +118,24 @@ static bool onednn_pays(void)
         else if (amx) bf16_onednn = 1, bf16_why = "this CPU has AMX";
         else if (amd) bf16_onednn = 1, bf16_why = "AMD: bf16 at twice the fp32 rate";
         else bf16_onednn = 0, bf16_why = "this CPU multiplies bf16 no faster than fp32";
+        kc->bf16_onednn = bf16_onednn;
+        kc->bf16_why = bf16_why;
     }
     return bf16_onednn;
 }
 
-static struct prim *bf16_prim(char ta, char tb, int M, int N, int K, int lda, int ldb, int ldc, bool accumulate)
+static struct prim *bf16_prim(struct dt_kctx *kc, char ta, char tb, int M, int N, int K, int lda, int ldb, int ldc, bool accumulate)
 {
-    for (int i = 0; i < ncache; i++) {
-        struct prim *q = &cache[i];
+    for (int i = 0; i < kc->ncache; i++) {
+        struct prim *q = &kc->cache[i];
         if (q->ta == ta && q->tb == tb && q->M == M && q->N == N && q->K == K && q->lda == lda && q->ldb == ldb &&
             q->ldc == ldc && q->accumulate == accumulate)
             return q;
     }
-    if (no_bf16 || ncache == (int)(sizeof cache / sizeof cache[0])) return NULL;
-    if (!engine && (dnnl_engine_create(&engine, dnnl_cpu, 0) != dnnl_success ||
-                    dnnl_stream_create(&stream, engine, dnnl_stream_default_flags) != dnnl_success)) {
-        no_bf16 = true;
+    if (kc->no_bf16 || kc->ncache == (int)(sizeof kc->cache / sizeof kc->cache[0])) return NULL;
+    if (!kc->engine && (dnnl_engine_create(&kc->engine, dnnl_cpu, 0) != dnnl_success ||
+                    dnnl_stream_create(&kc->stream, kc->engine, dnnl_stream_default_flags) != dnnl_success)) {
+        kc->no_bf16 = true;
         return NULL;
     }
     dnnl_memory_desc_t ad, bd, cd;
@@ -114,114 +154,114 @@ static struct prim *bf16_prim(char ta, char tb, int M, int N, int K, int lda, in
     if (ok && accumulate)
         ok = dnnl_post_ops_create(&ops) == dnnl_success && dnnl_post_ops_append_sum(ops, 1.0f) == dnnl_success &&
              dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success;
-    ok = ok && dnnl_primitive_desc_create(&pd, &md, attr, engine, NULL) == dnnl_success;
-    struct prim *q = &cache[ncache];
+    ok = ok && dnnl_primitive_desc_create(&pd, &md, attr, kc->engine, NULL) == dnnl_success;
+    struct prim *q = &kc->cache[kc->ncache];
     *q = (struct prim){ta, tb, M, N, K, lda, ldb, ldc, accumulate, NULL, NULL, NULL, NULL};
     ok = ok && dnnl_primitive_create(&q->p, pd) == dnnl_success &&
-         dnnl_memory_create(&q->a, &ad, engine, DNNL_MEMORY_NONE) == dnnl_success &&
-         dnnl_memory_create(&q->b, &bd, engine, DNNL_MEMORY_NONE) == dnnl_success &&
-         dnnl_memory_create(&q->c, &cd, engine, DNNL_MEMORY_NONE) == dnnl_success;
+         dnnl_memory_create(&q->a, &ad, kc->engine, DNNL_MEMORY_NONE) == dnnl_success &&
+         dnnl_memory_create(&q->b, &bd, kc->engine, DNNL_MEMORY_NONE) == dnnl_success &&
+         dnnl_memory_create(&q->c, &cd, kc->engine, DNNL_MEMORY_NONE) == dnnl_success;
     if (pd) dnnl_primitive_desc_destroy(pd);
     if (ops) dnnl_post_ops_destroy(ops);
     if (attr) dnnl_primitive_attr_destroy(attr);
     if (!ok) {
-        no_bf16 = true;
+        kc->no_bf16 = true;
         return NULL;
     }
-    ncache++;
+    kc->ncache++;
     return q;
 }
 #endif
 
 /* C(M,N) = op(A) op(B) [+ C], A and B 16-bit of type t, row-major like dt_cpu_gemm. */
-static void gemm_lp(enum dt_dtype t, char ta, char tb, int M, int N, int K, const uint16_t *A, int lda,
+static void gemm_lp(struct dt_kctx *kc, enum dt_dtype t, char ta, char tb, int M, int N, int K, const uint16_t *A, int lda,
                     const uint16_t *B, int ldb, bool accumulate, float *C, int ldc)
 {
 #ifdef HAVE_DNNL
-    struct prim *q = t == DT_BF16 && onednn_pays() ? bf16_prim(ta, tb, M, N, K, lda, ldb, ldc, accumulate) : NULL;
+    struct prim *q = t == DT_BF16 && onednn_pays(kc) ? bf16_prim(kc, ta, tb, M, N, K, lda, ldb, ldc, accumulate) : NULL;
     if (q) {
         dnnl_memory_set_data_handle(q->a, (void *)A);
         dnnl_memory_set_data_handle(q->b, (void *)B);
         dnnl_memory_set_data_handle(q->c, C);
         dnnl_exec_arg_t args[] = {{DNNL_ARG_SRC, q->a}, {DNNL_ARG_WEIGHTS, q->b}, {DNNL_ARG_DST, q->c}};
-        dnnl_primitive_execute(q->p, stream, 3, args);
-        dnnl_stream_wait(stream);
+        dnnl_primitive_execute(q->p, kc->stream, 3, args);
+        dnnl_stream_wait(kc->stream);
         return;
     }
 #endif
     size_t na = (size_t)(ta == 'N' ? M : K) * lda, nb = (size_t)(tb == 'N' ? K : N) * ldb;
-    float *a = grow(&s_wa, na * sizeof(float)), *b = grow(&s_wb, nb * sizeof(float));
-    dt_cpu_cast_from_lp(a, A, na, t);
-    dt_cpu_cast_from_lp(b, B, nb, t);
+    float *a = grow(&kc->s_wa, na * sizeof(float)), *b = grow(&kc->s_wb, nb * sizeof(float));
+    dt_cpu_cast_from_lp(kc, a, A, na, t);
+    dt_cpu_cast_from_lp(kc, b, B, nb, t);
     dt_cpu_gemm(ta, tb, M, N, K, 1.0f, a, lda, b, ldb, accumulate ? 1.0f : 0.0f, C, ldc);
 }
 
 /* The sgemm path: operands rounded to t in one pass each, kept in fp32. */
-static bool widened(enum dt_dtype t)
+static bool widened(struct dt_kctx *kc, enum dt_dtype t)
 {
 #ifdef HAVE_DNNL
-    if (t == DT_BF16 && onednn_pays()) return false;
+    if (t == DT_BF16 && onednn_pays(kc)) return false;
 #endif
+    (void)kc;
     (void)t;
     return true;
 }
 
-void dt_cpu_matmul_forward_lp(float *out, const float *inp, const float *weight, const float *bias, int BT, int C,
+void dt_cpu_matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias, int BT, int C,
                               int OC, enum dt_dtype t)
 {
-    if (widened(t)) {
-        float *x = grow(&s_wa, (size_t)BT * C * 4), *w = grow(&s_wb, (size_t)OC * C * 4);
-        dt_cpu_round_lp(x, inp, (size_t)BT * C, t);
-        dt_cpu_round_lp(w, weight, (size_t)OC * C, t);
-        dt_cpu_matmul_forward(out, x, w, bias, BT, C, OC);
+    if (widened(kc, t)) {
+        float *x = grow(&kc->s_wa, (size_t)BT * C * 4), *w = grow(&kc->s_wb, (size_t)OC * C * 4);
+        dt_cpu_round_lp(kc, x, inp, (size_t)BT * C, t);
+        dt_cpu_round_lp(kc, w, weight, (size_t)OC * C, t);
+        dt_cpu_matmul_forward(kc, out, x, w, bias, BT, C, OC);
         return;
     }
-    uint16_t *x = grow(&s_a, (size_t)BT * C * 2), *w = grow(&s_b, (size_t)OC * C * 2);
-    dt_cpu_cast_to_lp(x, inp, (size_t)BT * C, t);
-    dt_cpu_cast_to_lp(w, weight, (size_t)OC * C, t);
+    uint16_t *x = grow(&kc->s_a, (size_t)BT * C * 2), *w = grow(&kc->s_b, (size_t)OC * C * 2);
+    dt_cpu_cast_to_lp(kc, x, inp, (size_t)BT * C, t);
+    dt_cpu_cast_to_lp(kc, w, weight, (size_t)OC * C, t);
     if (bias) {
         #pragma omp parallel for
         for (int i = 0; i < BT; i++) memcpy(out + (size_t)i * OC, bias, (size_t)OC * sizeof *out);
     }
-    gemm_lp(t, 'N', 'T', BT, OC, C, x, C, w, C, bias != NULL, out, OC);
+    gemm_lp(kc, t, 'N', 'T', BT, OC, C, x, C, w, C, bias != NULL, out, OC);
 }
 
-void dt_cpu_matmul_backward_lp(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+void dt_cpu_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, int BT, int C, int OC, enum dt_dtype t)
 {
-    if (widened(t)) {
-        float *x = grow(&s_wa, (size_t)BT * C * 4), *w = grow(&s_wb, (size_t)OC * C * 4),
-              *d = grow(&s_wc, (size_t)BT * OC * 4);
-        dt_cpu_round_lp(x, inp, (size_t)BT * C, t);
-        dt_cpu_round_lp(w, weight, (size_t)OC * C, t);
-        dt_cpu_round_lp(d, dout, (size_t)BT * OC, t);
-        dt_cpu_matmul_backward(dinp, dweight, NULL, d, x, w, BT, C, OC);
+    if (widened(kc, t)) {
+        float *x = grow(&kc->s_wa, (size_t)BT * C * 4), *w = grow(&kc->s_wb, (size_t)OC * C * 4),
+              *d = grow(&kc->s_wc, (size_t)BT * OC * 4);
+        dt_cpu_round_lp(kc, x, inp, (size_t)BT * C, t);
+        dt_cpu_round_lp(kc, w, weight, (size_t)OC * C, t);
+        dt_cpu_round_lp(kc, d, dout, (size_t)BT * OC, t);
+        dt_cpu_matmul_backward(kc, dinp, dweight, NULL, d, x, w, BT, C, OC);
         if (dbias) dt_cpu_colsum(dbias, dout, BT, OC);
         return;
     }
-    uint16_t *x = grow(&s_a, (size_t)BT * C * 2), *w = grow(&s_b, (size_t)OC * C * 2),
-             *d = grow(&s_c, (size_t)BT * OC * 2);
-    dt_cpu_cast_to_lp(x, inp, (size_t)BT * C, t);
-    dt_cpu_cast_to_lp(w, weight, (size_t)OC * C, t);
-    dt_cpu_cast_to_lp(d, dout, (size_t)BT * OC, t);
-    gemm_lp(t, 'N', 'N', BT, C, OC, d, OC, w, C, true, dinp, C);
-    gemm_lp(t, 'T', 'N', OC, C, BT, d, OC, x, C, true, dweight, C);
+    uint16_t *x = grow(&kc->s_a, (size_t)BT * C * 2), *w = grow(&kc->s_b, (size_t)OC * C * 2),
+             *d = grow(&kc->s_c, (size_t)BT * OC * 2);
+    dt_cpu_cast_to_lp(kc, x, inp, (size_t)BT * C, t);
+    dt_cpu_cast_to_lp(kc, w, weight, (size_t)OC * C, t);
+    dt_cpu_cast_to_lp(kc, d, dout, (size_t)BT * OC, t);
+    gemm_lp(kc, t, 'N', 'N', BT, C, OC, d, OC, w, C, true, dinp, C);
+    gemm_lp(kc, t, 'T', 'N', OC, C, BT, d, OC, x, C, true, dweight, C);
     if (dbias) dt_cpu_colsum(dbias, dout, BT, OC);
 }
 
-const char *dt_cpu_matmul_lp_path(enum dt_dtype t)
+const char *dt_cpu_matmul_lp_path(struct dt_kctx *kc, enum dt_dtype t)
 {
     if (t != DT_BF16) return "fp32 sgemm on operands rounded to fp16";
 #ifdef HAVE_DNNL
-    static char why[160];
-    bool pays = onednn_pays();
-    if (pays && bf16_prim('N', 'T', 16, 16, 16, 16, 16, 16, false)) {
-        snprintf(why, sizeof why, "oneDNN bf16 matmul (%s)", bf16_why);
-        return why;
+    bool pays = onednn_pays(kc);
+    if (pays && bf16_prim(kc, 'N', 'T', 16, 16, 16, 16, 16, 16, false)) {
+        snprintf(kc->path, sizeof kc->path, "oneDNN bf16 matmul (%s)", kc->bf16_why);
+        return kc->path;
     }
-    snprintf(why, sizeof why, "fp32 sgemm on operands rounded to bf16 (%s)",
-             pays ? "oneDNN has no bf16 matmul on this CPU" : bf16_why);
-    return why;
+    snprintf(kc->path, sizeof kc->path, "fp32 sgemm on operands rounded to bf16 (%s)",
+             pays ? "oneDNN has no bf16 matmul on this CPU" : kc->bf16_why);
+    return kc->path;
 #else
     return "fp32 sgemm on operands rounded to bf16 (built without oneDNN)";
 #endif

@@ -25,14 +25,14 @@ static inline void put(void *p, enum dt_dtype t, size_t i, float v)
     else ((uint16_t *)p)[i] = dt_f16_from_f32(v);
 }
 
-void dt_cpu_convert(void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n)
+void dt_cpu_convert(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n)
 {
     if (dt == st) {
         memcpy(dst, src, n * dt_dtype_size(dt));
     } else if (st == DT_F32) {
-        dt_cpu_cast_to_lp(dst, src, n, dt);
+        dt_cpu_cast_to_lp(kc, dst, src, n, dt);
     } else if (dt == DT_F32) {
-        dt_cpu_cast_from_lp(dst, src, n, st);
+        dt_cpu_cast_from_lp(kc, dst, src, n, st);
     } else {
         #pragma omp parallel for
         for (size_t i = 0; i < n; i++) put(dst, dt, i, get(src, st, i));
@@ -48,7 +48,7 @@ static const float *widen(float *tmp, const void *src, enum dt_dtype t, size_t n
     return tmp;
 }
 
-void dt_cpu_accumulate(void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n)
+void dt_cpu_accumulate(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n)
 {
     if (dt == DT_F32 && st == DT_F32) {
         float *d = dst;
@@ -73,7 +73,7 @@ void dt_cpu_accumulate(void *dst, enum dt_dtype dt, const void *src, enum dt_dty
 }
 
 /* Forward: the 16-bit value i lands on bytes [2i, 2i+2), which held fp32 values already read. */
-void dt_cpu_narrow_inplace(void *buf, size_t n, enum dt_dtype t)
+void dt_cpu_narrow_inplace(struct dt_kctx *kc, void *buf, size_t n, enum dt_dtype t)
 {
     const float *f = buf;
     uint16_t *h = buf;
@@ -85,7 +85,7 @@ void dt_cpu_narrow_inplace(void *buf, size_t n, enum dt_dtype t)
 
 /* Backward: the fp32 value i lands on bytes [4i, 4i+4), which held 16-bit values 2i and 2i+1,
  * already widened (they come after i). */
-void dt_cpu_widen_inplace(void *buf, size_t n, enum dt_dtype t)
+void dt_cpu_widen_inplace(struct dt_kctx *kc, void *buf, size_t n, enum dt_dtype t)
 {
     float *f = buf;
     const uint16_t *h = buf;
@@ -95,14 +95,14 @@ void dt_cpu_widen_inplace(void *buf, size_t n, enum dt_dtype t)
     }
 }
 
-void dt_cpu_round_stochastic(uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0)
+void dt_cpu_round_stochastic(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0)
 {
     #pragma omp parallel for
     for (size_t i = 0; i < n; i++) dst[i] = dt_bf16_stochastic(src[i], seed, index0 + i);
 }
 
 /* in double, so the global norm of 124M gradients does not lose digits */
-double dt_cpu_sumsq(const void *x, enum dt_dtype t, size_t n)
+double dt_cpu_sumsq(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n)
 {
     double s = 0;
     if (t == DT_F32) {
@@ -126,7 +126,7 @@ double dt_cpu_sumsq(const void *x, enum dt_dtype t, size_t n)
 }
 
 /* 16 bits: all ones in the exponent, read off the bits */
-size_t dt_cpu_nonfinite(const void *x, enum dt_dtype t, size_t n)
+size_t dt_cpu_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n)
 {
     size_t bad = 0;
     if (t == DT_F32) {

@@ -9,18 +9,18 @@
 #include "kernels/formulas.h"
 #include "kernels/cpu/cpu.h"
 
-void dt_cpu_adamw(float *param, const float *grad, float gscale, float *m, float *v, size_t n, float lr, float beta1,
+void dt_cpu_adamw(struct dt_kctx *kc, float *param, const float *grad, float gscale, float l2, float *m, float *v, size_t n, float lr, float beta1,
                   float beta2, float eps, float wd, int t)
 {
     float bc1 = 1.0f - powf(beta1, (float)t), bc2 = 1.0f - powf(beta2, (float)t);
     float step = lr / bc1, rbc2 = 1.0f / sqrtf(bc2);
     #pragma omp parallel for simd
     for (size_t i = 0; i < n; i++) {
-        dt_adamw_one(&param[i], &m[i], &v[i], grad[i] * gscale, lr, beta1, beta2, eps, wd, step, rbc2);
+        dt_adamw_one(&param[i], &m[i], &v[i], grad[i] * gscale + l2 * param[i], lr, beta1, beta2, eps, wd, step, rbc2);
     }
 }
 
-void dt_cpu_sgd(float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
+void dt_cpu_sgd(struct dt_kctx *kc, float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
                 int nesterov, float wd, int first_step)
 {
     #pragma omp parallel for simd

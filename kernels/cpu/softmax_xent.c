@@ -13,7 +13,7 @@ static inline float *block_row(float *logits, int i, int b, int BT, int V, int v
     return logits + (size_t)BT * v0 + (size_t)i * *n;
 }
 
-DT_CLONES float dt_cpu_softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V,
+DT_CLONES float dt_cpu_softmax_xent(struct dt_kctx *kc, float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V,
                                     int vb)
 {
     int nb = (V + vb - 1) / vb;
@@ -56,7 +56,7 @@ static inline int segment(float *x, const uint16_t *logits, const struct dt_conv
     return n;
 }
 
-DT_CLONES float dt_cpu_softmax_xent_lp(float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V,
+DT_CLONES float dt_cpu_softmax_xent_lp(struct dt_kctx *kc, float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V,
                              int vb, enum dt_dtype t)
 {
     static const struct dt_convert *cv;

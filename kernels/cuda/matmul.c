@@ -6,9 +6,11 @@
  * product is taken transposed: out^T = weight . inp^T, dinp^T = weight^T . dout^T,
  * dweight^T = inp^T . dout. With lp (bf16, fp16) the operands are rounded into the context's
  * scratch by the cast kernel (the CPU's rounding) and multiplied with fp32 accumulation into fp32.
- * The state (the cuBLASLt handle, its workspace, the scratch) lives in a context, not in statics.
+ * The state (the cuBLASLt handle, its workspace, the scratch) lives in a context, not in statics;
+ * so does a cuBLAS handle, for the strided-batched gemms of attention's reference path.
  */
 #include <cublasLt.h>
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -20,6 +22,7 @@
 
 struct dt_cuda_ctx {
     cublasLtHandle_t lt;
+    cublasHandle_t blas;
     void *ws;
     uint16_t *lp[3]; /* scratch for rounded operands */
     size_t lp_n[3];
@@ -33,6 +36,9 @@ int dt_cuda_ctx_create(struct dt_cuda_ctx **out)
     *out = NULL;
     if (!c) return (int)cudaErrorMemoryAllocation;
     int e = lt_err(cublasLtCreate(&c->lt));
+    if (!e) e = lt_err(cublasCreate(&c->blas));
+    /* the stream the kernels launch on (a handle's default, stream 0, is the legacy stream) */
+    if (!e) e = lt_err(cublasSetStream(c->blas, cudaStreamPerThread));
     if (!e) e = (int)cudaMalloc(&c->ws, WORKSPACE);
     if (e) {
         dt_cuda_ctx_destroy(c);
@@ -47,9 +53,12 @@ void dt_cuda_ctx_destroy(struct dt_cuda_ctx *c)
     if (!c) return;
     for (int i = 0; i < 3; i++) cudaFree(c->lp[i]);
     cudaFree(c->ws);
+    if (c->blas) cublasDestroy(c->blas);
     if (c->lt) cublasLtDestroy(c->lt);
     free(c);
 }
+
+cublasHandle_t dt_cuda_ctx_blas(struct dt_cuda_ctx *c) { return c->blas; }
 
 /* x rounded to t in scratch slot i (grown as needed) */
 static int rounded(struct dt_cuda_ctx *c, int i, const float *x, size_t n, int t, const uint16_t **out)
@@ -114,7 +123,7 @@ static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, co
     if (!e && found == 0) e = DT_CUDA_CUBLAS_ERR + (int)CUBLAS_STATUS_NOT_SUPPORTED;
     const float alpha = 1.0f;
     if (!e)
-        e = lt_err(cublasLtMatmul(c->lt, op, &alpha, A, la, B, lb, &beta, D, ld, D, ld, &h.algo, c->ws, WORKSPACE, 0));
+        e = lt_err(cublasLtMatmul(c->lt, op, &alpha, A, la, B, lb, &beta, D, ld, D, ld, &h.algo, c->ws, WORKSPACE, cudaStreamPerThread));
     if (pref) cublasLtMatmulPreferenceDestroy(pref);
     if (ld) cublasLtMatrixLayoutDestroy(ld);
     if (lb) cublasLtMatrixLayoutDestroy(lb);

@@ -5,6 +5,7 @@
  */
 #include "dt_build_config.h"
 #include "kernels/cuda/module.h"
+#include "kernels/cuda/nccl.h"
 #include "kernels/cuda/probe.h"
 
 extern const struct dt_cuda_ops dt_cuda_ops; /* ops_table.c */
@@ -16,4 +17,6 @@ __attribute__((visibility("default"))) const struct dt_cuda_module dt_cuda_modul
     .describe = dt_cuda_describe,
     .ops = &dt_cuda_ops,
     .nccl_unique_id = dt_cuda_nccl_unique_id,
+    .device_info = dt_cuda_device_info,
+    .nccl = &dt_cuda_nccl,
 };

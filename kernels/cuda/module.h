@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 /* Raise when this struct changes. */
-#define DT_CUDA_MODULE_ABI 2
+#define DT_CUDA_MODULE_ABI 3
 #define DT_CUDA_MODULE_SYMBOL "dt_cuda_module"
 #define DT_CUDA_MODULE_FILE "dtrun_cuda.so"
 
@@ -35,10 +35,21 @@ struct dt_cuda_ops {
                           int OC, int lp);
     int (*matmul_backward)(void *ctx, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                            const float *weight, int BT, int C, int OC, int lp);
+    /* the GPU this thread's calls go to */
+    int (*set_device)(int dev);
+    /* 1: p is device (or managed) memory; 0: host memory, or NULL */
+    int (*is_device)(const void *p);
     int (*malloc)(void **p, size_t bytes);
     int (*free)(void *p);
+    /* page-locked host memory (checkpoint staging, offloaded state): copies from it run at the
+     * link's rate and can be asynchronous */
+    int (*malloc_host)(void **p, size_t bytes);
+    int (*free_host)(void *p);
+    int (*memset)(void *p, int byte, size_t bytes);
     int (*to_device)(void *dst, const void *src, size_t bytes);
     int (*to_host)(void *dst, const void *src, size_t bytes);
+    /* device to device; the ranges may overlap (then through a temporary buffer) */
+    int (*on_device)(void *dst, const void *src, size_t bytes);
     int (*synchronize)(void);
     int (*gelu_forward)(float *out, const float *inp, size_t N);
     int (*gelu_backward)(float *dinp, const float *inp, const float *dout, size_t N);
@@ -46,7 +57,7 @@ struct dt_cuda_ops {
     int (*cast_to_lp)(uint16_t *dst, const float *src, size_t n, int t);
     int (*cast_from_lp)(float *dst, const uint16_t *src, size_t n, int t);
     int (*round_lp)(float *dst, const float *src, size_t n, int t);
-    int (*adamw)(float *param, const float *grad, float gscale, float *m, float *v, size_t n, float lr, float beta1,
+    int (*adamw)(float *param, const float *grad, float gscale, float l2, float *m, float *v, size_t n, float lr, float beta1,
                  float beta2, float eps, float wd, int t);
     int (*sumsq_nonfinite)(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite);
     int (*layernorm_forward)(float *out, float *mean, float *rstd, const float *inp, const float *weight,
@@ -67,6 +78,68 @@ struct dt_cuda_ops {
     /* *mean: the mean loss (synchronizes) */
     int (*softmax_xent)(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
                         float *mean);
+    /* the same on 16-bit logits of type t, dlogits rounded back in place (synchronizes) */
+    int (*softmax_xent_lp)(float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
+                           int t, float *mean);
+    /* n fp32 values into n values of type t at the buffer's start, and back, without a second buffer */
+    int (*narrow_inplace)(void *buf, size_t n, int t);
+    int (*widen_inplace)(void *buf, size_t n, int t);
+    /* Causal attention, fused (flash attention; head size up to 128): out (B,T,C) and lse (B,NH,T),
+     * each query row's log-sum-exp of its scaled scores, all backward keeps; backward adds into
+     * dqkv, deterministic, with attention_scratch(B, NH, T) floats of device scratch. */
+    int (*attention_forward)(float *out, float *lse, const float *qkv, int B, int T, int C, int NH);
+    int (*attention_backward)(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
+                              float *scratch, int B, int T, int C, int NH);
+    size_t (*attention_scratch)(int B, int NH, int T);
+    /* The reference: the CPU's algorithm through cuBLAS (ctx from ctx_create), att (B,NH,T,T) the
+     * causal softmax; backward from att with attention_ref_scratch(NH, T) floats of scratch. */
+    int (*attention_forward_ref)(void *ctx, float *out, float *att, const float *qkv, int B, int T, int C, int NH);
+    int (*attention_backward_ref)(void *ctx, float *dqkv, const float *dout, const float *qkv, const float *att,
+                                  float *scratch, int B, int T, int C, int NH);
+    size_t (*attention_ref_scratch)(int NH, int T);
+};
+
+/* What `dtrun info` says about one GPU (cudaGetDeviceProperties, the PCI bus id, sysfs' NUMA node). */
+struct dt_cuda_device {
+    char name[256];
+    size_t mem_bytes;     /* total device memory */
+    char pci_bus_id[32];  /* "0000:3b:00.0" */
+    int numa_node;        /* -1: the kernel does not say */
+    int cc_major, cc_minor;
+    int sm_count;
+};
+
+/*
+ * NCCL, behind src/comm/nccl.c (the comm backend); kernels/cuda/nccl.c. Every communicator is
+ * non-blocking (ncclConfig_t.blocking = 0) and every call is polled with ncclCommGetAsyncError, so
+ * creation and teardown end at their timeout and a collective that never completes ends when
+ * abort is called from another thread. Streams: the kernels run on each host thread's per-thread
+ * default stream (the module is compiled with --default-stream per-thread); every communicator
+ * has its own stream, ordered after the compute work by an event recorded on the starting thread
+ * (order), so a gradient bucket's reduction overlaps the backward pass that continues on the
+ * compute stream. kind, red, dtype: comm.h's enum dt_coll_kind, enum dt_reduce and enum dt_dtype
+ * values; buffers are device memory, split and placed as comm.h says (dt_comm_part's uneven
+ * parts, its in-place forms). Each returns 0, or -1 with why[] naming the rank ("rank 1 of 4
+ * (cuda:1): "), the call, NCCL's or CUDA's error, ncclGetLastError's text and a hint line.
+ */
+struct dt_cuda_nccl {
+    /* ncclCommInitRankConfig on device dev, non-blocking, polled until done or timeout_s (then aborted) */
+    int (*init)(void **comm, const unsigned char id[128], int nranks, int rank, int dev, double timeout_s, char *why,
+                size_t n);
+    /* ncclCommSplit (collective over comm, MPI_Comm_split's color and key), under the same timeout */
+    int (*split)(void *comm, int color, int key, void **child, double timeout_s, char *why, size_t n);
+    /* an event recorded on the calling thread's compute stream, for run to wait on (NULL on error) */
+    void *(*order)(char *why, size_t n);
+    /* enqueue after `after` (order's event, consumed; may be NULL) on the communicator's stream
+     * and wait for it, polling ncclCommGetAsyncError; an abort from another thread ends a wait
+     * that never finishes */
+    int (*run)(void *comm, void *after, int kind, int red, int dtype, const void *send, void *recv, size_t count,
+               int root, char *why, size_t n);
+    /* ncclCommAbort: safe from the watchdog thread while run waits; destroy still frees the rest */
+    void (*abort)(void *comm);
+    /* every rank together: ncclCommFinalize polled under init's timeout, then ncclCommDestroy
+     * (ncclCommAbort when the finalize fails or times out); after abort, frees what is left */
+    void (*destroy)(void *comm);
 };
 
 struct dt_cuda_module {
@@ -80,6 +153,9 @@ struct dt_cuda_module {
     /* ncclGetUniqueId into out (NCCL_UNIQUE_ID_BYTES, 128): what rank 0 hands every rank through
      * the bootstrap (launch/bootstrap.h) before ncclCommInitRank. 0, or -1 with why. */
     int (*nccl_unique_id)(unsigned char out[128], char *why, size_t n);
+    /* device dev's details: 0, or -1 with why */
+    int (*device_info)(int dev, struct dt_cuda_device *out, char *why, size_t n);
+    const struct dt_cuda_nccl *nccl;
 };
 
 #endif

@@ -2,8 +2,9 @@
  * ops.cu - the CUDA twins of the CPU kernels that are not matmuls or attention (issue 14, first
  * part): GELU, residual, casts between fp32 and bf16/fp16, AdamW, the sum of squares and inf/nan
  * count of a gradient, layernorm, the position and token embeddings (forward, and the table's
- * gradient without atomics), fused softmax + cross-entropy on the block-major logits, SGD,
- * stochastic rounding to bf16, conversion and accumulation between fp32/bf16/fp16, MSE. Same layouts, same arguments and the
+ * gradient without atomics), fused softmax + cross-entropy on the block-major logits (fp32, and
+ * 16-bit logits), SGD, stochastic rounding to bf16, conversion and accumulation between
+ * fp32/bf16/fp16, narrowing and widening in place, MSE. Same layouts, same arguments and the
  * same semantics as kernels/cpu/ (kernels.h): backward kernels accumulate (+=), casts round to
  * nearest even through core/half.h, the one definition both sides compile.
  *
@@ -66,10 +67,10 @@ __global__ static void round_lp_kernel(float *dst, const float *src, size_t n, i
     FOR_EACH(i, n) dst[i] = bf16 ? dt_f32_from_bf16(dt_bf16_from_f32(src[i])) : dt_f32_from_f16(dt_f16_from_f32(src[i]));
 }
 
-__global__ static void adamw_kernel(float *param, const float *grad, float gscale, float *m, float *v, size_t n,
+__global__ static void adamw_kernel(float *param, const float *grad, float gscale, float l2, float *m, float *v, size_t n,
                                     float lr, float beta1, float beta2, float eps, float wd, float step, float rbc2)
 {
-    FOR_EACH(i, n) dt_adamw_one(&param[i], &m[i], &v[i], grad[i] * gscale, lr, beta1, beta2, eps, wd, step, rbc2);
+    FOR_EACH(i, n) dt_adamw_one(&param[i], &m[i], &v[i], grad[i] * gscale + l2 * param[i], lr, beta1, beta2, eps, wd, step, rbc2);
 }
 
 __device__ static inline float load(const void *x, int t, size_t i)
@@ -253,16 +254,29 @@ __device__ static inline size_t block_major(int i, int v, int BT, int V, int vb)
     return (size_t)BT * v0 + (size_t)i * n + (size_t)(v - v0);
 }
 
+/* a logit as fp32, and a gradient stored back: fp32 as it is, 16-bit (t) widened and rounded */
+__device__ static inline float widen(float x, int) { return x; }
+__device__ static inline float widen(uint16_t x, int t)
+{
+    return t == DT_CUDA_BF16 ? dt_f32_from_bf16(x) : dt_f32_from_f16(x);
+}
+__device__ static inline void put(float *x, float v, int) { *x = v; }
+__device__ static inline void put(uint16_t *x, float v, int t)
+{
+    *x = t == DT_CUDA_BF16 ? dt_bf16_from_f32(v) : dt_f16_from_f32(v);
+}
+
 /* One block per row: the max, the sum of exponentials (in double), the loss; with dloss, the
- * gradient in place. */
-__global__ static void softmax_xent_kernel(float *losses, float *logits, const int32_t *targets, float dloss, int BT,
-                                           int V, int vb)
+ * gradient in place. L: float, or uint16_t for logits of type t. */
+template <typename L>
+__global__ static void softmax_xent_kernel(float *losses, L *logits, const int32_t *targets, float dloss, int BT, int V,
+                                           int vb, int t)
 {
     __shared__ float mx_s[THREADS];
     __shared__ double sum_s[THREADS];
     int i = blockIdx.x, y = targets[i];
     float mx = -INFINITY;
-    for (int v = threadIdx.x; v < V; v += blockDim.x) mx = fmaxf(mx, logits[block_major(i, v, BT, V, vb)]);
+    for (int v = threadIdx.x; v < V; v += blockDim.x) mx = fmaxf(mx, widen(logits[block_major(i, v, BT, V, vb)], t));
     mx_s[threadIdx.x] = mx;
     __syncthreads();
     for (unsigned w = THREADS / 2; w > 0; w >>= 1) {
@@ -271,7 +285,7 @@ __global__ static void softmax_xent_kernel(float *losses, float *logits, const i
     }
     mx = mx_s[0];
     double sum = 0;
-    for (int v = threadIdx.x; v < V; v += blockDim.x) sum += expf(logits[block_major(i, v, BT, V, vb)] - mx);
+    for (int v = threadIdx.x; v < V; v += blockDim.x) sum += expf(widen(logits[block_major(i, v, BT, V, vb)], t) - mx);
     sum_s[threadIdx.x] = sum;
     __syncthreads();
     for (unsigned w = THREADS / 2; w > 0; w >>= 1) {
@@ -279,12 +293,63 @@ __global__ static void softmax_xent_kernel(float *losses, float *logits, const i
         __syncthreads();
     }
     float lse = mx + (float)log(sum_s[0]);
-    if (threadIdx.x == 0) losses[i] = lse - logits[block_major(i, y, BT, V, vb)];
+    if (threadIdx.x == 0) losses[i] = lse - widen(logits[block_major(i, y, BT, V, vb)], t);
     if (dloss == 0) return;
     __syncthreads(); /* the loss has read the target's logit before it is overwritten */
     for (int v = threadIdx.x; v < V; v += blockDim.x) {
-        float *x = &logits[block_major(i, v, BT, V, vb)];
-        *x = expf(*x - lse) * dloss - (v == y ? dloss : 0.0f);
+        L *x = &logits[block_major(i, v, BT, V, vb)];
+        put(x, expf(widen(*x, t) - lse) * dloss - (v == y ? dloss : 0.0f), t);
+    }
+}
+
+/*
+ * In place between n fp32 values and n 16-bit ones at the buffer's start. 16-bit value i lives in
+ * bytes [2i, 2i + 2), inside fp32 value i/2, so a thread must not write there while another has
+ * yet to read fp32 value i/2. Narrowing runs in ordered passes: the head [0, HEAD) in one block
+ * that reads all of it into shared memory, then writes; then [a, b) with b <= 2a for a = HEAD,
+ * 2 HEAD, 4 HEAD...: a pass reads fp32 values [a, b) and writes into fp32 values [a/2, b/2), below
+ * a, which earlier passes have read and no later pass reads. Widening is the mirror image: passes
+ * from the top down, each reading 16-bit values [a, b) (in fp32 values [a/2, b/2)) and writing fp32
+ * values [a, b), which no later pass reads, the head last. Passes on one stream run one after the
+ * other: about log2(n / HEAD) launches, none with two threads on one value.
+ */
+#define HEAD 4096
+
+__global__ static void narrow_head_kernel(void *buf, size_t n, int bf16)
+{
+    __shared__ uint16_t h[HEAD];
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x) {
+        float f = ((const float *)buf)[i];
+        h[i] = bf16 ? dt_bf16_from_f32(f) : dt_f16_from_f32(f);
+    }
+    __syncthreads();
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x) ((uint16_t *)buf)[i] = h[i];
+}
+
+__global__ static void narrow_pass_kernel(void *buf, size_t a, size_t b, int bf16)
+{
+    FOR_EACH(k, b - a)
+    {
+        float f = ((const float *)buf)[a + k];
+        ((uint16_t *)buf)[a + k] = bf16 ? dt_bf16_from_f32(f) : dt_f16_from_f32(f);
+    }
+}
+
+__global__ static void widen_head_kernel(void *buf, size_t n, int bf16)
+{
+    __shared__ uint16_t h[HEAD];
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x) h[i] = ((const uint16_t *)buf)[i];
+    __syncthreads();
+    for (size_t i = threadIdx.x; i < n; i += blockDim.x)
+        ((float *)buf)[i] = bf16 ? dt_f32_from_bf16(h[i]) : dt_f32_from_f16(h[i]);
+}
+
+__global__ static void widen_pass_kernel(void *buf, size_t a, size_t b, int bf16)
+{
+    FOR_EACH(k, b - a)
+    {
+        uint16_t h = ((const uint16_t *)buf)[a + k];
+        ((float *)buf)[a + k] = bf16 ? dt_f32_from_bf16(h) : dt_f32_from_f16(h);
     }
 }
 
@@ -342,6 +407,22 @@ __global__ static void mse_partial_kernel(double *partial, float *dout, const fl
     if (threadIdx.x == 0) partial[blockIdx.x] = s[0];
 }
 
+/* after a launch that returned e: the mean of losses (BT, on the device) in double, rows in order,
+ * as the CPU returns it */
+static cudaError_t mean_loss(cudaError_t e, const float *losses, int BT, float *mean)
+{
+    float *host = e == cudaSuccess ? (float *)malloc((size_t)BT * sizeof *host) : NULL;
+    if (e == cudaSuccess && !host) e = cudaErrorMemoryAllocation;
+    if (e == cudaSuccess) e = cudaMemcpy(host, losses, (size_t)BT * sizeof *host, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess) {
+        double m = 0;
+        for (int i = 0; i < BT; i++) m += host[i];
+        *mean = (float)(m / BT);
+    }
+    free(host);
+    return e;
+}
+
 extern "C" {
 
 cudaError_t dt_cuda_gelu_forward(float *out, const float *inp, size_t N)
@@ -383,12 +464,12 @@ cudaError_t dt_cuda_round_lp(float *dst, const float *src, size_t n, int t)
     return cudaGetLastError();
 }
 
-cudaError_t dt_cuda_adamw(float *param, const float *grad, float gscale, float *m, float *v, size_t n, float lr,
+cudaError_t dt_cuda_adamw(float *param, const float *grad, float gscale, float l2, float *m, float *v, size_t n, float lr,
                           float beta1, float beta2, float eps, float wd, int t)
 {
     /* the bias corrections on the host, as the CPU kernel computes them */
     float bc1 = 1.0f - powf(beta1, (float)t), bc2 = 1.0f - powf(beta2, (float)t);
-    adamw_kernel<<<blocks(n), THREADS>>>(param, grad, gscale, m, v, n, lr, beta1, beta2, eps, wd, lr / bc1,
+    adamw_kernel<<<blocks(n), THREADS>>>(param, grad, gscale, l2, m, v, n, lr, beta1, beta2, eps, wd, lr / bc1,
                                          1.0f / sqrtf(bc2));
     return cudaGetLastError();
 }
@@ -463,17 +544,52 @@ cudaError_t dt_cuda_softmax_xent(float *losses, float *logits, const int32_t *ta
                                  float *mean)
 {
     if (BT <= 0 || V <= 0 || vb <= 0) return cudaErrorInvalidValue;
-    softmax_xent_kernel<<<BT, THREADS>>>(losses, logits, targets, dloss, BT, V, vb);
+    softmax_xent_kernel<<<BT, THREADS>>>(losses, logits, targets, dloss, BT, V, vb, DT_CUDA_F32);
+    return mean_loss(cudaGetLastError(), losses, BT, mean);
+}
+
+cudaError_t dt_cuda_softmax_xent_lp(float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V,
+                                    int vb, int t, float *mean)
+{
+    if (BT <= 0 || V <= 0 || vb <= 0 || (t != DT_CUDA_BF16 && t != DT_CUDA_F16)) return cudaErrorInvalidValue;
+    softmax_xent_kernel<<<BT, THREADS>>>(losses, logits, targets, dloss, BT, V, vb, t);
+    return mean_loss(cudaGetLastError(), losses, BT, mean);
+}
+
+cudaError_t dt_cuda_narrow_inplace(void *buf, size_t n, int t)
+{
+    if (t != DT_CUDA_BF16 && t != DT_CUDA_F16) return cudaErrorInvalidValue;
+    if (n == 0) return cudaSuccess;
+    int bf16 = t == DT_CUDA_BF16;
+    narrow_head_kernel<<<1, THREADS>>>(buf, n < HEAD ? n : HEAD, bf16);
     cudaError_t e = cudaGetLastError();
-    float *host = e == cudaSuccess ? (float *)malloc((size_t)BT * sizeof *host) : NULL;
-    if (e == cudaSuccess && !host) e = cudaErrorMemoryAllocation;
-    if (e == cudaSuccess) e = cudaMemcpy(host, losses, (size_t)BT * sizeof *host, cudaMemcpyDeviceToHost);
-    if (e == cudaSuccess) { /* the mean in double, rows in order, as the CPU returns it */
-        double m = 0;
-        for (int i = 0; i < BT; i++) m += host[i];
-        *mean = (float)(m / BT);
+    for (size_t a = HEAD; a < n && e == cudaSuccess; a *= 2) {
+        size_t b = n - a < a ? n : 2 * a;
+        narrow_pass_kernel<<<blocks(b - a), THREADS>>>(buf, a, b, bf16);
+        e = cudaGetLastError();
     }
-    free(host);
+    return e;
+}
+
+cudaError_t dt_cuda_widen_inplace(void *buf, size_t n, int t)
+{
+    if (t != DT_CUDA_BF16 && t != DT_CUDA_F16) return cudaErrorInvalidValue;
+    if (n == 0) return cudaSuccess;
+    int bf16 = t == DT_CUDA_BF16;
+    cudaError_t e = cudaSuccess;
+    if (n > HEAD) { /* the passes of narrowing in reverse: the top one [a, n) with a < n <= 2a first */
+        size_t a = HEAD;
+        while (n - a > a) a *= 2;
+        for (size_t b = n; e == cudaSuccess; b = a, a /= 2) {
+            widen_pass_kernel<<<blocks(b - a), THREADS>>>(buf, a, b, bf16);
+            e = cudaGetLastError();
+            if (a == HEAD) break;
+        }
+    }
+    if (e == cudaSuccess) {
+        widen_head_kernel<<<1, THREADS>>>(buf, n < HEAD ? n : HEAD, bf16);
+        e = cudaGetLastError();
+    }
     return e;
 }
 

@@ -26,7 +26,7 @@ cudaError_t dt_cuda_residual_forward(float *out, const float *a, const float *b,
 cudaError_t dt_cuda_cast_to_lp(uint16_t *dst, const float *src, size_t n, int t);
 cudaError_t dt_cuda_cast_from_lp(float *dst, const uint16_t *src, size_t n, int t);
 cudaError_t dt_cuda_round_lp(float *dst, const float *src, size_t n, int t);
-cudaError_t dt_cuda_adamw(float *param, const float *grad, float gscale, float *m, float *v, size_t n, float lr,
+cudaError_t dt_cuda_adamw(float *param, const float *grad, float gscale, float l2, float *m, float *v, size_t n, float lr,
                           float beta1, float beta2, float eps, float wd, int t);
 /* both of one gradient in one read, copied back to the host (synchronizes) */
 cudaError_t dt_cuda_sumsq_nonfinite(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite);
@@ -51,6 +51,33 @@ cudaError_t dt_cuda_column_sums(float *dbias, const float *dout, int BT, int OC)
 /* mean: the mean loss, copied back (synchronizes) */
 cudaError_t dt_cuda_softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
                                  float *mean);
+/* the same on 16-bit logits of type t: widened, reduced in fp32, dlogits rounded back in place */
+cudaError_t dt_cuda_softmax_xent_lp(float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V,
+                                    int vb, int t, float *mean);
+/* n fp32 values into n values of type t at the buffer's start, and back, without a second buffer */
+cudaError_t dt_cuda_narrow_inplace(void *buf, size_t n, int t);
+cudaError_t dt_cuda_widen_inplace(void *buf, size_t n, int t);
+
+/*
+ * attention.cu: causal multi-head attention, qkv (B,T,3C) = q|k|v, out (B,T,C), dqkv += (kernels.h).
+ * Fused (flash attention, head size C/NH up to 128, else cudaErrorInvalidValue): forward writes out
+ * and lse (B,NH,T), each query row's log-sum-exp of its scaled scores, the only state backward
+ * needs; backward takes the forward's out and lse and dt_cuda_attention_scratch(B, NH, T) floats of
+ * device scratch, and gives the same bits on every run (no atomics).
+ */
+cudaError_t dt_cuda_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH);
+cudaError_t dt_cuda_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *out,
+                                       const float *lse, float *scratch, int B, int T, int C, int NH);
+size_t dt_cuda_attention_scratch(int B, int NH, int T);
+/* The reference path, the CPU kernel's algorithm through cuBLAS (c's handle): att (B,NH,T,T) the
+ * causal softmax, masked entries 0; backward from att with dt_cuda_attention_ref_scratch(NH, T)
+ * floats of scratch. cudaError_t, or DT_CUDA_CUBLAS_ERR + a cuBLAS status (matmul.h). */
+struct dt_cuda_ctx;
+int dt_cuda_attention_forward_ref(struct dt_cuda_ctx *c, float *out, float *att, const float *qkv, int B, int T, int C,
+                                  int NH);
+int dt_cuda_attention_backward_ref(struct dt_cuda_ctx *c, float *dqkv, const float *dout, const float *qkv,
+                                   const float *att, float *scratch, int B, int T, int C, int NH);
+size_t dt_cuda_attention_ref_scratch(int NH, int T);
 
 #ifdef __cplusplus
 }

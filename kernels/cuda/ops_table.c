@@ -1,6 +1,7 @@
 /*
- * ops_table.c - module.h's table of device memory and ops.cu's kernels: cudaError_t carried as
- * int, so that dtrun and the tests include no CUDA header. Part of the CUDA module.
+ * ops_table.c - module.h's table of device memory and the kernels of ops.cu and attention.cu:
+ * cudaError_t carried as int, so that dtrun and the tests include no CUDA header. Part of the CUDA
+ * module.
  */
 #include <cuda_runtime.h>
 #include "kernels/cuda/matmul.h"
@@ -33,7 +34,38 @@ static int to_host(void *dst, const void *src, size_t bytes)
 {
     return (int)cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
 }
-static int synchronize(void) { return (int)cudaDeviceSynchronize(); }
+static int synchronize(void) { return (int)cudaStreamSynchronize(cudaStreamPerThread); }
+static int set_device(int dev) { return (int)cudaSetDevice(dev); }
+static int is_device(const void *p)
+{
+    if (!p) return 0;
+    struct cudaPointerAttributes a;
+    cudaError_t pending = cudaPeekAtLastError(); /* a launch's error, for the next synchronize to report */
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        if (pending == cudaSuccess) cudaGetLastError(); /* the query's own error is not one to keep */
+        return 0;
+    }
+    return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+static int malloc_host(void **p, size_t bytes) { return (int)cudaMallocHost(p, bytes); }
+static int free_host(void *p) { return (int)cudaFreeHost(p); }
+static int dev_memset(void *p, int byte, size_t bytes) { return (int)cudaMemsetAsync(p, byte, bytes, cudaStreamPerThread); }
+static int on_device(void *dst, const void *src, size_t bytes)
+{
+    const char *d = dst, *s = src;
+    if (d + bytes <= s || s + bytes <= d)
+        return (int)cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cudaStreamPerThread);
+    /* cudaMemcpy's ranges must not overlap: through a temporary, as memmove would */
+    void *t = NULL;
+    cudaError_t e = cudaMallocAsync(&t, bytes, cudaStreamPerThread);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(t, src, bytes, cudaMemcpyDeviceToDevice, cudaStreamPerThread);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(dst, t, bytes, cudaMemcpyDeviceToDevice, cudaStreamPerThread);
+    if (t) {
+        cudaError_t f = cudaFreeAsync(t, cudaStreamPerThread);
+        if (e == cudaSuccess) e = f;
+    }
+    return (int)e;
+}
 
 static int gelu_forward(float *out, const float *inp, size_t N) { return (int)dt_cuda_gelu_forward(out, inp, N); }
 static int gelu_backward(float *dinp, const float *inp, const float *dout, size_t N)
@@ -50,10 +82,10 @@ static int cast_from_lp(float *dst, const uint16_t *src, size_t n, int t)
     return (int)dt_cuda_cast_from_lp(dst, src, n, t);
 }
 static int round_lp(float *dst, const float *src, size_t n, int t) { return (int)dt_cuda_round_lp(dst, src, n, t); }
-static int adamw(float *param, const float *grad, float gscale, float *m, float *v, size_t n, float lr, float beta1,
+static int adamw(float *param, const float *grad, float gscale, float l2, float *m, float *v, size_t n, float lr, float beta1,
                  float beta2, float eps, float wd, int t)
 {
-    return (int)dt_cuda_adamw(param, grad, gscale, m, v, n, lr, beta1, beta2, eps, wd, t);
+    return (int)dt_cuda_adamw(param, grad, gscale, l2, m, v, n, lr, beta1, beta2, eps, wd, t);
 }
 static int sumsq_nonfinite(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite)
 {
@@ -110,13 +142,45 @@ static int mse(float *dout, const float *out, const float *target, float dloss, 
     return (int)dt_cuda_mse(dout, out, target, dloss, n, loss);
 }
 
+static int softmax_xent_lp(float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
+                           int t, float *mean)
+{
+    return (int)dt_cuda_softmax_xent_lp(losses, logits, targets, dloss, BT, V, vb, t, mean);
+}
+static int narrow_inplace(void *buf, size_t n, int t) { return (int)dt_cuda_narrow_inplace(buf, n, t); }
+static int widen_inplace(void *buf, size_t n, int t) { return (int)dt_cuda_widen_inplace(buf, n, t); }
+static int attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH)
+{
+    return (int)dt_cuda_attention_forward(out, lse, qkv, B, T, C, NH);
+}
+static int attention_backward(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
+                              float *scratch, int B, int T, int C, int NH)
+{
+    return (int)dt_cuda_attention_backward(dqkv, dout, qkv, out, lse, scratch, B, T, C, NH);
+}
+static int attention_forward_ref(void *ctx, float *out, float *att, const float *qkv, int B, int T, int C, int NH)
+{
+    return dt_cuda_attention_forward_ref(ctx, out, att, qkv, B, T, C, NH);
+}
+static int attention_backward_ref(void *ctx, float *dqkv, const float *dout, const float *qkv, const float *att,
+                                  float *scratch, int B, int T, int C, int NH)
+{
+    return dt_cuda_attention_backward_ref(ctx, dqkv, dout, qkv, att, scratch, B, T, C, NH);
+}
+
 const struct dt_cuda_ops dt_cuda_ops = {
     .error_string = dt_cuda_error_string,
     .ctx_create = ctx_create,
     .ctx_destroy = ctx_destroy,
     .matmul_forward = matmul_forward,
     .matmul_backward = matmul_backward,
+    .set_device = set_device,
+    .is_device = is_device,
     .malloc = dev_malloc,
+    .malloc_host = malloc_host,
+    .free_host = free_host,
+    .memset = dev_memset,
+    .on_device = on_device,
     .free = dev_free,
     .to_device = to_device,
     .to_host = to_host,
@@ -140,4 +204,13 @@ const struct dt_cuda_ops dt_cuda_ops = {
     .round_stochastic = round_stochastic,
     .convert = convert,
     .mse = mse,
+    .softmax_xent_lp = softmax_xent_lp,
+    .narrow_inplace = narrow_inplace,
+    .widen_inplace = widen_inplace,
+    .attention_forward = attention_forward,
+    .attention_backward = attention_backward,
+    .attention_scratch = dt_cuda_attention_scratch,
+    .attention_forward_ref = attention_forward_ref,
+    .attention_backward_ref = attention_backward_ref,
+    .attention_ref_scratch = dt_cuda_attention_ref_scratch,
 };

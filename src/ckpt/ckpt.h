@@ -65,8 +65,16 @@ struct dt_ckpt_file {
 
 /* ---- save.c */
 struct dt_ckpt_writer;
-/* dir: checkpoint.dir; rank of world. */
-dt_status_t dt_ckpt_writer_open(const char *dir, int rank, int world, struct dt_ckpt_writer **out);
+/* Host memory for the writer's copy of the state, from whoever owns the state's memory: page-locked
+ * when the state is on a GPU, so the copy runs at the link's rate. NULL: huge pages (core/mem.h). */
+struct dt_host_mem {
+    void *(*alloc)(void *ctx, size_t bytes);
+    void (*free)(void *ctx, void *p);
+    void *ctx;
+};
+/* dir: checkpoint.dir; rank of world; mem may be NULL. */
+dt_status_t dt_ckpt_writer_open(const char *dir, int rank, int world, const struct dt_host_mem *mem,
+                                struct dt_ckpt_writer **out);
 void dt_ckpt_writer_close(struct dt_ckpt_writer *w);
 /* Room for a save of these ranges, taken now (the memory a save copies into is kept between saves). */
 dt_status_t dt_ckpt_writer_reserve(struct dt_ckpt_writer *w, const struct dt_range *ranges, int nranges, int narrays);

@@ -26,6 +26,7 @@
 struct dt_ckpt_writer {
     char dir[4096];
     int rank, world;
+    struct dt_host_mem mem;
     /* the file's image in memory, ALIGN-aligned: header, ranges, padding to data_off, arrays */
     void *base;
     unsigned char *image;
@@ -169,13 +170,18 @@ static void *writer_main(void *arg)
     return NULL;
 }
 
-dt_status_t dt_ckpt_writer_open(const char *dir, int rank, int world, struct dt_ckpt_writer **out)
+static void *big_alloc(void *ctx, size_t bytes) { return dt_alloc_big(bytes); }
+static void big_free(void *ctx, void *p) { dt_free_big(p); }
+
+dt_status_t dt_ckpt_writer_open(const char *dir, int rank, int world, const struct dt_host_mem *mem,
+                                struct dt_ckpt_writer **out)
 {
     struct dt_ckpt_writer *w = calloc(1, sizeof *w);
     if (!w) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the checkpoint writer");
     snprintf(w->dir, sizeof w->dir, "%s", dir);
     w->rank = rank;
     w->world = world;
+    w->mem = mem ? *mem : (struct dt_host_mem){big_alloc, big_free, NULL};
     pthread_mutex_init(&w->mu, NULL);
     *out = w;
     return DT_SUCCESS;
@@ -185,8 +191,8 @@ dt_status_t dt_ckpt_writer_open(const char *dir, int rank, int world, struct dt_
 static dt_status_t reserve(struct dt_ckpt_writer *w, size_t size)
 {
     if (size <= w->cap) return DT_SUCCESS;
-    dt_free_big(w->base);
-    w->base = dt_alloc_big(size + ALIGN);
+    if (w->base) w->mem.free(w->mem.ctx, w->base);
+    w->base = w->mem.alloc(w->mem.ctx, size + ALIGN);
     w->cap = 0;
     if (!w->base)
         return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the checkpoint's copy of the state (%zu MiB)",
@@ -291,7 +297,7 @@ void dt_ckpt_writer_close(struct dt_ckpt_writer *w)
     if (!w) return;
     if (w->running) pthread_join(w->thread, NULL);
     pthread_mutex_destroy(&w->mu);
-    dt_free_big(w->base);
+    if (w->base) w->mem.free(w->mem.ctx, w->base);
     free(w);
 }
 

@@ -61,7 +61,7 @@ dt_status_t dt_ckpt_consolidate(const char *dir, const char *out, FILE *log)
     struct dt_run_state s = *dt_ckpt_state(c);
     struct dt_ckpt_writer *w = NULL;
     dt_status_t rc = dt_mkdirs(out);
-    if (rc == DT_SUCCESS) rc = dt_ckpt_writer_open(out, 0, 1, &w);
+    if (rc == DT_SUCCESS) rc = dt_ckpt_writer_open(out, 0, 1, NULL, &w);
     struct dt_range all = {0, (size_t)s.nparams};
     if (rc == DT_SUCCESS) rc = dt_ckpt_begin(w, s.step, "consolidate", &all, 1, s.narrays, read_range, c);
     struct dt_ckpt_file f;
@@ -81,8 +81,9 @@ dt_status_t dt_ckpt_consolidate(const char *dir, const char *out, FILE *log)
 
 /* ---- export */
 
-/* The GPT a checkpoint holds, built (for its layout and names: batch 1 of 1 token). */
-static dt_status_t gpt_of(const struct dt_ckpt *c, const char *path, struct dt_gpt_config *gc, struct dt_model **m)
+/* The GPT a checkpoint holds, built on the CPU (for its layout and names: batch 1 of 1 token) in kc. */
+static dt_status_t gpt_of(const struct dt_ckpt *c, const char *path, struct dt_kctx *kc, struct dt_gpt_config *gc,
+                          struct dt_model **m)
 {
     const struct dt_run_state *s = dt_ckpt_state(c);
     *gc = (struct dt_gpt_config){.activations = DT_F32};
@@ -90,7 +91,7 @@ static dt_status_t gpt_of(const struct dt_ckpt *c, const char *path, struct dt_g
                &gc->n_embd, &gc->vocab_size, &gc->max_seq_len) != 5)
         return dt_error(DT_ERR_USAGE, "%s: error: the checkpoint holds %s, which has no GPT-2 layout to export\n"
                         "  hint: dtrun ckpt consolidate gives its whole fp32 state", path, s->model);
-    DT_CHECK(dt_gpt_create(gc, &dt_kernels_cpu, 1, 1, m));
+    DT_CHECK(dt_gpt_create(gc, &dt_kernels_cpu, kc, 1, 1, m));
     if ((*m)->nparams != (size_t)s->nparams) {
         dt_model_free(*m);
         return dt_error(DT_ERR_CKPT, "%s: error: %lld parameters, but a %s has %zu", path, (long long)s->nparams,
@@ -228,8 +229,10 @@ dt_status_t dt_ckpt_export(const char *dir, const char *format, const char *out,
     DT_CHECK(dt_ckpt_open(path, true, &c));
     struct dt_gpt_config gc;
     struct dt_model *m = NULL;
+    struct dt_kctx *kc = NULL;
     float *ours = NULL;
-    dt_status_t rc = gpt_of(c, path, &gc, &m);
+    dt_status_t rc = dt_kernels_cpu.ctx_create(-1, &kc);
+    if (rc == DT_SUCCESS) rc = gpt_of(c, path, kc, &gc, &m);
     if (rc == DT_SUCCESS) rc = read_all(c, 0, &ours);
     if (rc == DT_SUCCESS) rc = llmc ? export_llmc(m, &gc, ours, out) : export_safetensors(m, &gc, ours, out);
     if (rc == DT_SUCCESS)
@@ -238,6 +241,7 @@ dt_status_t dt_ckpt_export(const char *dir, const char *format, const char *out,
                 (long long)dt_ckpt_state(c)->step, dt_ckpt_state(c)->model, m->nparams, path);
     if (ours) dt_free_big(ours);
     dt_model_free(m);
+    if (kc) dt_kernels_cpu.ctx_destroy(kc);
     dt_ckpt_close(c);
     return rc;
 }

@@ -52,7 +52,7 @@ static void execute(struct dt_comm *c, struct dt_comm_req *r)
     atomic_store(&s->running, r);
     atomic_store(&c->started, r->seq + 1);
     r->rc = c->be->run(c, r);
-    if (r->rc == DT_SUCCESS && r->red == DT_RED_AVG &&
+    if (r->rc == DT_SUCCESS && r->red == DT_RED_AVG && !r->averaged &&
         (r->kind == DT_COLL_ALLREDUCE || r->kind == DT_COLL_REDUCE_SCATTER)) {
         size_t n = r->count, off;
         if (r->kind == DT_COLL_REDUCE_SCATTER) dt_comm_part(r->count, c->world.size, c->world.rank, &off, &n);
@@ -286,11 +286,20 @@ dt_status_t dt_comm_start(struct dt_comm *c, struct dt_comm_req *r)
     struct dt_comm_sync *s = c->sync;
     r->step = atomic_load(&c->step);
     r->next = NULL;
+    r->ordered = NULL;
+    r->averaged = false;
     atomic_store(&r->state, 0);
     pthread_mutex_lock(&s->mu);
     if (s->err[0]) {
+        dt_status_t rc = dt_error(DT_ERR_COMM, "%s", s->err);
         pthread_mutex_unlock(&s->mu);
-        return dt_error(DT_ERR_COMM, "%s", s->err);
+        return rc;
+    }
+    if (c->be->order) {
+        /* after the check: what order makes, only the request's run releases */
+        pthread_mutex_unlock(&s->mu);
+        DT_CHECK(c->be->order(c, r));
+        pthread_mutex_lock(&s->mu);
     }
     r->seq = s->next_seq++;
     if (s->tail) s->tail->next = r;
@@ -327,7 +336,10 @@ dt_status_t dt_comm_do(struct dt_comm *c, struct dt_comm_req r)
         DT_CHECK(dt_comm_start(c, &r));
         return dt_comm_wait(c, &r);
     }
-    execute(c, &r);
+    r.ordered = NULL; /* on the starting thread, as dt_comm_start does */
+    r.averaged = false;
+    if (c->be->order) r.rc = c->be->order(c, &r);
+    if (r.rc == DT_SUCCESS) execute(c, &r);
     pthread_mutex_lock(&s->mu);
     s->busy = false;
     pthread_mutex_unlock(&s->mu);

@@ -14,8 +14,9 @@
  * A watchdog ends the job when a request has not finished after
  * compute.comm_timeout seconds, naming the operation, the step and the ranks
  * that have not reached it, instead of hanging (REFERENCE.md problems 4, 10,
- * 36). Backends (the MPI one for CPUs; NCCL later) plug in through
- * struct dt_comm_backend.
+ * 36). Backends plug in through struct dt_comm_backend: MPI for host memory (mpi.c),
+ * NCCL for CUDA device memory (nccl.c; NCCL itself is in the CUDA module, and MPI beside it
+ * answers the watchdog).
  */
 #ifndef DT_COMM_H
 #define DT_COMM_H
@@ -42,6 +43,8 @@ struct dt_comm_req {
     int root;         /* broadcast */
     const char *what; /* for messages: "gradient bucket 3/7" */
     /* set by dt_comm_start */
+    void *ordered;    /* the backend's, from its order to its run (NCCL: the event the run waits for) */
+    bool averaged;    /* set by run: DT_RED_AVG is done, not left as a sum */
     int64_t step;
     uint64_t seq;
     atomic_int state; /* 0 queued, 1 running, 2 done */
@@ -98,8 +101,13 @@ struct dt_comm_backend {
     /* set up child->impl for the ranks of parent with the same color, ordered by key, and
      * child->world.rank / size within them */
     dt_status_t (*split)(struct dt_comm *parent, struct dt_comm *child, int color, int key);
-    /* run r to completion (blocking); averages may be left as sums: dt_comm divides */
+    /* run r to completion (blocking); averages may be left as sums, which dt_comm divides in host
+     * memory, unless run sets r->averaged (NCCL's ncclAvg on device memory, which dt_comm cannot
+     * touch) */
     dt_status_t (*run)(struct dt_comm *c, struct dt_comm_req *r);
+    /* (optional) on the thread that starts r, before it is queued: what r must come after (NCCL:
+     * an event on that thread's compute stream, into r->ordered for run) */
+    dt_status_t (*order)(struct dt_comm *c, struct dt_comm_req *r);
     /* watchdog tick, every few ms: answer other ranks' "where are you?" */
     void (*serve)(struct dt_comm *c);
     /* Ask every other rank how far it got, for up to wait_s seconds. Write the ranks that
@@ -126,6 +134,9 @@ struct dt_comm {
 
 /* The backend compiled in for CPU tensors (MPI), or NULL (comm_reg.c). */
 const struct dt_comm_backend *dt_comm_cpu_backend(void);
+/* The backend for CUDA device memory (NCCL, loaded with the CUDA module; it opens the CPU backend
+ * beside it), or NULL in a build without CUDA (comm_reg.c). */
+const struct dt_comm_backend *dt_comm_gpu_backend(void);
 
 dt_status_t dt_comm_open(struct dt_comm **out, const struct dt_world *w, const struct dt_comm_backend *be,
                          double timeout_s);

@@ -1,4 +1,4 @@
-/* comm_reg.c - which CPU communication backend is compiled in; the one #ifdef HAVE_MPI of comm/. */
+/* comm_reg.c - which communication backends are compiled in; the one #ifdef HAVE_MPI / HAVE_CUDA of comm/. */
 #include "dt_build_config.h"
 #include "comm/comm.h"
 
@@ -7,4 +7,11 @@ extern const struct dt_comm_backend dt_comm_mpi;
 const struct dt_comm_backend *dt_comm_cpu_backend(void) { return &dt_comm_mpi; }
 #else
 const struct dt_comm_backend *dt_comm_cpu_backend(void) { return NULL; }
+#endif
+
+#ifdef HAVE_CUDA
+extern const struct dt_comm_backend dt_comm_nccl; /* nccl.c; NCCL itself is in the CUDA module */
+const struct dt_comm_backend *dt_comm_gpu_backend(void) { return &dt_comm_nccl; }
+#else
+const struct dt_comm_backend *dt_comm_gpu_backend(void) { return NULL; }
 #endif

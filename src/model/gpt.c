@@ -195,7 +195,7 @@ static void norm(struct gpt *g, int l, int pair, float *out, float *mean, float 
 {
     const float *w = P(g, l, pair);
     int C = g->c.n_embd;
-    g->base.k->layernorm_forward(out, mean, rstd, inp, w, w + C, g->B * g->T, C);
+    g->base.k->layernorm_forward(g->base.kc, out, mean, rstd, inp, w, w + C, g->B * g->T, C);
     done(g, l, pair);
 }
 
@@ -203,19 +203,20 @@ static void norm(struct gpt *g, int l, int pair, float *out, float *mean, float 
 static void block_forward(struct gpt *g, int l, const float *x, float *out)
 {
     const struct dt_kernels *k = g->base.k;
+    struct dt_kctx *kc = g->base.kc;
     int B = g->B, T = g->T, C = g->c.n_embd, NH = g->c.n_head;
     size_t BTC = (size_t)B * T * C;
     struct block *b = &g->blk[l];
     norm(g, l, P_LN1, b->ln1, b->ln1_mean, b->ln1_rstd, x);
     linear(g, l, P_QKV, b->qkv, b->ln1, C, 3 * C);
-    k->attention_forward(b->atty, b->att, b->qkv, B, T, C, NH);
+    k->attention_forward(kc, b->atty, b->att, b->qkv, B, T, C, NH);
     linear(g, l, P_ATTPROJ, g->proj, b->atty, C, C);
-    k->residual_forward(b->res2, x, g->proj, BTC);
+    k->residual_forward(kc, b->res2, x, g->proj, BTC);
     norm(g, l, P_LN2, b->ln2, b->ln2_mean, b->ln2_rstd, b->res2);
     linear(g, l, P_FC, b->fch, b->ln2, C, 4 * C);
-    k->gelu_forward(b->fch_gelu, b->fch, 4 * BTC);
+    k->gelu_forward(kc, b->fch_gelu, b->fch, 4 * BTC);
     linear(g, l, P_FCPROJ, g->proj, b->fch_gelu, 4 * C, C);
-    k->residual_forward(out, b->res2, g->proj, BTC);
+    k->residual_forward(kc, out, b->res2, g->proj, BTC);
 }
 
 /* dinp = (zeroed, then) d loss / d inp of the pair's linear layer, its parameters' gradients added */
@@ -225,7 +226,7 @@ static void linear_backward(struct gpt *g, int l, int pair, float *dinp, size_t 
     int u = pair_unit(g, l, pair);
     const float *w = dt_model_params(&g->base, u);
     float *dw = dt_model_grads(&g->base, u);
-    memset(dinp, 0, ninp * sizeof(float));
+    g->base.k->zero(g->base.kc, dinp, ninp * sizeof(float));
     dt_mm_backward(&g->base, dinp, dw, dw + pair_weight(g, pair), dout, inp, w, g->B * g->T, C, OC);
     dt_model_grads_done(&g->base, u);
     dt_model_params_done(&g->base, u);
@@ -238,7 +239,7 @@ static void norm_backward(struct gpt *g, int l, int pair, const float *dout, con
     int u = pair_unit(g, l, pair), C = g->c.n_embd;
     const float *w = dt_model_params(&g->base, u);
     float *dw = dt_model_grads(&g->base, u);
-    g->base.k->layernorm_backward(g->dres, dw, dw + C, dout, inp, w, mean, rstd, g->B * g->T, C);
+    g->base.k->layernorm_backward(g->base.kc, g->dres, dw, dw + C, dout, inp, w, mean, rstd, g->B * g->T, C);
     dt_model_grads_done(&g->base, u);
     dt_model_params_done(&g->base, u);
 }
@@ -247,18 +248,19 @@ static void norm_backward(struct gpt *g, int l, int pair, const float *dout, con
 static void block_backward(struct gpt *g, int l, const float *x)
 {
     const struct dt_kernels *k = g->base.k;
+    struct dt_kctx *kc = g->base.kc;
     int B = g->B, T = g->T, C = g->c.n_embd, NH = g->c.n_head;
     size_t BTC = (size_t)B * T * C;
     struct block *b = &g->blk[l];
     linear_backward(g, l, P_FCPROJ, g->dfch_gelu, 4 * BTC, g->dres, b->fch_gelu, 4 * C, C);
-    memset(g->dfch, 0, 4 * BTC * sizeof(float));
-    k->gelu_backward(g->dfch, b->fch, g->dfch_gelu, 4 * BTC);
+    k->zero(kc, g->dfch, 4 * BTC * sizeof(float));
+    k->gelu_backward(kc, g->dfch, b->fch, g->dfch_gelu, 4 * BTC);
     linear_backward(g, l, P_FC, g->dln, BTC, g->dfch, b->ln2, C, 4 * C);
     /* the residual path: dres becomes dL/d res2 */
     norm_backward(g, l, P_LN2, g->dln, b->res2, b->ln2_mean, b->ln2_rstd);
     linear_backward(g, l, P_ATTPROJ, g->datty, BTC, g->dres, b->atty, C, C);
-    memset(g->dqkv, 0, 3 * BTC * sizeof(float));
-    k->attention_backward(g->dqkv, g->datty, b->qkv, b->att, g->attn_scratch, B, T, C, NH);
+    k->zero(kc, g->dqkv, 3 * BTC * sizeof(float));
+    k->attention_backward(kc, g->dqkv, g->datty, b->qkv, b->atty, b->att, g->attn_scratch, B, T, C, NH);
     linear_backward(g, l, P_QKV, g->dln, BTC, g->dqkv, b->ln1, C, 3 * C);
     norm_backward(g, l, P_LN1, g->dln, x, b->ln1_mean, b->ln1_rstd);
 }
@@ -274,23 +276,25 @@ static float gpt_forward(struct dt_model *m, const struct dt_batch *batch, float
 {
     struct gpt *g = m->impl;
     const struct dt_kernels *k = m->k;
+    struct dt_kctx *kc = m->kc;
     int B = g->B, T = g->T, C = g->c.n_embd, V = g->c.vocab_size, L = g->c.n_layer, BT = B * T;
     for (int b = 0; b < B; b++) {
-        memcpy(g->inputs + b * T, batch->tokens + (size_t)b * (T + 1), (size_t)T * sizeof(int32_t));
-        memcpy(g->targets + b * T, batch->tokens + (size_t)b * (T + 1) + 1, (size_t)T * sizeof(int32_t));
+        k->copy(kc, g->inputs + b * T, batch->tokens + (size_t)b * (T + 1), (size_t)T * sizeof(int32_t), DT_COPY_TO_DEVICE);
+        k->copy(kc, g->targets + b * T, batch->tokens + (size_t)b * (T + 1) + 1, (size_t)T * sizeof(int32_t),
+                DT_COPY_TO_DEVICE);
     }
-    k->position_forward(g->resid[0], dt_model_params(m, g->u_wpe), B, T, C);
+    k->position_forward(kc, g->resid[0], dt_model_params(m, g->u_wpe), B, T, C);
     dt_model_params_done(m, g->u_wpe);
     for (int c = 0; c < g->nchunks; c++) {
-        k->rows_forward(g->resid[0], g->inputs, dt_model_params(m, c), c * g->vb, chunk_rows(g, c), BT, C);
+        k->rows_forward(kc, g->resid[0], g->inputs, dt_model_params(m, c), c * g->vb, chunk_rows(g, c), BT, C);
         dt_model_params_done(m, c);
     }
     for (int l = 0; l < L; l++) {
         block_forward(g, l, g->resid[l], g->resid[l + 1]);
-        if (g->packed) k->cast_to_lp(g->packed + (size_t)l * g->per_block, g->blk[0].ln1, g->per_block, g->c.activations);
+        if (g->packed) k->cast_to_lp(kc, g->packed + (size_t)l * g->per_block, g->blk[0].ln1, g->per_block, g->c.activations);
     }
     const float *w = dt_model_params(m, g->u_lnf);
-    k->layernorm_forward(g->lnf, g->lnf_mean, g->lnf_rstd, g->resid[L], w, w + C, BT, C);
+    k->layernorm_forward(kc, g->lnf, g->lnf_mean, g->lnf_rstd, g->resid[L], w, w + C, BT, C);
     dt_model_params_done(m, g->u_lnf);
     /* the LM head, tied to the token embedding, a vocabulary block at a time */
     for (int c = 0; c < g->nchunks; c++) {
@@ -299,49 +303,50 @@ static float gpt_forward(struct dt_model *m, const struct dt_batch *batch, float
         w = dt_model_params(m, c);
         if (g->logits_lp) {
             dt_mm_forward(m, g->logit_block, g->lnf, w, NULL, BT, C, n);
-            k->cast_to_lp(g->logits_lp + at, g->logit_block, (size_t)BT * n, g->c.activations);
+            k->cast_to_lp(kc, g->logits_lp + at, g->logit_block, (size_t)BT * n, g->c.activations);
         } else {
             dt_mm_forward(m, g->logits + at, g->lnf, w, NULL, BT, C, n);
         }
         dt_model_params_done(m, c);
     }
     if (g->logits_lp)
-        return k->softmax_xent_lp(g->losses, g->logits_lp, g->targets, grad_scale / (float)BT, BT, V, g->vb,
+        return k->softmax_xent_lp(kc, g->losses, g->logits_lp, g->targets, grad_scale / (float)BT, BT, V, g->vb,
                                   g->c.activations);
-    return k->softmax_xent(g->losses, g->logits, g->targets, grad_scale / (float)BT, BT, V, g->vb);
+    return k->softmax_xent(kc, g->losses, g->logits, g->targets, grad_scale / (float)BT, BT, V, g->vb);
 }
 
 static void gpt_backward(struct dt_model *m)
 {
     struct gpt *g = m->impl;
     const struct dt_kernels *k = m->k;
+    struct dt_kctx *kc = m->kc;
     int B = g->B, T = g->T, C = g->c.n_embd, L = g->c.n_layer, BT = B * T;
     size_t BTC = (size_t)BT * C;
-    memset(g->dln, 0, BTC * sizeof(float));
-    memset(g->dres, 0, BTC * sizeof(float));
+    k->zero(kc, g->dln, BTC * sizeof(float));
+    k->zero(kc, g->dres, BTC * sizeof(float));
     /* the LM head: dln += dlogits @ wte, dwte += dlogits^T @ lnf, a vocabulary block at a time */
     for (int c = 0; c < g->nchunks; c++) {
         int n = chunk_rows(g, c);
         size_t at = (size_t)BT * c * g->vb;
         const float *w = dt_model_params(m, c);
         float *dw = dt_model_grads(m, c), *dlogits = g->logits_lp ? g->logit_block : g->logits + at;
-        if (g->logits_lp) k->cast_from_lp(g->logit_block, g->logits_lp + at, (size_t)BT * n, g->c.activations);
+        if (g->logits_lp) k->cast_from_lp(kc, g->logit_block, g->logits_lp + at, (size_t)BT * n, g->c.activations);
         dt_mm_backward(m, g->dln, dw, NULL, dlogits, g->lnf, w, BT, C, n);
         dt_model_grads_done(m, c);
         dt_model_params_done(m, c);
     }
     const float *w = dt_model_params(m, g->u_lnf);
     float *dw = dt_model_grads(m, g->u_lnf);
-    k->layernorm_backward(g->dres, dw, dw + C, g->dln, g->resid[L], w, g->lnf_mean, g->lnf_rstd, BT, C);
+    k->layernorm_backward(kc, g->dres, dw, dw + C, g->dln, g->resid[L], w, g->lnf_mean, g->lnf_rstd, BT, C);
     dt_model_grads_done(m, g->u_lnf);
     dt_model_params_done(m, g->u_lnf);
     for (int l = L - 1; l >= 0; l--) {
         if (g->c.activation_checkpointing) block_forward(g, l, g->resid[l], g->proj);
         else if (g->packed)
-            k->cast_from_lp(g->blk[0].ln1, g->packed + (size_t)l * g->per_block, g->per_block, g->c.activations);
+            k->cast_from_lp(kc, g->blk[0].ln1, g->packed + (size_t)l * g->per_block, g->per_block, g->c.activations);
         block_backward(g, l, g->resid[l]);
     }
-    k->position_backward(dt_model_grads(m, g->u_wpe), g->dres, B, T, C);
+    k->position_backward(kc, dt_model_grads(m, g->u_wpe), g->dres, B, T, C);
     dt_model_grads_done(m, g->u_wpe);
     /* the input tokens' rows of the token embedding, last */
     m->mem.rows(m->mem_ctx, 0, g->inputs, g->dres, BT, C);
@@ -351,13 +356,13 @@ static void gpt_free(struct dt_model *m)
 {
     struct gpt *g = m->impl;
     dt_model_drop_buffers(m);
-    dt_free_big(g->arena);
-    dt_free_big(g->packed);
-    dt_free_big(g->logits_lp);
+    m->k->free(m->kc, g->arena);
+    m->k->free(m->kc, g->packed);
+    m->k->free(m->kc, g->logits_lp);
+    m->k->free(m->kc, g->inputs);
+    m->k->free(m->kc, g->targets);
     free(g->resid);
     free(g->blk);
-    free(g->inputs);
-    free(g->targets);
     free(g->units);
     free(g->views);
     free(g->names);
@@ -372,7 +377,7 @@ static float *take(float **cur, size_t n)
     return p;
 }
 
-dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels *k, int B, int T,
+dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels *k, struct dt_kctx *kc, int B, int T,
                           struct dt_model **out)
 {
     *out = NULL;
@@ -388,6 +393,7 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     m->iface = (struct dt_model_i){.forward = gpt_forward, .backward = gpt_backward, .free = gpt_free};
     m->impl = g;
     m->k = k;
+    m->kc = kc;
     dt_status_t rc = layout(g);
     if (rc != DT_SUCCESS) {
         gpt_free(m);
@@ -395,8 +401,8 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     }
     int C = c->n_embd, NH = c->n_head, V = c->vocab_size, L = c->n_layer;
     size_t BT = (size_t)B * T, BTC = BT * C, nparams = m->nparams;
-    size_t per_block = BTC /* ln1 */ + 2 * BT + 3 * BTC + BTC + (size_t)B * NH * T * T + BTC /* res2 */ + BTC +
-                       2 * BT + 8 * BTC;
+    size_t natt = k->attention_saved(B, NH, T), nscratch = k->attention_scratch(B, NH, T);
+    size_t per_block = BTC /* ln1 */ + 2 * BT + 3 * BTC + BTC + natt + BTC /* res2 */ + BTC + 2 * BT + 8 * BTC;
     /* one fp32 block when block activations are recomputed or kept packed in 16 bits */
     bool pack = c->activations != DT_F32 && !c->activation_checkpointing;
     size_t nblocks = c->activation_checkpointing || pack ? 1 : (size_t)L;
@@ -405,17 +411,17 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     size_t nlogits = lp_logits ? BT * (size_t)g->vb : BT * V;
     size_t nacts = (size_t)(L + 1) * BTC + nblocks * per_block + BTC + BTC + 2 * BT + nlogits + BT;
     /* dres, dln, datty (BTC each), dqkv (3 BTC), dfch and dfch_gelu (4 BTC each), attention scratch */
-    size_t ngrad_scratch = 14 * BTC + dt_kernels_attention_scratch(T);
-    m->params = dt_alloc_big(nparams * sizeof(float));
-    m->grads = dt_alloc_big(nparams * sizeof(float));
-    g->arena = dt_alloc_big((nacts + ngrad_scratch) * sizeof(float));
+    size_t ngrad_scratch = 14 * BTC + nscratch;
+    m->params = k->alloc(kc, nparams * sizeof(float));
+    m->grads = k->alloc(kc, nparams * sizeof(float));
+    g->arena = k->alloc(kc, (nacts + ngrad_scratch) * sizeof(float));
     g->per_block = per_block;
-    if (pack) g->packed = dt_alloc_big((size_t)L * per_block * sizeof(uint16_t));
-    if (lp_logits) g->logits_lp = dt_alloc_big(BT * V * sizeof(uint16_t));
+    if (pack) g->packed = k->alloc(kc, (size_t)L * per_block * sizeof(uint16_t));
+    if (lp_logits) g->logits_lp = k->alloc(kc, BT * V * sizeof(uint16_t));
     g->resid = calloc((size_t)L + 1, sizeof *g->resid);
     g->blk = calloc((size_t)L, sizeof *g->blk);
-    g->inputs = malloc(BT * sizeof(int32_t));
-    g->targets = malloc(BT * sizeof(int32_t));
+    g->inputs = k->alloc(kc, BT * sizeof(int32_t));
+    g->targets = k->alloc(kc, BT * sizeof(int32_t));
     if (!m->params || !m->grads || !g->arena || (pack && !g->packed) || (lp_logits && !g->logits_lp) || !g->resid ||
         !g->blk || !g->inputs || !g->targets) {
         gpt_free(m);
@@ -432,7 +438,7 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
         b->ln1_rstd = take(&cur, BT);
         b->qkv = take(&cur, 3 * BTC);
         b->atty = take(&cur, BTC);
-        b->att = take(&cur, (size_t)B * NH * T * T);
+        b->att = take(&cur, natt);
         b->res2 = take(&cur, BTC);
         b->ln2 = take(&cur, BTC);
         b->ln2_mean = take(&cur, BT);
@@ -454,7 +460,7 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     g->dqkv = take(&cur, 3 * BTC);
     g->dfch = take(&cur, 4 * BTC);
     g->dfch_gelu = take(&cur, 4 * BTC);
-    g->attn_scratch = take(&cur, dt_kernels_attention_scratch(T));
+    g->attn_scratch = take(&cur, nscratch);
     dt_model_own_mem(m);
     m->activation_bytes = nacts * sizeof(float) + (pack ? (size_t)L * per_block * sizeof(uint16_t) : 0) +
                           (lp_logits ? BT * V * sizeof(uint16_t) : 0);
@@ -486,6 +492,17 @@ static void walk_llmc(const struct gpt *g, float *ours, move_fn move, void *ctx)
 
 static void from_llmc(void *ctx, float *ours, size_t off, size_t n) { memcpy(ours, (const float *)ctx + off, n * 4); }
 static void to_llmc(void *ctx, float *ours, size_t off, size_t n) { memcpy((float *)ctx + off, ours, n * 4); }
+
+/* a host buffer in llm.c's order into the model's parameters (tensor memory) */
+struct to_params {
+    const struct dt_model *m;
+    const float *llmc;
+};
+static void llmc_to_params(void *ctx, float *ours, size_t off, size_t n)
+{
+    const struct to_params *t = ctx;
+    t->m->k->copy(t->m->kc, ours, t->llmc + off, n * sizeof(float), DT_COPY_TO_DEVICE);
+}
 
 void dt_gpt_from_llmc(const struct dt_model *m, const float *llmc, float *ours)
 {
@@ -519,10 +536,12 @@ dt_status_t dt_gpt_load_llmc(struct dt_model *m, const char *path)
                       path, h[2], h[3], h[4], h[5], h[6], g->c.max_seq_len, g->c.vocab_size, g->c.n_layer,
                       g->c.n_head, g->c.n_embd);
     }
-    /* read in llm.c's order into the gradient buffer (free until training), then reorder */
+    /* read in llm.c's order into host memory, then reorder into the parameters */
     int C = g->c.n_embd;
     size_t wte = (size_t)g->c.vocab_size * C, wpe = (size_t)g->c.max_seq_len * C;
-    float *llmc = m->grads;
+    float *llmc = dt_alloc_big(m->nparams * sizeof(float));
+    if (!llmc && rc == DT_SUCCESS)
+        rc = dt_error(DT_ERR_NOMEM, "%s: error: out of memory reading %zu parameters", path, m->nparams);
     const struct {
         size_t n, skip_after;
         const char *name;
@@ -538,8 +557,8 @@ dt_status_t dt_gpt_load_llmc(struct dt_model *m, const char *path)
         at += parts[i].n;
     }
     fclose(f);
-    if (rc == DT_SUCCESS) dt_gpt_from_llmc(m, llmc, m->params);
-    memset(m->grads, 0, m->nparams * sizeof(float));
+    if (rc == DT_SUCCESS) walk_llmc(g, m->params, llmc_to_params, &(struct to_params){m, llmc});
+    dt_free_big(llmc);
     return rc;
 }
 
@@ -550,16 +569,18 @@ void dt_gpt_logits(const struct dt_model *m, float *out)
     for (int c = 0; c < g->nchunks; c++) {
         int n = chunk_rows(g, c), v0 = c * g->vb;
         for (int i = 0; i < BT; i++)
-            memcpy(out + (size_t)i * V + v0, g->logits + (size_t)BT * v0 + (size_t)i * n, (size_t)n * sizeof(float));
+            m->k->copy(m->kc, out + (size_t)i * V + v0, g->logits + (size_t)BT * v0 + (size_t)i * n,
+                       (size_t)n * sizeof(float), DT_COPY_TO_HOST);
     }
 }
 
-void dt_gpt_init(struct dt_model *m, uint64_t seed)
+dt_status_t dt_gpt_init(struct dt_model *m, uint64_t seed)
 {
     /* llm.c's (and GPT-2's) tensors in its order, each drawn from its own stream, so the weights are the
-     * same whatever the layout: drawn into the gradient buffer (free until training), then reordered */
+     * same whatever the layout: drawn into host memory, then reordered into the parameters */
     struct gpt *g = m->impl;
-    float *llmc = m->grads;
+    float *llmc = dt_alloc_big(m->nparams * sizeof(float));
+    if (!llmc) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory drawing %zu initial parameters", m->nparams);
     float resid_std = 0.02f / sqrtf(2.0f * (float)g->c.n_layer);
     int C = g->c.n_embd, L = g->c.n_layer;
     size_t off = 0;
@@ -582,6 +603,7 @@ void dt_gpt_init(struct dt_model *m, uint64_t seed)
         struct dt_rng r = dt_rng_make(seed, (uint64_t)i);
         for (size_t j = 0; j < n; j++) p[j] = std * dt_rng_normal(&r);
     }
-    dt_gpt_from_llmc(m, llmc, m->params);
-    memset(m->grads, 0, m->nparams * sizeof(float));
+    walk_llmc(g, m->params, llmc_to_params, &(struct to_params){m, llmc});
+    dt_free_big(llmc);
+    return DT_SUCCESS;
 }

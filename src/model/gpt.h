@@ -23,10 +23,10 @@ struct dt_gpt_config {
 };
 
 /* Sized for micro-batches of B sequences of T tokens (T <= max_seq_len). */
-dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels *k, int B, int T,
+dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels *k, struct dt_kctx *kc, int B, int T,
                           struct dt_model **out);
 /* GPT-2's init: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), norms 1 and 0, biases 0. */
-void dt_gpt_init(struct dt_model *m, uint64_t seed);
+dt_status_t dt_gpt_init(struct dt_model *m, uint64_t seed);
 size_t dt_gpt_num_params(const struct dt_gpt_config *c);
 /* The units of a GPT of this shape, without building it (malloc'd; dtrun check --memory). */
 dt_status_t dt_gpt_units(const struct dt_gpt_config *c, struct dt_unit **units, int *n);

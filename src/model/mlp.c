@@ -22,29 +22,36 @@ struct mlp {
     float *dpre, *dpost;            /* gradient scratch, (B, max width) */
     float *dout;                    /* d loss / d output, (B, out) */
     float *losses;                  /* (B) */
-    const float *x;
+    float *x;                       /* the batch's features, (B, in) */
+    float *y;                       /* regression targets, (B, out) */
+    int32_t *labels;                /* class labels, (B) */
 };
 
 static float mlp_forward(struct dt_model *m, const struct dt_batch *b, float grad_scale)
 {
     struct mlp *p = m->impl;
     const struct dt_kernels *k = m->k;
+    struct dt_kctx *kc = m->kc;
     int B = p->B, L = p->nlayers, out = p->c.out;
-    p->x = b->x;
-    const float *in = b->x;
+    k->copy(kc, p->x, b->x, (size_t)B * p->c.in * sizeof(float), DT_COPY_TO_DEVICE);
+    const float *in = p->x;
     for (int l = 0; l < L; l++) {
         const float *w = dt_model_params(m, l); /* the weight (width[l+1], width[l]), then the bias */
         dt_mm_forward(m, p->pre[l], in, w, w + (size_t)p->width[l] * p->width[l + 1], B, p->width[l], p->width[l + 1]);
         dt_model_params_done(m, l);
         if (l + 1 < L) {
-            k->gelu_forward(p->post[l], p->pre[l], (size_t)B * p->width[l + 1]);
+            k->gelu_forward(kc, p->post[l], p->pre[l], (size_t)B * p->width[l + 1]);
             in = p->post[l];
         }
     }
     const float *logits = p->pre[L - 1];
-    if (p->c.regression) return k->mse(p->dout, logits, b->y, grad_scale / (float)(B * out), (size_t)B * out);
-    memcpy(p->dout, logits, (size_t)B * out * sizeof(float));
-    return k->softmax_xent(p->losses, p->dout, b->labels, grad_scale / (float)B, B, out, out);
+    if (p->c.regression) {
+        k->copy(kc, p->y, b->y, (size_t)B * out * sizeof(float), DT_COPY_TO_DEVICE);
+        return k->mse(kc, p->dout, logits, p->y, grad_scale / (float)(B * out), (size_t)B * out);
+    }
+    k->copy(kc, p->labels, b->labels, (size_t)B * sizeof(int32_t), DT_COPY_TO_DEVICE);
+    k->copy(kc, p->dout, logits, (size_t)B * out * sizeof(float), DT_COPY_ON_DEVICE);
+    return k->softmax_xent(kc, p->losses, p->dout, p->labels, grad_scale / (float)B, B, out, out);
 }
 
 /* dpost holds d loss / d (layer input), dpre d loss / d pre[l-1]; each is consumed before it is rewritten. */
@@ -52,6 +59,7 @@ static void mlp_backward(struct dt_model *m)
 {
     struct mlp *p = m->impl;
     const struct dt_kernels *k = m->k;
+    struct dt_kctx *kc = m->kc;
     int B = p->B;
     const float *dcur = p->dout; /* d loss / d pre[l] */
     for (int l = p->nlayers - 1; l >= 0; l--) {
@@ -59,13 +67,13 @@ static void mlp_backward(struct dt_model *m)
         size_t nin = (size_t)B * p->width[l], nw = (size_t)p->width[l] * p->width[l + 1];
         const float *w = dt_model_params(m, l);
         float *dw = dt_model_grads(m, l);
-        memset(p->dpost, 0, nin * sizeof(float));
+        k->zero(kc, p->dpost, nin * sizeof(float));
         dt_mm_backward(m, p->dpost, dw, dw + nw, dcur, in, w, B, p->width[l], p->width[l + 1]);
         dt_model_grads_done(m, l);
         dt_model_params_done(m, l);
         if (l == 0) break;
-        memset(p->dpre, 0, nin * sizeof(float));
-        k->gelu_backward(p->dpre, p->pre[l - 1], p->dpost, nin);
+        k->zero(kc, p->dpre, nin * sizeof(float));
+        k->gelu_backward(kc, p->dpre, p->pre[l - 1], p->dpost, nin);
         dcur = p->dpre;
     }
 }
@@ -74,14 +82,12 @@ static void mlp_free(struct dt_model *m)
 {
     struct mlp *p = m->impl;
     dt_model_drop_buffers(m);
+    void *bufs[] = {p->dpre, p->dpost, p->dout, p->losses, p->x, p->y, p->labels};
     for (int l = 0; l < p->nlayers; l++) {
-        free(p->pre[l]);
-        free(p->post[l]);
+        m->k->free(m->kc, p->pre[l]);
+        m->k->free(m->kc, p->post[l]);
     }
-    free(p->dpre);
-    free(p->dpost);
-    free(p->dout);
-    free(p->losses);
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) m->k->free(m->kc, bufs[i]);
     free(p);
 }
 
@@ -102,12 +108,15 @@ dt_status_t dt_mlp_units(const struct dt_mlp_config *c, struct dt_unit **units, 
     return DT_SUCCESS;
 }
 
-dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels *k, int B, struct dt_model **out)
+dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels *k, struct dt_kctx *kc, int B,
+                          struct dt_model **out)
 {
     *out = NULL;
     struct mlp *p = calloc(1, sizeof *p);
     if (!p) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the mlp");
     struct dt_model *m = &p->base;
+    m->k = k;
+    m->kc = kc;
     p->c = *c;
     p->B = B;
     p->nlayers = c->nhidden + 1;
@@ -127,24 +136,26 @@ dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels
         p->views[2 * l + 1] = (struct dt_param_view){p->names[2 * l + 1], off, (size_t)fo, false, 1, {fo, 0, 0}};
         off += (size_t)fo;
         p->units[l] = (struct dt_unit){p->views[2 * l].offset, (size_t)fo * fi + fo};
-        p->pre[l] = malloc((size_t)B * fo * sizeof(float));
-        p->post[l] = malloc((size_t)B * fo * sizeof(float));
+        p->pre[l] = k->alloc(kc, (size_t)B * fo * sizeof(float));
+        p->post[l] = k->alloc(kc, (size_t)B * fo * sizeof(float));
     }
     m->iface = (struct dt_model_i){.forward = mlp_forward, .backward = mlp_backward, .free = mlp_free};
     m->impl = p;
-    m->k = k;
     m->nparams = off;
     m->views = p->views;
     m->nviews = 2 * p->nlayers;
     m->units = p->units;
     m->nunits = p->nlayers;
-    m->params = dt_alloc_big(off * sizeof(float));
-    m->grads = dt_alloc_big(off * sizeof(float));
-    p->dpre = malloc((size_t)B * maxw * sizeof(float));
-    p->dpost = malloc((size_t)B * maxw * sizeof(float));
-    p->dout = malloc((size_t)B * c->out * sizeof(float));
-    p->losses = malloc((size_t)B * sizeof(float));
-    bool ok = m->params && m->grads && p->dpre && p->dpost && p->dout && p->losses;
+    m->params = k->alloc(kc, off * sizeof(float));
+    m->grads = k->alloc(kc, off * sizeof(float));
+    p->dpre = k->alloc(kc, (size_t)B * maxw * sizeof(float));
+    p->dpost = k->alloc(kc, (size_t)B * maxw * sizeof(float));
+    p->dout = k->alloc(kc, (size_t)B * c->out * sizeof(float));
+    p->losses = k->alloc(kc, (size_t)B * sizeof(float));
+    p->x = k->alloc(kc, (size_t)B * c->in * sizeof(float));
+    p->y = k->alloc(kc, (size_t)B * c->out * sizeof(float));
+    p->labels = k->alloc(kc, (size_t)B * sizeof(int32_t));
+    bool ok = m->params && m->grads && p->dpre && p->dpost && p->dout && p->losses && p->x && p->y && p->labels;
     for (int l = 0; l < p->nlayers; l++) ok = ok && p->pre[l] && p->post[l];
     if (!ok) {
         mlp_free(m);
@@ -159,13 +170,19 @@ dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels
     return DT_SUCCESS;
 }
 
-void dt_mlp_init(struct dt_model *m, uint64_t seed)
+dt_status_t dt_mlp_init(struct dt_model *m, uint64_t seed)
 {
+    /* drawn on the host, copied into the parameters */
     struct mlp *p = m->impl;
+    float *h = malloc(m->nparams * sizeof *h);
+    if (!h) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory drawing %zu initial parameters", m->nparams);
     for (int i = 0; i < m->nviews; i++) {
         const struct dt_param_view *v = &m->views[i];
         float bound = 1.0f / sqrtf((float)p->width[i / 2]);
         struct dt_rng r = dt_rng_make(seed, 0x3100ull + (uint64_t)i);
-        for (size_t j = 0; j < v->numel; j++) m->params[v->offset + j] = bound * (2.0f * dt_rng_uniform(&r) - 1.0f);
+        for (size_t j = 0; j < v->numel; j++) h[v->offset + j] = bound * (2.0f * dt_rng_uniform(&r) - 1.0f);
     }
+    m->k->copy(m->kc, m->params, h, m->nparams * sizeof *h, DT_COPY_TO_DEVICE);
+    free(h);
+    return DT_SUCCESS;
 }

@@ -18,10 +18,11 @@ struct dt_mlp_config {
     bool regression;
 };
 
-dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels *k, int B, struct dt_model **out);
+dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels *k, struct dt_kctx *kc, int B,
+                          struct dt_model **out);
 /* The units of an MLP of this shape, without building it (malloc'd; dtrun check --memory). */
 dt_status_t dt_mlp_units(const struct dt_mlp_config *c, struct dt_unit **units, int *n);
 /* PyTorch nn.Linear's init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases. */
-void dt_mlp_init(struct dt_model *m, uint64_t seed);
+dt_status_t dt_mlp_init(struct dt_model *m, uint64_t seed);
 
 #endif

@@ -1,5 +1,4 @@
 /* model.c - see model.h: the memory interface of a model without a strategy. */
-#include "core/mem.h"
 #include "model/model.h"
 
 static const float *own_params(void *ctx, int u)
@@ -23,7 +22,7 @@ static void own_done(void *ctx, int u)
 static void own_rows(void *ctx, size_t table, const int32_t *rows, const float *vals, int nrows, int width)
 {
     struct dt_model *m = ctx;
-    m->k->rows_add(m->grads + table, DT_F32, 0, m->nparams - table, rows, vals, nrows, width);
+    m->k->rows_add(m->kc, m->grads + table, DT_F32, 0, m->nparams - table, rows, vals, nrows, width);
 }
 
 void dt_model_own_mem(struct dt_model *m)
@@ -35,7 +34,7 @@ void dt_model_own_mem(struct dt_model *m)
 
 void dt_model_drop_buffers(struct dt_model *m)
 {
-    dt_free_big(m->params);
-    dt_free_big(m->grads);
+    m->k->free(m->kc, m->params);
+    m->k->free(m->kc, m->grads);
     m->params = m->grads = NULL;
 }

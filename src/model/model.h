@@ -76,7 +76,8 @@ struct dt_model_i {
 
 struct dt_model {
     struct dt_model_i iface;
-    const struct dt_kernels *k;
+    const struct dt_kernels *k; /* the ops, and the memory they run on */
+    struct dt_kctx *kc;
     size_t nparams;
     const struct dt_param_view *views;
     int nviews;
@@ -98,15 +99,15 @@ struct dt_model {
 static inline void dt_mm_forward(const struct dt_model *m, float *out, const float *inp, const float *w,
                                  const float *b, int BT, int C, int OC)
 {
-    if (m->compute == DT_F32) m->k->matmul_forward(out, inp, w, b, BT, C, OC);
-    else m->k->matmul_forward_lp(out, inp, w, b, BT, C, OC, m->compute);
+    if (m->compute == DT_F32) m->k->matmul_forward(m->kc, out, inp, w, b, BT, C, OC);
+    else m->k->matmul_forward_lp(m->kc, out, inp, w, b, BT, C, OC, m->compute);
 }
 
 static inline void dt_mm_backward(const struct dt_model *m, float *dinp, float *dw, float *db, const float *dout,
                                   const float *inp, const float *w, int BT, int C, int OC)
 {
-    if (m->compute == DT_F32) m->k->matmul_backward(dinp, dw, db, dout, inp, w, BT, C, OC);
-    else m->k->matmul_backward_lp(dinp, dw, db, dout, inp, w, BT, C, OC, m->compute);
+    if (m->compute == DT_F32) m->k->matmul_backward(m->kc, dinp, dw, db, dout, inp, w, BT, C, OC);
+    else m->k->matmul_backward_lp(m->kc, dinp, dw, db, dout, inp, w, BT, C, OC, m->compute);
 }
 
 static inline const float *dt_model_params(struct dt_model *m, int u) { return m->mem.params(m->mem_ctx, u); }

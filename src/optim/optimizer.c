@@ -2,15 +2,14 @@
 #include <math.h>
 #include <stdlib.h>
 #include "core/error.h"
-#include "core/mem.h"
 #include "optim/optimizer.h"
 
 dt_status_t dt_optimizer_init(struct dt_optimizer *o, const struct dt_optim_config *c, const struct dt_kernels *k,
-                              size_t n)
+                              struct dt_kctx *kc, size_t n)
 {
-    *o = (struct dt_optimizer){.c = *c, .k = k, .n = n};
-    o->m = dt_alloc_big(n * sizeof(float));
-    if (c->kind != DT_OPT_SGD) o->v = dt_alloc_big(n * sizeof(float));
+    *o = (struct dt_optimizer){.c = *c, .k = k, .kc = kc, .n = n};
+    o->m = k->alloc(kc, n * sizeof(float));
+    if (c->kind != DT_OPT_SGD) o->v = k->alloc(kc, n * sizeof(float));
     if (!o->m || (c->kind != DT_OPT_SGD && !o->v)) {
         dt_optimizer_free(o);
         return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the optimizer state (%zu parameters)", n);
@@ -20,8 +19,10 @@ dt_status_t dt_optimizer_init(struct dt_optimizer *o, const struct dt_optim_conf
 
 void dt_optimizer_free(struct dt_optimizer *o)
 {
-    dt_free_big(o->m);
-    dt_free_big(o->v);
+    if (o->k) {
+        o->k->free(o->kc, o->m);
+        o->k->free(o->kc, o->v);
+    }
     o->m = o->v = NULL;
 }
 
@@ -36,18 +37,14 @@ void dt_optimizer_update(const struct dt_optimizer *o, float *p, float *g, size_
     float wd = decay ? c->weight_decay : 0.0f;
     switch (c->kind) {
     case DT_OPT_ADAMW:
-        o->k->adamw(p, g, gscale, o->m + at, o->v + at, n, lr, c->beta1, c->beta2, c->eps, wd, (int)o->t);
+        o->k->adamw(o->kc, p, g, gscale, 0.0f, o->m + at, o->v + at, n, lr, c->beta1, c->beta2, c->eps, wd, (int)o->t);
         break;
     case DT_OPT_ADAM:
-        /* Adam's L2 penalty is part of the gradient, unlike AdamW's decoupled decay: fold it in first */
-        if (wd != 0) {
-            for (size_t j = 0; j < n; j++) g[j] = g[j] * gscale + wd * p[j];
-            gscale = 1.0f;
-        }
-        o->k->adamw(p, g, gscale, o->m + at, o->v + at, n, lr, c->beta1, c->beta2, c->eps, 0.0f, (int)o->t);
+        /* Adam's L2 penalty is part of the gradient, unlike AdamW's decoupled decay */
+        o->k->adamw(o->kc, p, g, gscale, wd, o->m + at, o->v + at, n, lr, c->beta1, c->beta2, c->eps, 0.0f, (int)o->t);
         break;
     case DT_OPT_SGD:
-        o->k->sgd(p, g, gscale, o->m + at, n, lr, c->momentum, c->nesterov, wd, o->t == 1);
+        o->k->sgd(o->kc, p, g, gscale, o->m + at, n, lr, c->momentum, c->nesterov, wd, o->t == 1);
         break;
     }
 }
@@ -63,7 +60,7 @@ void dt_optimizer_step(struct dt_optimizer *o, struct dt_model *m, float lr, flo
 
 float dt_grad_norm(const struct dt_model *m, float clip, float *gscale)
 {
-    float norm = (float)sqrt(m->k->sumsq(m->grads, DT_F32, m->nparams));
+    float norm = (float)sqrt(m->k->sumsq(m->kc, m->grads, DT_F32, m->nparams));
     float coef = clip > 0 ? clip / (norm + 1e-6f) : 1.0f;
     *gscale = coef < 1.0f ? coef : 1.0f;
     return norm;

@@ -20,6 +20,7 @@ struct dt_optim_config {
 struct dt_optimizer {
     struct dt_optim_config c;
     const struct dt_kernels *k;
+    struct dt_kctx *kc;
     float *m, *v; /* AdamW moments, or SGD's momentum buffer in m */
     size_t n;
     int64_t t; /* optimizer steps taken */
@@ -27,7 +28,7 @@ struct dt_optimizer {
 
 /* State for n elements (all of a model, or the shard a ZeRO rank keeps). */
 dt_status_t dt_optimizer_init(struct dt_optimizer *o, const struct dt_optim_config *c, const struct dt_kernels *k,
-                              size_t n);
+                              struct dt_kctx *kc, size_t n);
 /* Bytes of state per element: 8 for Adam(W), 4 for SGD. */
 size_t dt_optimizer_state_bytes(enum dt_optim_kind kind);
 /* A step: begin it once, then update ranges. The update of n elements p with gradients g (Adam's L2

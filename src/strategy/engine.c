@@ -4,7 +4,6 @@
 #include <string.h>
 #include "core/error.h"
 #include "core/log.h"
-#include "core/mem.h"
 #include "strategy/engine_impl.h"
 
 /* ---- the plan: pieces and what this rank keeps of each */
@@ -193,10 +192,10 @@ void dt_engine_describe(const struct dt_engine *e, char *buf, size_t n)
 
 /* ---- storage */
 
-static void *big(size_t bytes, bool *ok)
+static void *big(const struct dt_engine *e, size_t bytes, bool *ok)
 {
     if (!bytes) return NULL;
-    void *p = dt_alloc_big(bytes);
+    void *p = e->k->alloc(e->kc, bytes);
     if (!p) *ok = false;
     return p;
 }
@@ -214,48 +213,49 @@ static dt_status_t allocate(struct dt_engine *e)
         e->full_p = m->params;
         m->params = NULL;
     } else {
-        e->full_p = big(s.full_p * e->esz, &ok);
+        e->full_p = big(e, s.full_p * e->esz, &ok);
     }
     if (s.full_g && e->gdt == DT_F32) {
         e->full_g = m->grads;
         m->grads = NULL;
     } else {
-        e->full_g = big(s.full_g * e->gsz, &ok);
+        e->full_g = big(e, s.full_g * e->gsz, &ok);
     }
-    e->shard_p = big(s.shard_p * e->esz, &ok);
-    e->shard_g = big(s.shard_g * e->gsz, &ok);
-    e->master = big(s.master * 4, &ok);
-    e->scratch = big(s.scratch * 4, &ok);
-    if (e->c.stochastic) e->scratch2 = big(s.scratch * 4, &ok);
+    e->shard_p = big(e, s.shard_p * e->esz, &ok);
+    e->shard_g = big(e, s.shard_g * e->gsz, &ok);
+    e->master = big(e, s.master * 4, &ok);
+    e->scratch = big(e, s.scratch * 4, &ok);
+    e->scratch_n = s.scratch;
+    if (e->c.stochastic) e->scratch2 = big(e, s.scratch * 4, &ok);
     e->nslots = (int)s.nslots;
-    for (int i = 0; i < e->nslots; i++) e->slots[i] = (struct slot){.f32 = big(s.slot_bytes, &ok), .unit = -1};
+    for (int i = 0; i < e->nslots; i++) e->slots[i] = (struct slot){.f32 = big(e, s.slot_bytes, &ok), .unit = -1};
     e->ngslots = (int)s.ngslots;
     size_t rsz = dt_dtype_size(e->c.rdt);
     for (int i = 0; i < e->ngslots; i++)
-        e->gslots[i] = (struct gslot){.f32 = big(e->max_unit * 4, &ok),
-                                      .recv = big(e->c.stage >= 2 ? max_own * rsz : 0, &ok), .unit = -1};
+        e->gslots[i] = (struct gslot){.f32 = big(e, e->max_unit * 4, &ok),
+                                      .recv = big(e, e->c.stage >= 2 ? max_own * rsz : 0, &ok), .unit = -1};
     e->npool = (int)s.npool;
     for (int i = 0; i < e->npool; i++) {
-        e->pool[i] = big(s.conv_bytes / s.npool, &ok);
+        e->pool[i] = big(e, s.conv_bytes / s.npool, &ok);
         e->pool_owner[i] = -1;
     }
     if (!ok)
         return dt_error(DT_ERR_NOMEM, "dtrun: rank %d: error: out of memory for the model state (stage %d, %zu "
                         "parameters)\n  hint: a higher ZeRO stage or more ranks keeps less on each", e->rank,
                         e->c.stage, m->nparams);
-    return dt_optimizer_init(&e->opt, &e->opt.c, e->k, e->shard_n);
+    return dt_optimizer_init(&e->opt, &e->opt.c, e->k, e->kc, e->shard_n);
 }
 
 /* The model's fp32 parameters (every rank's the same) into the engine's storage. */
 static void take_params(struct dt_engine *e)
 {
     const float *src = e->m->params;
-    if (e->full_p && src) e->k->convert(e->full_p, e->c.pdt, src, DT_F32, e->m->nparams);
+    if (e->full_p && src) e->k->convert(e->kc, e->full_p, e->c.pdt, src, DT_F32, e->m->nparams);
     for (int i = 0; i < e->npieces; i++) {
         const struct piece *p = &e->pieces[i];
         const float *from = (src ? src : (const float *)e->full_p) + p->own_off; /* fp32 storage was taken over */
-        if (e->shard_p) e->k->convert(dt_engine_at(e, e->shard_p, p->shard_at), e->c.pdt, from, DT_F32, p->own_n);
-        if (e->master) memcpy(e->master + p->shard_at, from, p->own_n * sizeof(float));
+        if (e->shard_p) e->k->convert(e->kc, dt_engine_at(e, e->shard_p, p->shard_at), e->c.pdt, from, DT_F32, p->own_n);
+        if (e->master) e->k->copy(e->kc, e->master + p->shard_at, from, p->own_n * sizeof(float), DT_COPY_ON_DEVICE);
     }
 }
 
@@ -281,6 +281,7 @@ dt_status_t dt_engine_create(const struct dt_engine_config *c, struct dt_comm *c
     e->c = *c;
     e->m = m;
     e->k = m->k;
+    e->kc = m->kc;
     e->comm = comm;
     e->rank = w->rank;
     e->world = w->size;
@@ -328,19 +329,14 @@ dt_status_t dt_engine_create(const struct dt_engine_config *c, struct dt_comm *c
 void dt_engine_free(struct dt_engine *e, bool clean)
 {
     if (!e) return;
-    dt_free_big(e->full_p);
-    dt_free_big(e->full_g);
-    dt_free_big(e->shard_p);
-    dt_free_big(e->shard_g);
-    dt_free_big(e->master);
-    dt_free_big(e->scratch);
-    dt_free_big(e->scratch2);
-    for (int i = 0; i < e->nslots; i++) dt_free_big(e->slots[i].f32);
+    void *bufs[] = {e->full_p, e->full_g, e->shard_p, e->shard_g, e->master, e->scratch, e->scratch2};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) e->k->free(e->kc, bufs[i]);
+    for (int i = 0; i < e->nslots; i++) e->k->free(e->kc, e->slots[i].f32);
     for (int i = 0; i < e->ngslots; i++) {
-        dt_free_big(e->gslots[i].f32);
-        dt_free_big(e->gslots[i].recv);
+        e->k->free(e->kc, e->gslots[i].f32);
+        e->k->free(e->kc, e->gslots[i].recv);
     }
-    for (int i = 0; i < e->npool; i++) dt_free_big(e->pool[i]);
+    for (int i = 0; i < e->npool; i++) e->k->free(e->kc, e->pool[i]);
     dt_optimizer_free(&e->opt);
     if (e->rep) dt_comm_close(e->rep, clean);
     if (e->shard && e->shard != e->comm) dt_comm_close(e->shard, clean);
@@ -348,7 +344,7 @@ void dt_engine_free(struct dt_engine *e, bool clean)
     free(e->units);
     free(e->what);
     free(e->trace);
-    free(e->rows_all);
-    free(e->vals_all);
+    e->k->free(e->kc, e->rows_all);
+    e->k->free(e->kc, e->vals_all);
     free(e);
 }

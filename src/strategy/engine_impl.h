@@ -55,7 +55,8 @@ struct gslot {
 struct dt_engine {
     struct dt_engine_config c;
     struct dt_model *m;
-    const struct dt_kernels *k;
+    const struct dt_kernels *k; /* the model's: every buffer below is its tensor memory */
+    struct dt_kctx *kc;
     struct dt_comm *comm;  /* every rank: metrics, the norm, embedding rows */
     struct dt_comm *shard; /* the sharding group (comm, or the node's ranks under hybrid) */
     struct dt_comm *rep;   /* hybrid: the ranks holding the same parts on other nodes; else NULL */
@@ -74,6 +75,7 @@ struct dt_engine {
     float *master;           /* fp32 master weights of the shard (mixed precision) */
     struct dt_optimizer opt;
     float *scratch, *scratch2; /* sub_group floats each: the optimizer's fp32 gradients and parameters */
+    size_t scratch_n;          /* that many */
     struct slot slots[DT_ENGINE_SLOTS];
     int nslots;
     struct gslot gslots[DT_ENGINE_GSLOTS];

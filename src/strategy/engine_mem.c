@@ -59,7 +59,7 @@ static void start_gather(struct dt_engine *e, struct slot *s, int u)
     size_t base = unit_of(e, u)->offset;
     if (us->persistent) { /* whole on every rank: widen from the shard */
         const struct piece *p = &e->pieces[us->first];
-        e->k->convert(s->f32, DT_F32, dt_engine_at(e, e->shard_p, p->shard_at), e->c.pdt, unit_of(e, u)->numel);
+        e->k->convert(e->kc, s->f32, DT_F32, dt_engine_at(e, e->shard_p, p->shard_at), e->c.pdt, unit_of(e, u)->numel);
         s->ready = true;
         return;
     }
@@ -77,7 +77,7 @@ static void finish_gather(struct dt_engine *e, struct slot *s)
     if (!s->gathering) return;
     const struct unit_state *us = &e->units[s->unit];
     for (int i = us->first; i < us->first + us->npieces; i++) fail(e, dt_comm_wait(e->shard, &e->pieces[i].gather));
-    if (e->c.pdt != DT_F32) e->k->widen_inplace(s->f32, unit_of(e, s->unit)->numel, e->c.pdt);
+    if (e->c.pdt != DT_F32) e->k->widen_inplace(e->kc, s->f32, unit_of(e, s->unit)->numel, e->c.pdt);
     s->gathering = false;
     s->ready = true;
 }
@@ -132,7 +132,7 @@ static const float *e_params(void *ctx, int u)
         } else {
             s->unit = u;
             e->units[u].slot = (int)(s - e->slots);
-            e->k->convert(s->f32, DT_F32, dt_engine_at(e, e->full_p, un->offset), e->c.pdt, un->numel);
+            e->k->convert(e->kc, s->f32, DT_F32, dt_engine_at(e, e->full_p, un->offset), e->c.pdt, un->numel);
             s->ready = true;
         }
     }
@@ -217,7 +217,7 @@ static dt_status_t start_piece(struct dt_engine *e, struct piece *p)
     enum dt_dtype t = e->c.rdt;
     if (e->npool) {
         DT_CHECK(take_pool(e, p));
-        e->k->convert(p->conv, t, g, e->gdt, p->n);
+        e->k->convert(e->kc, p->conv, t, g, e->gdt, p->n);
     }
     void *buf = p->conv ? p->conv : g;
     const char *what = e->what[p - e->pieces];
@@ -235,7 +235,7 @@ static dt_status_t finish_piece(struct dt_engine *e, struct piece *p)
     void *own = dt_engine_owned_grads(e, p);
     if (e->c.stage == 0) {
         DT_CHECK(across_nodes(e, p->conv ? p->conv : own, p->n, e->c.rdt));
-        if (p->conv) e->k->convert(own, e->gdt, p->conv, e->c.rdt, p->n);
+        if (p->conv) e->k->convert(e->kc, own, e->gdt, p->conv, e->c.rdt, p->n);
         if (p->conv) give_pool(e, p);
         return DT_SUCCESS;
     }
@@ -243,10 +243,10 @@ static dt_status_t finish_piece(struct dt_engine *e, struct piece *p)
     void *got = p->conv ? p->conv : dt_engine_gat(e, e->full_g, p->off);
     DT_CHECK(across_nodes(e, got, p->own_n, e->c.rdt));
     if (p->conv) {
-        e->k->convert(own, e->gdt, p->conv, e->c.rdt, p->own_n);
+        e->k->convert(e->kc, own, e->gdt, p->conv, e->c.rdt, p->own_n);
         give_pool(e, p);
     } else if (got != own) {
-        memmove(own, got, p->own_n * e->gsz);
+        e->k->copy(e->kc, own, got, p->own_n * e->gsz, DT_COPY_ON_DEVICE);
     }
     return DT_SUCCESS;
 }
@@ -276,8 +276,8 @@ static void reduce_gslot(struct dt_engine *e, struct gslot *s)
     size_t rsz = dt_dtype_size(t), base = e->pieces[us->first].shard_at;
     /* this micro-batch's gradients rounded to the working type, as every strategy rounds them; the
      * scratch is its own send buffer */
-    if (t != DT_F32) e->k->narrow_inplace(s->f32, un->numel, t);
-    if (e->c.pdt != DT_F32 && t != e->c.pdt) e->k->round_lp(s->f32, s->f32, un->numel, e->c.pdt);
+    if (t != DT_F32) e->k->narrow_inplace(e->kc, s->f32, un->numel, t);
+    if (e->c.pdt != DT_F32 && t != e->c.pdt) e->k->round_lp(e->kc, s->f32, s->f32, un->numel, e->c.pdt);
     s->busy = true;
     for (int i = us->first; i < us->first + us->npieces; i++) {
         struct piece *p = &e->pieces[i];
@@ -311,7 +311,7 @@ dt_status_t dt_engine_wait_gslot(struct dt_engine *e, struct gslot *s)
             DT_CHECK(across_nodes(e, (void *)got, p->part ? p->own_n : p->n, t));
         }
         size_t from = p->part && e->shard ? 0 : p->own_off - p->off; /* a whole piece: this rank keeps it all */
-        e->k->accumulate(dt_engine_gat(e, e->shard_g, p->shard_at), e->gdt, (const char *)got + from * rsz, t,
+        e->k->accumulate(e->kc, dt_engine_gat(e, e->shard_g, p->shard_at), e->gdt, (const char *)got + from * rsz, t,
                          p->own_n);
     }
     s->unit = -1;
@@ -327,7 +327,7 @@ static float *e_grads(void *ctx, int u)
     e->next_gslot = (e->next_gslot + 1) % e->ngslots;
     fail(e, dt_engine_wait_gslot(e, s));
     s->unit = u;
-    memset(s->f32, 0, un->numel * sizeof(float));
+    e->k->zero(e->kc, s->f32, un->numel * sizeof(float));
     return s->f32;
 }
 
@@ -349,8 +349,8 @@ static void e_grads_done(void *ctx, int u)
     }
     struct gslot *s = gslot_of(e, u);
     if (s) { /* this micro-batch's gradients rounded to the working type, then added in */
-        if (e->gdt != e->c.pdt) e->k->round_lp(s->f32, s->f32, un->numel, e->c.pdt);
-        e->k->accumulate(dt_engine_gat(e, e->full_g, un->offset), e->gdt, s->f32, DT_F32, un->numel);
+        if (e->gdt != e->c.pdt) e->k->round_lp(e->kc, s->f32, s->f32, un->numel, e->c.pdt);
+        e->k->accumulate(e->kc, dt_engine_gat(e, e->full_g, un->offset), e->gdt, s->f32, DT_F32, un->numel);
         s->unit = -1;
     }
     if (!e->comm_now || !e->c.overlap || !e->shard) return;
@@ -368,7 +368,7 @@ static void add_rows(struct dt_engine *e, size_t table, const int32_t *rows, con
                      bool whole)
 {
     if (whole) { /* stages 0-1 between reductions: every element is here */
-        e->k->rows_add(dt_engine_gat(e, e->full_g, table), e->gdt, 0, e->m->nparams - table, rows, vals, nrows,
+        e->k->rows_add(e->kc, dt_engine_gat(e, e->full_g, table), e->gdt, 0, e->m->nparams - table, rows, vals, nrows,
                        width);
         return;
     }
@@ -377,7 +377,7 @@ static void add_rows(struct dt_engine *e, size_t table, const int32_t *rows, con
         size_t lo = p->own_off > table ? p->own_off : table, hi = p->own_off + p->own_n;
         if (hi <= lo) continue;
         void *dst = dt_engine_gat(e, dt_engine_owned_grads(e, p), lo - p->own_off);
-        e->k->rows_add(dst, e->gdt, lo - table, hi - lo, rows, vals, nrows, width);
+        e->k->rows_add(e->kc, dst, e->gdt, lo - table, hi - lo, rows, vals, nrows, width);
     }
 }
 
@@ -401,10 +401,10 @@ static void e_rows(void *ctx, size_t table, const int32_t *rows, const float *va
     fail(e, dt_engine_finish_rows(e));
     size_t need = (size_t)nrows * (size_t)e->world;
     if (need * (size_t)width > e->rows_cap) {
-        free(e->rows_all);
-        free(e->vals_all);
-        e->rows_all = malloc(need * sizeof *e->rows_all);
-        e->vals_all = malloc(need * (size_t)width * sizeof *e->vals_all);
+        e->k->free(e->kc, e->rows_all);
+        e->k->free(e->kc, e->vals_all);
+        e->rows_all = e->k->alloc(e->kc, need * sizeof *e->rows_all);
+        e->vals_all = e->k->alloc(e->kc, need * (size_t)width * sizeof *e->vals_all);
         e->rows_cap = e->rows_all && e->vals_all ? need * (size_t)width : 0;
         if (!e->rows_cap) {
             fail(e, dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for %zu embedding rows", need));

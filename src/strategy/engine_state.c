@@ -70,13 +70,42 @@ static void *working(const struct dt_engine *e, const struct piece *p, size_t of
         done_ += k_;                                                                                  \
     }
 
+/* n working parameters (tensor memory, of the storage type) to fp32 in host memory, and back: widened
+ * or narrowed by the backend in the optimizer's scratch (a 16-bit storage always has one), a
+ * sub-group at a time */
+static void working_to_host(const struct dt_engine *e, float *d, const void *w, size_t n)
+{
+    if (e->c.pdt == DT_F32) {
+        e->k->copy(e->kc, d, w, n * sizeof(float), DT_COPY_TO_HOST);
+        return;
+    }
+    for (size_t i = 0; i < n; i += e->scratch_n) {
+        size_t m = n - i < e->scratch_n ? n - i : e->scratch_n;
+        e->k->convert(e->kc, e->scratch, DT_F32, (const char *)w + i * e->esz, e->c.pdt, m);
+        e->k->copy(e->kc, d + i, e->scratch, m * sizeof(float), DT_COPY_TO_HOST);
+    }
+}
+
+static void working_from_host(const struct dt_engine *e, void *w, const float *s, size_t n)
+{
+    if (e->c.pdt == DT_F32) {
+        e->k->copy(e->kc, w, s, n * sizeof(float), DT_COPY_TO_DEVICE);
+        return;
+    }
+    for (size_t i = 0; i < n; i += e->scratch_n) {
+        size_t m = n - i < e->scratch_n ? n - i : e->scratch_n;
+        e->k->copy(e->kc, e->scratch, s + i, m * sizeof(float), DT_COPY_TO_DEVICE);
+        e->k->convert(e->kc, (char *)w + i * e->esz, e->c.pdt, e->scratch, DT_F32, m);
+    }
+}
+
 void dt_engine_get(const struct dt_engine *e, int array, size_t off, size_t n, float *dst)
 {
     EACH_RUN(e, off, n, {
         float *d = dst + done_;
-        if (array == 0 && e->master) memcpy(d, e->master + at_, k_ * sizeof(float));
-        else if (array == 0) e->k->convert(d, DT_F32, working(e, p_, o_), e->c.pdt, k_);
-        else memcpy(d, (array == 1 ? e->opt.m : e->opt.v) + at_, k_ * sizeof(float));
+        if (array == 0 && e->master) e->k->copy(e->kc, d, e->master + at_, k_ * sizeof(float), DT_COPY_TO_HOST);
+        else if (array == 0) working_to_host(e, d, working(e, p_, o_), k_);
+        else e->k->copy(e->kc, d, (array == 1 ? e->opt.m : e->opt.v) + at_, k_ * sizeof(float), DT_COPY_TO_HOST);
     })
 }
 
@@ -85,10 +114,10 @@ void dt_engine_put(struct dt_engine *e, int array, size_t off, size_t n, const f
     EACH_RUN(e, off, n, {
         const float *s = src + done_;
         if (array == 0) {
-            if (e->master) memcpy(e->master + at_, s, k_ * sizeof(float));
-            e->k->convert(working(e, p_, o_), e->c.pdt, s, DT_F32, k_);
+            if (e->master) e->k->copy(e->kc, e->master + at_, s, k_ * sizeof(float), DT_COPY_TO_DEVICE);
+            working_from_host(e, working(e, p_, o_), s, k_);
         } else {
-            memcpy((array == 1 ? e->opt.m : e->opt.v) + at_, s, k_ * sizeof(float));
+            e->k->copy(e->kc, (array == 1 ? e->opt.m : e->opt.v) + at_, s, k_ * sizeof(float), DT_COPY_TO_DEVICE);
         }
     })
 }

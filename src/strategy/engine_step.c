@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 #include "core/error.h"
+#include "core/half.h"
 #include "strategy/engine_impl.h"
 
 void dt_engine_begin_step(struct dt_engine *e, int64_t step)
@@ -18,8 +19,8 @@ void dt_engine_begin_step(struct dt_engine *e, int64_t step)
     /* the first step's order of units is the order prefetching follows */
     if (e->ntrace > 0) e->traced = true;
     e->tracing = !e->traced;
-    if (e->full_g) memset(e->full_g, 0, e->m->nparams * e->gsz);
-    if (e->shard_g) memset(e->shard_g, 0, e->shard_n * e->gsz);
+    if (e->full_g) e->k->zero(e->kc, e->full_g, e->m->nparams * e->gsz);
+    if (e->shard_g) e->k->zero(e->kc, e->shard_g, e->shard_n * e->gsz);
     e->error = DT_SUCCESS;
     for (int i = 0; i < e->npieces; i++) e->pieces[i].started = false;
 }
@@ -39,8 +40,8 @@ dt_status_t dt_engine_reduce_grads(struct dt_engine *e)
     if (rc == DT_SUCCESS) rc = dt_engine_finish_rows(e);
     /* fp32 sums of 16-bit gradients: rounded once, at the end, as the 16-bit storage rounds them */
     if (rc == DT_SUCCESS && e->gdt != e->c.pdt) {
-        if (e->c.stage <= 1) e->k->round_lp(e->full_g, e->full_g, e->m->nparams, e->c.pdt);
-        else e->k->round_lp(e->shard_g, e->shard_g, e->shard_n, e->c.pdt);
+        if (e->c.stage <= 1) e->k->round_lp(e->kc, e->full_g, e->full_g, e->m->nparams, e->c.pdt);
+        else e->k->round_lp(e->kc, e->shard_g, e->shard_g, e->shard_n, e->c.pdt);
     }
     return rc;
 }
@@ -55,11 +56,11 @@ dt_status_t dt_engine_grad_norm(struct dt_engine *e, double *sumsq, bool *nonfin
     for (int i = 0; i < e->npieces; i++) {
         const struct piece *p = &e->pieces[i];
         const void *g = dt_engine_owned_grads(e, p);
-        v[1] += (double)e->k->nonfinite(g, e->gdt, p->own_n);
+        v[1] += (double)e->k->nonfinite(e->kc, g, e->gdt, p->own_n);
         size_t off = 0, n = p->own_n;
         if (p->part && !first_replica) continue;
         if (!p->part) dt_comm_part(p->n, e->world, e->rank, &off, &n);
-        v[0] += e->k->sumsq(dt_engine_gat(e, dt_engine_owned_grads(e, p), off), e->gdt, n);
+        v[0] += e->k->sumsq(e->kc, dt_engine_gat(e, dt_engine_owned_grads(e, p), off), e->gdt, n);
     }
     if (e->comm) DT_CHECK(dt_comm_do(e->comm, dt_coll_allreduce(v, 2, DT_F64, DT_RED_SUM, "gradient norm")));
     *sumsq = v[0];
@@ -89,17 +90,17 @@ static void update(struct dt_engine *e, const struct piece *p, size_t lo, size_t
     void *g = dt_engine_gat(e, dt_engine_owned_grads(e, p), rel), *w = dt_engine_at(e, owned_params(e, p), rel);
     float *g32 = g, *w32 = w;
     if (e->gdt != DT_F32) {
-        e->k->convert(e->scratch, DT_F32, g, e->gdt, n);
+        e->k->convert(e->kc, e->scratch, DT_F32, g, e->gdt, n);
         g32 = e->scratch;
     }
     if (e->master) w32 = e->master + at;
     else if (e->c.stochastic) {
-        e->k->convert(e->scratch2, DT_F32, w, t, n);
+        e->k->convert(e->kc, e->scratch2, DT_F32, w, t, n);
         w32 = e->scratch2;
     }
     dt_optimizer_update(&e->opt, w32, g32, at, n, decay, lr, gscale);
-    if (e->master) e->k->convert(w, t, w32, DT_F32, n);
-    else if (e->c.stochastic) e->k->round_stochastic(w, w32, n, e->c.seed ^ (uint64_t)e->opt.t * 0x9e3779b97f4a7c15ull, lo);
+    if (e->master) e->k->convert(e->kc, w, t, w32, DT_F32, n);
+    else if (e->c.stochastic) e->k->round_stochastic(e->kc, w, w32, n, e->c.seed ^ (uint64_t)e->opt.t * 0x9e3779b97f4a7c15ull, lo);
 }
 
 /* Stages 1-2: every rank's updated parts to every rank, in place, at most allgather_bucket elements in flight. */
@@ -150,5 +151,9 @@ dt_status_t dt_engine_step(struct dt_engine *e, float lr, float gscale)
 void dt_engine_poison_grad(struct dt_engine *e)
 {
     const struct piece *p = &e->pieces[e->npieces / 2];
-    e->k->convert(dt_engine_owned_grads(e, p), e->gdt, &(float){INFINITY}, DT_F32, 1);
+    /* infinity in the gradient's type, made on the host and copied in */
+    float f = INFINITY;
+    uint16_t h = e->gdt == DT_BF16 ? dt_bf16_from_f32(f) : dt_f16_from_f32(f);
+    e->k->copy(e->kc, dt_engine_owned_grads(e, p), e->gdt == DT_F32 ? (const void *)&f : (const void *)&h, e->gsz,
+               DT_COPY_TO_DEVICE);
 }

@@ -63,7 +63,10 @@ dt_status_t dt_strategy_create(const struct dt_config *cfg, const struct dt_prec
                 : sc->offload_optimizer == DT_OFFLOAD_CPU ? "optimizer state is"
                                                           : "parameters are");
     if (w->size > 1) {
-        dt_status_t rc = dt_comm_open(&s->comm, w, dt_comm_cpu_backend(), cfg->compute.comm_timeout);
+        /* tensors on GPUs are reduced by NCCL (host values beside it by MPI); on CPUs by MPI */
+        const struct dt_comm_backend *be =
+            cfg->compute.device == DT_DEVICE_CUDA ? dt_comm_gpu_backend() : dt_comm_cpu_backend();
+        dt_status_t rc = dt_comm_open(&s->comm, w, be, cfg->compute.comm_timeout);
         if (rc != DT_SUCCESS) {
             free(s);
             return rc;

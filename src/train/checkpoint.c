@@ -124,7 +124,7 @@ dt_status_t dt_train_ckpt_load(struct trainer *tr)
         rc = dt_error(DT_ERR_CKPT, "%s: error: %d arrays per parameter, the optimizer here keeps %d\n  hint: resume "
                       "with the optimizer settings that wrote it", tr->resumed, dt_ckpt_state(c)->narrays, narrays);
     struct dt_range *r = malloc((size_t)(nr ? nr : 1) * sizeof *r);
-    float *buf = dt_alloc_big(READ_CHUNK * sizeof(float));
+    float *buf = tr->k->host_alloc(tr->kc, READ_CHUNK * sizeof(float));
     if (rc == DT_SUCCESS && (!r || !buf))
         rc = dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory resuming from %s", tr->resumed);
     if (rc == DT_SUCCESS) dt_engine_load_ranges(e, r, nr);
@@ -136,11 +136,22 @@ dt_status_t dt_train_ckpt_load(struct trainer *tr)
                 if (rc == DT_SUCCESS) dt_engine_put(e, a, r[i].off + done, k, buf);
             }
     free(r);
-    dt_free_big(buf);
+    if (buf) tr->k->host_free(tr->kc, buf);
     dt_ckpt_close(c);
     dt_status_t done = dt_engine_loaded(e, tr->state.opt_steps); /* collective */
     DT_CHECK(rc);
     return done;
+}
+
+static void *stage_alloc(void *ctx, size_t bytes)
+{
+    const struct trainer *tr = ctx;
+    return tr->k->host_alloc(tr->kc, bytes);
+}
+static void stage_free(void *ctx, void *p)
+{
+    const struct trainer *tr = ctx;
+    tr->k->host_free(tr->kc, p);
 }
 
 dt_status_t dt_train_ckpt_prepare(struct trainer *tr, size_t *bytes)
@@ -148,7 +159,9 @@ dt_status_t dt_train_ckpt_prepare(struct trainer *tr, size_t *bytes)
     struct dt_engine *e = tr->strategy->engine;
     *bytes = 0;
     if (!tr->ckpt_dir[0]) return DT_SUCCESS;
-    DT_CHECK(dt_ckpt_writer_open(tr->ckpt_dir, tr->rank, tr->world, &tr->writer));
+    /* staged in the memory the backend copies fastest into (a GPU's: page-locked) */
+    struct dt_host_mem mem = {stage_alloc, stage_free, tr};
+    DT_CHECK(dt_ckpt_writer_open(tr->ckpt_dir, tr->rank, tr->world, &mem, &tr->writer));
     tr->reports = calloc((size_t)tr->world, sizeof *tr->reports);
     tr->files = calloc((size_t)tr->world, sizeof *tr->files);
     if (!tr->reports || !tr->files) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory");

@@ -22,6 +22,7 @@
 #include "model/gpt.h"
 #include "model/mlp.h"
 #include "optim/optimizer.h"
+#include "kernels/backend.h"
 #include "optim/sched.h"
 #include "precision/policy.h"
 #include "strategy/strategy.h"
@@ -30,14 +31,8 @@
 #include "train/trainer_impl.h"
 
 /* What this build can run; the rest of the config is valid, just not here yet. */
-static dt_status_t supported(const struct dt_config *cfg, const struct dt_devmap *dev)
+static dt_status_t supported(const struct dt_config *cfg)
 {
-    if (dev->ordinal >= 0) {
-        char line[256];
-        dt_device_describe(dev, line, sizeof line);
-        return dt_error(DT_ERR_CONFIG, "dtrun: error: compute.device is cuda and this rank has %s, but dtrun trains "
-                        "on CPUs only until its GPU backend lands (issue #14)\n  hint: set compute.device: cpu", line);
-    }
     if (cfg->model.init_from && cfg->model.type == DT_MODEL_MLP)
         return dt_error(DT_ERR_CONFIG, "dtrun: error: model.init_from loads llm.c GPT weights; an mlp has none\n"
                         "  hint: remove model.init_from");
@@ -145,7 +140,8 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     tr->B = (int)cfg->data.micro_batch_size;
     tr->T = mlp ? 1 : (int)cfg->model.seq_len; /* an MLP's "tokens" are its samples */
     tr->gas = (int)cfg->compute.gradient_accumulation_steps;
-    if (dt_kernels_cpu.init) dt_kernels_cpu.init();
+    if (tr->k->init) tr->k->init();
+    DT_CHECK(tr->k->ctx_create(tr->device, &tr->kc));
     DT_CHECK(dt_dataset_open(&tr->train, cfg, false));
     if (cfg->data.val || !cfg->data.train) DT_CHECK(dt_dataset_open(&tr->val, cfg, true));
 
@@ -168,8 +164,8 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     if (mlp) {
         struct dt_mlp_config mc;
         dt_shapes_mlp(cfg, &mc);
-        DT_CHECK(dt_mlp_create(&mc, &dt_kernels_cpu, tr->B, &tr->model));
-        dt_mlp_init(tr->model, (uint64_t)cfg->run.seed);
+        DT_CHECK(dt_mlp_create(&mc, tr->k, tr->kc, tr->B, &tr->model));
+        DT_CHECK(dt_mlp_init(tr->model, (uint64_t)cfg->run.seed));
         tr->x = malloc((size_t)tr->B * mc.in * sizeof(float));
         tr->y = malloc((size_t)tr->B * mc.out * sizeof(float));
         tr->labels = malloc((size_t)tr->B * sizeof(int32_t));
@@ -177,9 +173,9 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     } else {
         struct dt_gpt_config gc;
         dt_shapes_gpt(cfg, tr->prec.compute, &gc);
-        DT_CHECK(dt_gpt_create(&gc, &dt_kernels_cpu, tr->B, tr->T, &tr->model));
+        DT_CHECK(dt_gpt_create(&gc, tr->k, tr->kc, tr->B, tr->T, &tr->model));
         if (cfg->model.init_from) DT_CHECK(dt_gpt_load_llmc(tr->model, cfg->model.init_from));
-        else dt_gpt_init(tr->model, (uint64_t)cfg->run.seed);
+        else DT_CHECK(dt_gpt_init(tr->model, (uint64_t)cfg->run.seed));
     }
     struct dt_optim_config oc;
     dt_shapes_optim(cfg, &oc);
@@ -200,6 +196,7 @@ static void teardown(struct trainer *tr, bool clean)
     dt_dirlock_release(&tr->ckpt_lock);
     dt_strategy_free(tr->strategy, clean);
     dt_model_free(tr->model);
+    if (tr->kc) tr->k->ctx_destroy(tr->kc);
     dt_dataset_close(&tr->train);
     dt_dataset_close(&tr->val);
     if (tr->events_open) dt_events_close(&tr->events);
@@ -388,6 +385,7 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
         float norm;
         double lr, scale = tr->state.scaler.scale;
         DT_CHECK(apply_step(tr, step, &norm, &lr));
+        DT_CHECK(tr->k->synchronize(tr->kc, step + 1)); /* a GPU op's failure surfaces here, with its step */
         tr->t_optimizer += (t1 = dt_now()) - t;
         struct dt_run_state *s = &tr->state;
         s->step = step + 1;
@@ -439,9 +437,11 @@ dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, cons
                      struct dt_train_result *res)
 {
     *res = (struct dt_train_result){.val_loss = NAN, .loss_floor = NAN};
-    DT_CHECK(supported(cfg, dev));
-    if (w->rank == 0) warn_risky(cfg);
+    DT_CHECK(supported(cfg));
     struct trainer tr = {0};
+    DT_CHECK(dt_kernels_choose(dev->ordinal, &tr.k));
+    tr.device = dev->ordinal;
+    if (w->rank == 0) warn_risky(cfg);
     dt_status_t rc = setup(&tr, cfg, w);
     if (rc == DT_SUCCESS) {
         res->activation_bytes = tr.model->activation_bytes;
@@ -462,7 +462,7 @@ dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, cons
                      dt_dataset_windows(&tr.train));
         }
         char paths[256];
-        tr.model->k->describe(paths, sizeof paths, tr.prec.compute);
+        tr.model->k->describe(tr.model->kc, paths, sizeof paths, tr.prec.compute);
         DT_INFO(DT_SUB_TRAIN, "training %s: %s, %.2fM parameters, %lld steps of %lld x %d tokens, on %d "
                 "CPU thread%s (%s); %s; activations %.1f MiB; %d rank%s (%s); precision %s",
                 cfg->run.name, model, tr.model->nparams / 1e6, (long long)tr.steps,

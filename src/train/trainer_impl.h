@@ -27,6 +27,9 @@ struct dt_ckpt_report {
 
 struct trainer {
     const struct dt_config *cfg;
+    const struct dt_kernels *k; /* this rank's op table and its context (dt_kernels_choose) */
+    struct dt_kctx *kc;
+    int device; /* the GPU ordinal, or -1 */
     struct dt_model *model;
     struct dt_sched sched;
     struct dt_dataset train, val;

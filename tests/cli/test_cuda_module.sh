@@ -46,6 +46,50 @@ abi=$(sed -n 's/^#define DT_CUDA_MODULE_ABI \([0-9]*\).*/\1/p' "$DT_SRCDIR/kerne
 DTRUN_CUDA_MODULE=$other run "a module from another version" 6 "$DTRUN" check compute.device=cuda
 same "is refused with both versions" "$(head -1 <<<"$err")" \
     "$other: error: the CUDA module is from dtrun 0.0.0-other (module interface $abi), this is dtrun $version (interface $abi)"
+# every op of kernels.h has device code in the module (its host-side launch stub is in the symbol
+# table; only dt_cuda_module is exported): op, then the kernels (the matmuls: the cuBLASLt callers)
+module=$(dirname "$DTRUN")/../kernels/cuda/.libs/dtrun_cuda.so
+syms=$(nm -C "$module" | sed -n 's/^[0-9a-f]* [tT] \(void \)\{0,1\}\([a-z_]*\).*/\2/p' | sort -u)
+table=$(cat <<'OPS'
+matmul_forward dt_cuda_matmul_forward
+matmul_backward dt_cuda_matmul_backward column_sums_kernel
+matmul_forward_lp dt_cuda_matmul_forward cast_to_lp_kernel
+matmul_backward_lp dt_cuda_matmul_backward cast_to_lp_kernel
+cast_to_lp cast_to_lp_kernel
+cast_from_lp cast_from_lp_kernel
+round_lp round_lp_kernel
+layernorm_forward layernorm_forward_kernel
+layernorm_backward layernorm_dinp_kernel layernorm_dparams_kernel
+attention_forward attention_forward_kernel
+attention_backward attention_drow_kernel attention_dkv_kernel attention_dq_kernel
+gelu_forward gelu_forward_kernel
+gelu_backward gelu_backward_kernel
+residual_forward residual_kernel
+position_forward position_forward_kernel
+position_backward position_backward_kernel
+rows_forward rows_forward_kernel
+rows_add rows_add_kernel
+softmax_xent softmax_xent_kernel
+softmax_xent_lp softmax_xent_kernel
+adamw adamw_kernel
+sgd sgd_kernel
+mse mse_partial_kernel
+sumsq sumsq_partial_kernel sumsq_final_kernel
+nonfinite sumsq_partial_kernel
+convert convert_kernel
+accumulate convert_kernel
+narrow_inplace narrow_head_kernel narrow_pass_kernel
+widen_inplace widen_head_kernel widen_pass_kernel
+round_stochastic round_stochastic_kernel
+OPS
+)
+missing=""
+while read -r op kernels; do
+    for k in $kernels; do grep -qx "$k" <<<"$syms" || missing="$missing $op:$k"; done
+done <<<"$table"
+ops=$(sed -n 's/^ *[a-z_ ]*(\*\([a-z_0-9]*\))(struct dt_kctx \*kc, .*/\1/p' "$DT_SRCDIR/kernels/kernels.h" | grep -vxE 'describe|alloc|free|host_alloc|host_free|zero|copy|synchronize' | sort)
+same "the table names every op of kernels.h" "$(cut -d' ' -f1 <<<"$table" | sort)" "$ops"
+same "each op's kernels are in the module" "$missing" ""
 DTRUN_CUDA_MODULE=$TMP/none.so run "dtrun info without the module" 0 "$DTRUN" info
 has "says why there is no GPU" "$out" "$TMP/none.so: error: cannot load dtrun's CUDA module: cannot open shared object file"
 DTRUN_CUDA_MODULE=$TMP/none.so run "compute.device cpu without the module" 0 "$DTRUN" run compute.device=cpu \

@@ -5,8 +5,22 @@
 #include <unistd.h>
 #include "core/error.h"
 #include "dt_test.h"
+#include "kernels/kernels.h"
 
 static char dir[64], cwd[4096];
+
+static struct dt_kctx *kctx;
+
+static void kctx_destroy(void) { dt_kernels_cpu.ctx_destroy(kctx); }
+
+struct dt_kctx *dt_test_kctx(void)
+{
+    if (!kctx) {
+        if (dt_kernels_cpu.ctx_create(-1, &kctx) != DT_SUCCESS) fail_msg("%s", dt_error_msg());
+        atexit(kctx_destroy);
+    }
+    return kctx;
+}
 
 int dt_test_setup(void **state)
 {

@@ -20,6 +20,9 @@ void dt_test_write(const char *name, const char *text);
 /* Load `yaml` (NULL: no file) plus NULL-terminated overrides and resolve with
  * `geo` (NULL: one process, no allocation, no GPU). cfg must be freed. */
 dt_status_t dt_test_config(struct dt_config *cfg, const struct dt_geometry *geo, const char *yaml, ...);
+struct dt_kctx;
+/* The CPU kernels' context (kernels.h), one per test process, destroyed at exit. */
+struct dt_kctx *dt_test_kctx(void);
 /* Collect what is written to stderr between begin and end (malloc'd). */
 void dt_test_stderr_begin(void);
 char *dt_test_stderr_end(void);

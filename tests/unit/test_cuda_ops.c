@@ -2,9 +2,11 @@
  * test_cuda_ops.c - every CUDA kernel of the module (kernels/cuda/ops.cu) against its CPU twin
  * (dt_kernels_cpu) on random inputs, with a tolerance per op written here: casts bit for bit
  * (both sides compile core/half.h), elementwise ops within a few ulp (the GPU's expf is not
- * glibc's), reductions within what a different summation order gives. Speaks TAP; where the
- * module cannot be loaded or sees no GPU, the whole test is skipped ("1..0 # SKIP", what
- * `make check` counts as skipped), so it runs for real only on a GPU node: `make check-gpu`.
+ * glibc's), reductions within what a different summation order gives. The fused attention
+ * (kernels/cuda/attention.cu) is held against the CPU kernel and against the module's cuBLAS
+ * reference path, whose att must match the CPU's softmax. Speaks TAP into its log; where the
+ * module cannot be loaded or sees no GPU it says why and exits 77, which `make check` counts as
+ * skipped, so it runs for real only on a GPU node: `make check-gpu`.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -16,6 +18,7 @@
 #include "kernels/kernels.h"
 
 static const struct dt_cuda_ops *gpu;
+static struct dt_kctx *kc; /* the CPU twins' context */
 static int tap_n, failed;
 
 static void report(int ok, const char *what, double got)
@@ -87,21 +90,21 @@ static void elementwise(void)
     size_t N = 100003;
     float *x = randn(N, 1), *y = randn(N, 2), *cpu = calloc(N, sizeof *cpu);
     float *dx = dev(x, N * 4), *dy = dev(y, N * 4), *dout = dev(NULL, N * 4);
-    dt_kernels_cpu.gelu_forward(cpu, x, N);
+    dt_kernels_cpu.gelu_forward(kc, cpu, x, N);
     CK(gpu->gelu_forward(dout, dx, N));
     float *g = back(dout, N);
     double d = maxrel(g, cpu, N);
     report(d < 1e-5, "gelu_forward", d);
     free(g);
     memcpy(cpu, y, N * 4); /* backward accumulates into what is there */
-    dt_kernels_cpu.gelu_backward(cpu, x, y, N);
+    dt_kernels_cpu.gelu_backward(kc, cpu, x, y, N);
     CK(gpu->to_device(dout, y, N * 4));
     CK(gpu->gelu_backward(dout, dx, dy, N));
     g = back(dout, N);
     d = maxrel(g, cpu, N);
     report(d < 1e-5, "gelu_backward accumulates", d);
     free(g);
-    dt_kernels_cpu.residual_forward(cpu, x, y, N);
+    dt_kernels_cpu.residual_forward(kc, cpu, x, y, N);
     CK(gpu->residual_forward(dout, dx, dy, N));
     g = back(dout, N);
     d = maxrel(g, cpu, N);
@@ -128,7 +131,7 @@ static void casts(void)
     static const enum dt_dtype types[] = {DT_BF16, DT_F16};
     for (int k = 0; k < 2; k++) {
         enum dt_dtype t = types[k];
-        dt_kernels_cpu.cast_to_lp(cpu, x, N, t);
+        dt_kernels_cpu.cast_to_lp(kc, cpu, x, N, t);
         CK(gpu->cast_to_lp(dh, dx, N, (int)t));
         CK(gpu->synchronize());
         CK(gpu->to_host(got, dh, N * 2));
@@ -138,7 +141,7 @@ static void casts(void)
         snprintf(what, sizeof what, "cast_to_lp %s, bit for bit", dt_dtype_str(t));
         report(diff == 0, what, (double)diff);
         float *wide = malloc(N * 4);
-        dt_kernels_cpu.cast_from_lp(wide, cpu, N, t);
+        dt_kernels_cpu.cast_from_lp(kc, wide, cpu, N, t);
         float *dw = dev(NULL, N * 4);
         CK(gpu->cast_from_lp(dw, dh, N, (int)t));
         float *gw = back(dw, N);
@@ -146,7 +149,7 @@ static void casts(void)
         for (size_t i = 0; i < N; i++) diff += memcmp(&wide[i], &gw[i], 4) != 0;
         snprintf(what, sizeof what, "cast_from_lp %s, bit for bit", dt_dtype_str(t));
         report(diff == 0, what, (double)diff);
-        dt_kernels_cpu.round_lp(wide, x, N, t);
+        dt_kernels_cpu.round_lp(kc, wide, x, N, t);
         CK(gpu->round_lp(dw, dx, N, (int)t));
         free(gw);
         gw = back(dw, N);
@@ -167,23 +170,26 @@ static void optimizer_and_norms(void)
     float *p = randn(N, 4), *g = randn(N, 5), *m = randn(N, 6), *v = randn(N, 7);
     for (size_t i = 0; i < N; i++) v[i] = fabsf(v[i]);
     float *dp = dev(p, N * 4), *dg = dev(g, N * 4), *dm = dev(m, N * 4), *dv = dev(v, N * 4);
-    dt_kernels_cpu.adamw(p, g, 0.5f, m, v, N, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 7);
-    CK(gpu->adamw(dp, dg, 0.5f, dm, dv, N, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 7));
+    dt_kernels_cpu.adamw(kc, p, g, 0.5f, 0.0f, m, v, N, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 7);
+    CK(gpu->adamw(dp, dg, 0.5f, 0.0f, dm, dv, N, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 7));
+    /* Adam's L2 penalty folded into the gradient, on the state the first update left */
+    dt_kernels_cpu.adamw(kc, p, g, 0.5f, 0.01f, m, v, N, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.0f, 8);
+    CK(gpu->adamw(dp, dg, 0.5f, 0.01f, dm, dv, N, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.0f, 8));
     float *gp = back(dp, N), *gm = back(dm, N), *gv = back(dv, N);
     double d = fmax(maxrel(gp, p, N), fmax(maxrel(gm, m, N), maxrel(gv, v, N)));
-    report(d < 1e-6, "adamw: parameters and both moments", d);
+    report(d < 1e-6, "adamw then adam with l2: parameters and both moments", d);
     free(gp), free(gm), free(gv);
     g[17] = INFINITY, g[4242] = NAN;
     CK(gpu->to_device(dg, g, N * 4));
     double s = 0;
     size_t bad = 0;
     CK(gpu->sumsq_nonfinite(dg, (int)DT_F32, N, &s, &bad));
-    size_t cpu_bad = dt_kernels_cpu.nonfinite(g, DT_F32, N);
+    size_t cpu_bad = dt_kernels_cpu.nonfinite(kc, g, DT_F32, N);
     g[17] = g[4242] = 0;
     report(bad == cpu_bad && bad == 2, "nonfinite counts the inf and the nan", (double)bad);
     CK(gpu->to_device(dg, g, N * 4));
     CK(gpu->sumsq_nonfinite(dg, (int)DT_F32, N, &s, &bad));
-    double ref = dt_kernels_cpu.sumsq(g, DT_F32, N);
+    double ref = dt_kernels_cpu.sumsq(kc, g, DT_F32, N);
     report(fabs(s - ref) / ref < 1e-12 && bad == 0, "sumsq in double, fp32 gradient", fabs(s - ref) / ref);
     uint16_t *h = malloc(N * 2);
     uint16_t *dh = dev(NULL, N * 2);
@@ -191,16 +197,16 @@ static void optimizer_and_norms(void)
     for (int k = 0; k < 2; k++) {
         char what[64];
         g[99] = INFINITY;
-        dt_kernels_cpu.cast_to_lp(h, g, N, lp[k]);
+        dt_kernels_cpu.cast_to_lp(kc, h, g, N, lp[k]);
         CK(gpu->to_device(dh, h, N * 2));
         CK(gpu->sumsq_nonfinite(dh, (int)lp[k], N, &s, &bad));
         snprintf(what, sizeof what, "nonfinite, %s gradient", dt_dtype_str(lp[k]));
-        report(bad == dt_kernels_cpu.nonfinite(h, lp[k], N) && bad == 1, what, (double)bad);
+        report(bad == dt_kernels_cpu.nonfinite(kc, h, lp[k], N) && bad == 1, what, (double)bad);
         g[99] = 0;
-        dt_kernels_cpu.cast_to_lp(h, g, N, lp[k]);
+        dt_kernels_cpu.cast_to_lp(kc, h, g, N, lp[k]);
         CK(gpu->to_device(dh, h, N * 2));
         CK(gpu->sumsq_nonfinite(dh, (int)lp[k], N, &s, &bad));
-        ref = dt_kernels_cpu.sumsq(h, lp[k], N);
+        ref = dt_kernels_cpu.sumsq(kc, h, lp[k], N);
         snprintf(what, sizeof what, "sumsq, %s gradient", dt_dtype_str(lp[k]));
         report(fabs(s - ref) / ref < 1e-12, what, fabs(s - ref) / ref);
     }
@@ -218,8 +224,8 @@ static void layernorm_and_positions(int C)
     /* backward accumulates: start from values, so "=" in place of "+=" would show */
     float *dx = randn(n, 13), *dw = randn(C, 14), *db = randn(C, 15);
     float *gdx = dev(dx, n * 4), *gdw = dev(dw, C * 4), *gdb = dev(db, C * 4);
-    dt_kernels_cpu.layernorm_forward(out, mean, rstd, x, w, b, BT, C);
-    dt_kernels_cpu.layernorm_backward(dx, dw, db, dy, x, w, mean, rstd, BT, C);
+    dt_kernels_cpu.layernorm_forward(kc, out, mean, rstd, x, w, b, BT, C);
+    dt_kernels_cpu.layernorm_backward(kc, dx, dw, db, dy, x, w, mean, rstd, BT, C);
     float *gx = dev(x, n * 4), *gw = dev(w, C * 4), *gb = dev(b, C * 4), *gdy = dev(dy, n * 4);
     float *gout = dev(NULL, n * 4), *gmean = dev(NULL, BT * 4), *grstd = dev(NULL, BT * 4);
     CK(gpu->layernorm_forward(gout, gmean, grstd, gx, gw, gb, BT, C));
@@ -238,8 +244,8 @@ static void layernorm_and_positions(int C)
     free(hx), free(hw), free(hb);
     float *wpe = randn((size_t)T * C, 12), *pos = calloc(n, 4), *dwpe = randn((size_t)T * C, 16);
     float *gwpe = dev(wpe, (size_t)T * C * 4), *gpos = dev(NULL, n * 4), *gdwpe = dev(dwpe, (size_t)T * C * 4);
-    dt_kernels_cpu.position_forward(pos, wpe, B, T, C);
-    dt_kernels_cpu.position_backward(dwpe, dy, B, T, C);
+    dt_kernels_cpu.position_forward(kc, pos, wpe, B, T, C);
+    dt_kernels_cpu.position_backward(kc, dwpe, dy, B, T, C);
     CK(gpu->position_forward(gpos, gwpe, B, T, C));
     CK(gpu->position_backward(gdwpe, gdy, B, T, C));
     float *hp = back(gpos, n), *hd = back(gdwpe, (size_t)T * C);
@@ -260,7 +266,7 @@ static void embeddings_and_loss(void)
     float *table = randn((size_t)nv * C, 20), *out = randn((size_t)n * C, 21);
     float *gtab = dev(table, (size_t)nv * C * 4), *gout = dev(out, (size_t)n * C * 4);
     int32_t *gtok = dev(tok, n * sizeof *tok);
-    dt_kernels_cpu.rows_forward(out, tok, table, v0, nv, n, C);
+    dt_kernels_cpu.rows_forward(kc, out, tok, table, v0, nv, n, C);
     CK(gpu->rows_forward(gout, gtok, gtab, v0, nv, n, C));
     float *h = back(gout, (size_t)n * C);
     report(maxrel(h, out, (size_t)n * C) == 0, "rows_forward accumulates the block's rows", maxrel(h, out, (size_t)n * C));
@@ -271,15 +277,15 @@ static void embeddings_and_loss(void)
     float *gvals = dev(vals, (size_t)n * C * 4), *gdst = dev(dst, len * 4);
     for (int i = 0; i < n; i++) tok[i] %= 160;
     CK(gpu->to_device(gtok, tok, n * sizeof *tok));
-    dt_kernels_cpu.rows_add(dst, DT_F32, lo, len, tok, vals, n, C);
+    dt_kernels_cpu.rows_add(kc, dst, DT_F32, lo, len, tok, vals, n, C);
     CK(gpu->rows_add(gdst, (int)DT_F32, lo, len, gtok, gvals, n, C));
     h = back(gdst, len);
     report(maxrel(h, dst, len) == 0, "rows_add fp32, repeated rows, bit for bit", maxrel(h, dst, len));
     free(h);
     uint16_t *d16 = malloc(len * 2), *g16 = malloc(len * 2);
-    dt_kernels_cpu.cast_to_lp(d16, dst, len, DT_BF16);
+    dt_kernels_cpu.cast_to_lp(kc, d16, dst, len, DT_BF16);
     uint16_t *gd16 = dev(d16, len * 2);
-    dt_kernels_cpu.rows_add(d16, DT_BF16, lo, len, tok, vals, n, C);
+    dt_kernels_cpu.rows_add(kc, d16, DT_BF16, lo, len, tok, vals, n, C);
     CK(gpu->rows_add(gd16, (int)DT_BF16, lo, len, gtok, gvals, n, C));
     CK(gpu->synchronize());
     CK(gpu->to_host(g16, gd16, len * 2));
@@ -292,7 +298,7 @@ static void embeddings_and_loss(void)
     for (int i = 0; i < BT; i++) y[i] = (int32_t)((i * 131) % V);
     float *glog = dev(logits, (size_t)BT * V * 4), *gloss = dev(NULL, BT * 4);
     int32_t *gy = dev(y, BT * sizeof *y);
-    float mean_cpu = dt_kernels_cpu.softmax_xent(losses, logits, y, 1.0f / BT, BT, V, vb), mean_gpu = 0;
+    float mean_cpu = dt_kernels_cpu.softmax_xent(kc, losses, logits, y, 1.0f / BT, BT, V, vb), mean_gpu = 0;
     CK(gpu->softmax_xent(gloss, glog, gy, 1.0f / BT, BT, V, vb, &mean_gpu));
     float *hl = back(gloss, BT), *hg = back(glog, (size_t)BT * V);
     double d = fmax(maxrel(hl, losses, BT), fabs((double)mean_gpu - mean_cpu));
@@ -327,11 +333,11 @@ static void matmuls(void)
         const float *cb = biased ? b : NULL, *gcb = biased ? gb : NULL;
         float *cdb = biased ? db : NULL, *gcdb = biased ? gdb : NULL;
         if (lp == DT_F32) {
-            dt_kernels_cpu.matmul_forward(out, x, w, cb, BT, C, OC);
-            dt_kernels_cpu.matmul_backward(dx, dw, cdb, dy, x, w, BT, C, OC);
+            dt_kernels_cpu.matmul_forward(kc, out, x, w, cb, BT, C, OC);
+            dt_kernels_cpu.matmul_backward(kc, dx, dw, cdb, dy, x, w, BT, C, OC);
         } else {
-            dt_kernels_cpu.matmul_forward_lp(out, x, w, cb, BT, C, OC, lp);
-            dt_kernels_cpu.matmul_backward_lp(dx, dw, cdb, dy, x, w, BT, C, OC, lp);
+            dt_kernels_cpu.matmul_forward_lp(kc, out, x, w, cb, BT, C, OC, lp);
+            dt_kernels_cpu.matmul_backward_lp(kc, dx, dw, cdb, dy, x, w, BT, C, OC, lp);
         }
         CK(gpu->matmul_forward(ctx, gout, gx, gw, gcb, BT, C, OC, (int)lp));
         CK(gpu->matmul_backward(ctx, gdx, gdw, gcdb, gdy, gx, gw, BT, C, OC, (int)lp));
@@ -362,14 +368,14 @@ static void updates_and_conversions(void)
     size_t N = 40001;
     float *p = randn(N, 40), *g = randn(N, 41), *b = randn(N, 42);
     float *gp = dev(p, N * 4), *gg = dev(g, N * 4), *gbuf = dev(b, N * 4);
-    dt_kernels_cpu.sgd(p, g, 0.5f, b, N, 0.1f, 0.9f, 1, 0.01f, 0);
+    dt_kernels_cpu.sgd(kc, p, g, 0.5f, b, N, 0.1f, 0.9f, 1, 0.01f, 0);
     CK(gpu->sgd(gp, gg, 0.5f, gbuf, N, 0.1f, 0.9f, 1, 0.01f, 0));
     float *hp = back(gp, N), *hb = back(gbuf, N);
     double d = fmax(maxrel(hp, p, N), maxrel(hb, b, N));
     report(d < 1e-6, "sgd, nesterov momentum and weight decay", d);
     free(hp), free(hb);
     uint16_t *r = malloc(N * 2), *gr16 = malloc(N * 2), *gr = dev(NULL, N * 2);
-    dt_kernels_cpu.round_stochastic(r, g, N, 7, 1000);
+    dt_kernels_cpu.round_stochastic(kc, r, g, N, 7, 1000);
     CK(gpu->round_stochastic(gr, gg, N, 7, 1000));
     CK(gpu->synchronize());
     CK(gpu->to_host(gr16, gr, N * 2));
@@ -381,17 +387,17 @@ static void updates_and_conversions(void)
         for (int c = 0; c < 3; c++) {
             size_t sa = dt_dtype_size(t[a]), sc = dt_dtype_size(t[c]);
             void *src = malloc(N * sa), *dst = malloc(N * sc), *got = malloc(N * sc);
-            dt_kernels_cpu.convert(src, t[a], g, DT_F32, N);
-            dt_kernels_cpu.convert(dst, t[c], p, DT_F32, N);
+            dt_kernels_cpu.convert(kc, src, t[a], g, DT_F32, N);
+            dt_kernels_cpu.convert(kc, dst, t[c], p, DT_F32, N);
             void *gsrc = dev(src, N * sa), *gdst = dev(dst, N * sc);
-            dt_kernels_cpu.accumulate(dst, t[c], src, t[a], N);
+            dt_kernels_cpu.accumulate(kc, dst, t[c], src, t[a], N);
             CK(gpu->convert(gdst, (int)t[c], gsrc, (int)t[a], N, 1));
             CK(gpu->synchronize());
             CK(gpu->to_host(got, gdst, N * sc));
             char what[80];
             snprintf(what, sizeof what, "accumulate %s into %s, bit for bit", dt_dtype_str(t[a]), dt_dtype_str(t[c]));
             report(memcmp(dst, got, N * sc) == 0, what, (double)(memcmp(dst, got, N * sc) != 0));
-            dt_kernels_cpu.convert(dst, t[c], src, t[a], N);
+            dt_kernels_cpu.convert(kc, dst, t[c], src, t[a], N);
             CK(gpu->convert(gdst, (int)t[c], gsrc, (int)t[a], N, 0));
             CK(gpu->synchronize());
             CK(gpu->to_host(got, gdst, N * sc));
@@ -402,7 +408,7 @@ static void updates_and_conversions(void)
         }
     float *dout = calloc(N, 4), *gdout = dev(NULL, N * 4), loss = 0;
     CK(gpu->to_device(gp, p, N * 4)); /* the same outputs on both sides */
-    float ref = dt_kernels_cpu.mse(dout, p, g, 0.25f, N);
+    float ref = dt_kernels_cpu.mse(kc, dout, p, g, 0.25f, N);
     CK(gpu->mse(gdout, gp, gg, 0.25f, N, &loss));
     float *hd = back(gdout, N);
     d = fmax(fabs((double)loss - ref) / ref, maxrel(hd, dout, N));
@@ -411,20 +417,205 @@ static void updates_and_conversions(void)
     gpu->free(gp), gpu->free(gg), gpu->free(gbuf), gpu->free(gr), gpu->free(gdout);
 }
 
+/* log sum over u <= t of exp(scale q_t . k_u) for every (b, h, t) (B,NH,T), in double from the inputs */
+static float *lse_of(const float *qkv, int B, int T, int C, int NH)
+{
+    int hs = C / NH;
+    double scale = 1.0f / sqrtf((float)hs); /* the kernels' float scale */
+    float *lse = malloc((size_t)B * NH * T * sizeof *lse);
+    double *s = malloc((size_t)T * sizeof *s);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const float *q = qkv + ((size_t)b * T + t) * 3 * C + (size_t)h * hs;
+                double mx = -INFINITY, sum = 0;
+                for (int u = 0; u <= t; u++) {
+                    const float *k = qkv + ((size_t)b * T + u) * 3 * C + C + (size_t)h * hs;
+                    double dot = 0;
+                    for (int d = 0; d < hs; d++) dot += (double)q[d] * k[d];
+                    s[u] = dot * scale;
+                    mx = fmax(mx, s[u]);
+                }
+                for (int u = 0; u <= t; u++) sum += exp(s[u] - mx);
+                lse[((size_t)b * NH + h) * T + t] = (float)(mx + log(sum));
+            }
+    free(s);
+    return lse;
+}
+
+/* the fused attention and the cuBLAS reference path, each against the CPU kernel and each other */
+static void attention(void *ctx, int B, int T, int C, int NH)
+{
+    size_t nqkv = (size_t)B * T * 3 * C, nout = (size_t)B * T * C, natt = (size_t)B * NH * T * T;
+    size_t nlse = (size_t)B * NH * T;
+    char shape[64], what[160];
+    snprintf(shape, sizeof shape, "B %d T %d C %d NH %d (head size %d)", B, T, C, NH, C / NH);
+    float *qkv = randn(nqkv, 50), *dout = randn(nout, 51);
+    for (size_t i = 0; i < nqkv; i++) qkv[i] *= 0.5f; /* scores of about a unit: rows neither flat nor one-hot */
+    /* backward accumulates: start from values */
+    float *dqkv0 = randn(nqkv, 52), *dqkv = malloc(nqkv * 4);
+    memcpy(dqkv, dqkv0, nqkv * 4);
+    float *out = calloc(nout, 4), *att = calloc(natt, 4);
+    float *scratch = malloc(dt_kernels_cpu.attention_scratch(B, NH, T) * sizeof *scratch);
+    dt_kernels_cpu.attention_forward(kc, out, att, qkv, B, T, C, NH);
+    dt_kernels_cpu.attention_backward(kc, dqkv, dout, qkv, out, att, scratch, B, T, C, NH);
+    float *lse = lse_of(qkv, B, T, C, NH);
+
+    float *gqkv = dev(qkv, nqkv * 4), *gdout = dev(dout, nout * 4), *gout = dev(NULL, nout * 4);
+    float *glse = dev(NULL, nlse * 4), *gd = dev(dqkv0, nqkv * 4), *gd2 = dev(dqkv0, nqkv * 4);
+    float *gscr = dev(NULL, gpu->attention_scratch(B, NH, T) * 4);
+    CK(gpu->attention_forward(gout, glse, gqkv, B, T, C, NH));
+    float *fo = back(gout, nout), *fl = back(glse, nlse);
+    double d = maxrel(fo, out, nout);
+    snprintf(what, sizeof what, "attention fused forward %s: out vs the CPU", shape);
+    report(d < 1e-5, what, d);
+    d = maxrel(fl, lse, nlse);
+    snprintf(what, sizeof what, "attention fused forward %s: lse, the scores' log-sum-exp", shape);
+    report(d < 1e-5, what, d);
+    CK(gpu->attention_backward(gd, gdout, gqkv, gout, glse, gscr, B, T, C, NH));
+    CK(gpu->attention_backward(gd2, gdout, gqkv, gout, glse, gscr, B, T, C, NH));
+    float *fd = back(gd, nqkv), *fd2 = back(gd2, nqkv);
+    d = maxrel(fd, dqkv, nqkv);
+    snprintf(what, sizeof what, "attention fused backward %s: dqkv accumulates, vs the CPU", shape);
+    report(d < 5e-5, what, d);
+    snprintf(what, sizeof what, "attention fused backward %s: the same bits on a second run", shape);
+    report(memcmp(fd, fd2, nqkv * 4) == 0, what, (double)(memcmp(fd, fd2, nqkv * 4) != 0));
+
+    float *rout = dev(NULL, nout * 4), *ratt = dev(NULL, natt * 4), *rd = dev(dqkv0, nqkv * 4);
+    float *rscr = dev(NULL, gpu->attention_ref_scratch(NH, T) * 4);
+    CK(gpu->attention_forward_ref(ctx, rout, ratt, gqkv, B, T, C, NH));
+    float *ro = back(rout, nout), *ra = back(ratt, natt);
+    size_t above = 0; /* the masked entries: exactly 0, as the CPU writes them */
+    for (size_t r = 0; r < (size_t)B * NH * T; r++)
+        for (int u = (int)(r % T) + 1; u < T; u++) above += ra[r * T + u] != 0;
+    d = fmax(maxrel(ro, out, nout), maxrel(ra, att, natt));
+    snprintf(what, sizeof what, "attention reference forward %s: out, att vs the CPU", shape);
+    report(d < 1e-5 && above == 0, what, d);
+    CK(gpu->attention_backward_ref(ctx, rd, gdout, gqkv, ratt, rscr, B, T, C, NH));
+    float *rdh = back(rd, nqkv);
+    d = maxrel(rdh, dqkv, nqkv);
+    snprintf(what, sizeof what, "attention reference backward %s: dqkv vs the CPU", shape);
+    report(d < 5e-5, what, d);
+    d = fmax(maxrel(fo, ro, nout), maxrel(fd, rdh, nqkv));
+    snprintf(what, sizeof what, "attention fused vs reference %s: out, dqkv", shape);
+    report(d < 5e-5, what, d);
+
+    void *all[] = {gqkv, gdout, gout, glse, gd, gd2, gscr, rout, ratt, rd, rscr};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
+    free(qkv), free(dout), free(dqkv0), free(dqkv), free(out), free(att), free(scratch), free(lse);
+    free(fo), free(fl), free(fd), free(fd2), free(ro), free(ra), free(rdh);
+}
+
+static void attention_shapes(void)
+{
+    void *ctx = NULL;
+    CK(gpu->ctx_create(&ctx));
+    /* head sizes padded to 32, 64 and 128 columns (16, 24, 100 not multiples of anything), T
+     * not a multiple of the 32-row tiles nor of the blocks' 16 or 32 own rows, T = 1 */
+    static const int shapes[][4] = {{2, 37, 48, 2}, {3, 33, 64, 4}, {2, 100, 128, 2},
+                                    {1, 70, 256, 2}, {1, 45, 200, 2}, {2, 1, 64, 1}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        attention(ctx, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3]);
+    gpu->ctx_destroy(ctx);
+    /* refused before any launch, so no buffers */
+    int e1 = gpu->attention_forward(NULL, NULL, NULL, 1, 4, 272, 2);
+    int e2 = gpu->attention_forward(NULL, NULL, NULL, 1, 4, 65, 2);
+    report(e1 != 0 && e2 != 0, "attention fused refuses head size 136 and heads not dividing C",
+           (double)(e1 == 0) + (e2 == 0));
+}
+
+/* units in the last place between two 16-bit floats of one type (both encodings are sign-magnitude) */
+static int ulps(uint16_t a, uint16_t b)
+{
+    int x = a & 0x8000 ? -(a & 0x7fff) : a, y = b & 0x8000 ? -(b & 0x7fff) : b;
+    return abs(x - y);
+}
+
+static void loss_lp(void)
+{
+    int BT = 45, V = 300, vb = 128;
+    size_t n = (size_t)BT * V;
+    int32_t *y = malloc(BT * sizeof *y);
+    for (int i = 0; i < BT; i++) y[i] = (int32_t)((i * 131) % V);
+    float *x = randn(n, 60), *losses = calloc(BT, 4);
+    uint16_t *lg = malloc(n * 2), *got = malloc(n * 2);
+    int32_t *gy = dev(y, BT * sizeof *y);
+    float *gloss = dev(NULL, BT * 4);
+    static const enum dt_dtype types[] = {DT_BF16, DT_F16};
+    for (int k = 0; k < 2; k++) {
+        enum dt_dtype t = types[k];
+        char what[96];
+        dt_kernels_cpu.cast_to_lp(kc, lg, x, n, t);
+        uint16_t *glg = dev(lg, n * 2);
+        float mean_cpu = dt_kernels_cpu.softmax_xent_lp(kc, losses, lg, y, 1.0f / BT, BT, V, vb, t), mean_gpu = 0;
+        CK(gpu->softmax_xent_lp(gloss, glg, gy, 1.0f / BT, BT, V, vb, (int)t, &mean_gpu));
+        float *hl = back(gloss, BT);
+        CK(gpu->to_host(got, glg, n * 2));
+        double d = fmax(maxrel(hl, losses, BT), fabs((double)mean_gpu - mean_cpu));
+        snprintf(what, sizeof what, "softmax_xent_lp %s: losses and their mean", dt_dtype_str(t));
+        report(d < 1e-5, what, d);
+        int worst = 0;
+        for (size_t i = 0; i < n; i++) worst = ulps(got[i], lg[i]) > worst ? ulps(got[i], lg[i]) : worst;
+        /* the GPU's expf is not glibc's: a few fp32 ulp, at most one after rounding to 16 bits */
+        snprintf(what, sizeof what, "softmax_xent_lp %s: the gradient in place, block-major, within 1 ulp",
+                 dt_dtype_str(t));
+        report(worst <= 1, what, worst);
+        free(hl);
+        gpu->free(glg);
+    }
+    gpu->free(gy), gpu->free(gloss);
+    free(y), free(x), free(losses), free(lg), free(got);
+}
+
+static void narrow_widen(void)
+{
+    /* under and over the kernels' 4096-value head, the larger through several ordered passes */
+    static const size_t sizes[] = {1000, 100003};
+    static const enum dt_dtype types[] = {DT_BF16, DT_F16};
+    for (int s = 0; s < 2; s++)
+        for (int k = 0; k < 2; k++) {
+            size_t n = sizes[s];
+            enum dt_dtype t = types[k];
+            char what[96];
+            float *x = randn(n, 70), *got = malloc(n * 4);
+            /* magnitudes from 2^-24 to 2^23: fp16's subnormals and overflow too */
+            for (size_t i = 0; i < n; i++) x[i] = ldexpf(x[i], (int)(i % 48) - 24);
+            float *g = dev(x, n * 4);
+            dt_kernels_cpu.narrow_inplace(kc, x, n, t);
+            CK(gpu->narrow_inplace(g, n, (int)t));
+            CK(gpu->synchronize());
+            CK(gpu->to_host(got, g, n * 4));
+            snprintf(what, sizeof what, "narrow_inplace %s, %zu values, bit for bit", dt_dtype_str(t), n);
+            report(memcmp(got, x, n * 2) == 0, what, (double)(memcmp(got, x, n * 2) != 0));
+            dt_kernels_cpu.widen_inplace(kc, x, n, t);
+            CK(gpu->widen_inplace(g, n, (int)t));
+            CK(gpu->synchronize());
+            CK(gpu->to_host(got, g, n * 4));
+            snprintf(what, sizeof what, "widen_inplace %s, %zu values, bit for bit", dt_dtype_str(t), n);
+            report(memcmp(got, x, n * 4) == 0, what, (double)(memcmp(got, x, n * 4) != 0));
+            gpu->free(g);
+            free(x), free(got);
+        }
+}
+
 int main(void)
 {
     const struct dt_cuda_module *m;
     if (dt_cuda_module_get(&m) != DT_SUCCESS) {
         const char *msg = dt_error_msg();
         printf("1..0 # SKIP no CUDA module: %.*s\n", (int)strcspn(msg, "\n"), msg);
-        return 0;
+        return 77;
     }
     char why[200] = "";
     if (m->device_count(why, sizeof why) == 0) {
         printf("1..0 # SKIP %s\n", why);
-        return 0;
+        return 77;
     }
     gpu = m->ops;
+    if (dt_kernels_cpu.ctx_create(-1, &kc) != DT_SUCCESS || gpu->set_device(0)) {
+        printf("Bail out! cannot start the CPU kernels or select GPU 0\n");
+        return 1;
+    }
     elementwise();
     casts();
     optimizer_and_norms();
@@ -433,6 +624,10 @@ int main(void)
     embeddings_and_loss();
     matmuls();
     updates_and_conversions();
+    attention_shapes();
+    loss_lp();
+    narrow_widen();
+    dt_kernels_cpu.ctx_destroy(kc);
     printf("1..%d\n", tap_n);
     return failed ? 1 : 0;
 }

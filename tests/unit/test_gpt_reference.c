@@ -90,7 +90,7 @@ static void check(bool checkpointing)
     struct fixture x = load();
     struct dt_gpt_config c = {x.L, x.NH, x.C, x.V, x.T, checkpointing, false, DT_F32};
     struct dt_model *m;
-    assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, x.B, x.T, &m), DT_SUCCESS);
+    assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, dt_test_kctx(), x.B, x.T, &m), DT_SUCCESS);
     assert_int_equal(m->nparams, x.n);
     float *params = ours(m, x.params), *grads = ours(m, x.grads), *logits = malloc((size_t)x.B * x.T * x.V * 4);
     memcpy(m->params, params, x.n * sizeof(float));
@@ -120,7 +120,7 @@ static void check(bool checkpointing)
     memcpy(m->params, params, x.n * sizeof(float));
     struct dt_optimizer opt;
     struct dt_optim_config oc = {DT_OPT_ADAMW, x.beta1, x.beta2, x.eps, x.wd, 0, false};
-    assert_int_equal(dt_optimizer_init(&opt, &oc, &dt_kernels_cpu, x.n), DT_SUCCESS);
+    assert_int_equal(dt_optimizer_init(&opt, &oc, &dt_kernels_cpu, dt_test_kctx(), x.n), DT_SUCCESS);
     double worst_loss = 0;
     for (int s = 0; s < x.steps; s++) {
         memset(m->grads, 0, x.n * sizeof(float));
@@ -152,8 +152,8 @@ static void checkpointing_saves_memory(void **state)
     struct dt_gpt_config c = {4, 4, 128, 256, 128, false, false, DT_F32}, ck = c;
     ck.activation_checkpointing = true;
     struct dt_model *a, *b;
-    assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, 8, 128, &a), DT_SUCCESS);
-    assert_int_equal(dt_gpt_create(&ck, &dt_kernels_cpu, 8, 128, &b), DT_SUCCESS);
+    assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, dt_test_kctx(), 8, 128, &a), DT_SUCCESS);
+    assert_int_equal(dt_gpt_create(&ck, &dt_kernels_cpu, dt_test_kctx(), 8, 128, &b), DT_SUCCESS);
     print_message("# activations: %.1f MiB without checkpointing, %.1f MiB with\n", a->activation_bytes / 1048576.0,
                   b->activation_bytes / 1048576.0);
     assert_true(b->activation_bytes * 2 < a->activation_bytes);
@@ -182,7 +182,7 @@ static void loads_llmc_weights(void **state)
     fclose(f);
     struct dt_gpt_config c = {x.L, x.NH, x.C, x.V, x.T, false, false, DT_F32};
     struct dt_model *m;
-    assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, x.B, x.T, &m), DT_SUCCESS);
+    assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, dt_test_kctx(), x.B, x.T, &m), DT_SUCCESS);
     assert_int_equal(dt_gpt_load_llmc(m, "model.bin"), DT_SUCCESS);
     float *params = ours(m, x.params);
     assert_memory_equal(m->params, params, x.n * sizeof(float));
@@ -191,7 +191,7 @@ static void loads_llmc_weights(void **state)
     assert_true(fabs(m->iface.forward(m, &batch, 0.0f) - x.loss) / x.loss <= 1e-5);
     dt_model_free(m);
     c.n_layer = 3;
-    assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, x.B, x.T, &m), DT_SUCCESS);
+    assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, dt_test_kctx(), x.B, x.T, &m), DT_SUCCESS);
     assert_int_equal(dt_gpt_load_llmc(m, "model.bin"), DT_ERR_CONFIG);
     assert_string_equal(dt_error_msg(), "model.bin: error: the file holds max_seq_len 16, vocab_size 61, n_layer 2, "
                                         "n_head 3, n_embd 15; the config asks for 7, 61, 3, 3, 15\n"

@@ -12,6 +12,7 @@
 #include "kernels/kernels.h"
 
 static const struct dt_kernels *K = &dt_kernels_cpu;
+#define KC dt_test_kctx()
 
 static float *rnd(size_t n, float scale, uint64_t stream)
 {
@@ -66,14 +67,14 @@ struct mm {
 static void mm_fwd(struct fd *f, float *out)
 {
     struct mm *m = f->ctx;
-    K->matmul_forward(out, m->inp, m->w, m->b, m->BT, m->C, m->OC);
+    K->matmul_forward(KC, out, m->inp, m->w, m->b, m->BT, m->C, m->OC);
 }
 static void matmul(void **state)
 {
     struct mm m = {rnd(5 * 7, 1, 1), rnd(3 * 7, 1, 2), rnd(3, 1, 3), 5, 7, 3};
     float *R = rnd(5 * 3, 1, 4);
     float *di = calloc(35, 4), *dw = calloc(21, 4), *db = calloc(3, 4);
-    K->matmul_backward(di, dw, db, R, m.inp, m.w, 5, 7, 3);
+    K->matmul_backward(KC, di, dw, db, R, m.inp, m.w, 5, 7, 3);
     struct fd f = {mm_fwd, 15, R, &m};
     check(&f, "matmul dinp", m.inp, 35, di, 1e-3);
     check(&f, "matmul dweight", m.w, 21, dw, 1e-3);
@@ -89,7 +90,7 @@ struct ln {
 static void ln_fwd(struct fd *f, float *out)
 {
     struct ln *l = f->ctx;
-    K->layernorm_forward(out, l->mean, l->rstd, l->inp, l->w, l->b, l->BT, l->C);
+    K->layernorm_forward(KC, out, l->mean, l->rstd, l->inp, l->w, l->b, l->BT, l->C);
 }
 static void layernorm(void **state)
 {
@@ -97,8 +98,8 @@ static void layernorm(void **state)
     struct ln l = {rnd(BT * C, 1, 5), rnd(C, 1, 6), rnd(C, 1, 7), calloc(BT, 4), calloc(BT, 4), BT, C};
     float *R = rnd(BT * C, 1, 8), *out = calloc(BT * C, 4);
     float *di = calloc(BT * C, 4), *dw = calloc(C, 4), *db = calloc(C, 4);
-    K->layernorm_forward(out, l.mean, l.rstd, l.inp, l.w, l.b, BT, C);
-    K->layernorm_backward(di, dw, db, R, l.inp, l.w, l.mean, l.rstd, BT, C);
+    K->layernorm_forward(KC, out, l.mean, l.rstd, l.inp, l.w, l.b, BT, C);
+    K->layernorm_backward(KC, di, dw, db, R, l.inp, l.w, l.mean, l.rstd, BT, C);
     struct fd f = {ln_fwd, (size_t)BT * C, R, &l};
     check(&f, "layernorm dinp", l.inp, BT * C, di, 5e-3);
     check(&f, "layernorm dweight", l.w, C, dw, 1e-3);
@@ -114,27 +115,27 @@ struct at {
 static void at_fwd(struct fd *f, float *out)
 {
     struct at *a = f->ctx;
-    K->attention_forward(out, a->att, a->qkv, a->B, a->T, a->C, a->NH);
+    K->attention_forward(KC, out, a->att, a->qkv, a->B, a->T, a->C, a->NH);
 }
 static void attention(void **state)
 {
     int B = 2, T = 5, C = 6, NH = 2;
     struct at a = {rnd((size_t)B * T * 3 * C, 1, 9), calloc((size_t)B * NH * T * T, 4), B, T, C, NH};
     float *R = rnd((size_t)B * T * C, 1, 10), *out = calloc((size_t)B * T * C, 4);
-    float *dqkv = calloc((size_t)B * T * 3 * C, 4), *scratch = calloc(dt_kernels_attention_scratch(T), 4);
-    K->attention_forward(out, a.att, a.qkv, B, T, C, NH);
-    K->attention_backward(dqkv, R, a.qkv, a.att, scratch, B, T, C, NH);
+    float *dqkv = calloc((size_t)B * T * 3 * C, 4), *scratch = calloc(K->attention_scratch(B, NH, T), 4);
+    K->attention_forward(KC, out, a.att, a.qkv, B, T, C, NH);
+    K->attention_backward(KC, dqkv, R, a.qkv, out, a.att, scratch, B, T, C, NH);
     struct fd f = {at_fwd, (size_t)B * T * C, R, &a};
     check(&f, "attention dqkv", a.qkv, (size_t)B * T * 3 * C, dqkv, 5e-3);
     free(a.qkv), free(a.att), free(R), free(out), free(dqkv), free(scratch);
 }
 
 /* ---------------------------------------------------------------- gelu */
-static void gelu_fwd(struct fd *f, float *out) { K->gelu_forward(out, f->ctx, f->nout); }
+static void gelu_fwd(struct fd *f, float *out) { K->gelu_forward(KC, out, f->ctx, f->nout); }
 static void gelu(void **state)
 {
     float *x = rnd(40, 2, 11), *R = rnd(40, 1, 12), *dx = calloc(40, 4);
-    K->gelu_backward(dx, x, R, 40);
+    K->gelu_backward(KC, dx, x, R, 40);
     struct fd f = {gelu_fwd, 40, R, x};
     check(&f, "gelu dinp", x, 40, dx, 1e-3);
     free(x), free(R), free(dx);
@@ -151,26 +152,26 @@ static void em_fwd(struct fd *f, float *out)
 {
     struct em *e = f->ctx;
     int n = e->B * e->T;
-    K->position_forward(out, e->wpe, e->B, e->T, e->C);
-    K->rows_forward(out, e->tok, e->wte, 0, 2, n, e->C);
-    K->rows_forward(out, e->tok, e->wte + 2 * e->C, 2, 2, n, e->C);
+    K->position_forward(KC, out, e->wpe, e->B, e->T, e->C);
+    K->rows_forward(KC, out, e->tok, e->wte, 0, 2, n, e->C);
+    K->rows_forward(KC, out, e->tok, e->wte + 2 * e->C, 2, 2, n, e->C);
 }
 static void embedding(void **state)
 {
     int32_t tok[6] = {3, 1, 3, 0, 2, 3}; /* repeats: gradients of a row add up */
     struct em e = {tok, rnd(4 * 5, 1, 13), rnd(3 * 5, 1, 14), 2, 3, 5};
     float *R = rnd(30, 1, 15), *dte = calloc(20, 4), *dpe = calloc(15, 4), *part = calloc(20, 4);
-    K->position_backward(dpe, R, 2, 3, 5);
-    K->rows_add(dte, DT_F32, 0, 20, tok, R, 6, 5);
+    K->position_backward(KC, dpe, R, 2, 3, 5);
+    K->rows_add(KC, dte, DT_F32, 0, 20, tok, R, 6, 5);
     struct fd f = {em_fwd, 30, R, &e};
     check(&f, "embedding dwte", e.wte, 20, dte, 1e-3);
     check(&f, "embedding dwpe", e.wpe, 15, dpe, 1e-3);
     /* what a rank keeping elements [7, 13) of the table gets: exactly those of the whole */
-    K->rows_add(part, DT_F32, 7, 6, tok, R, 6, 5);
+    K->rows_add(KC, part, DT_F32, 7, 6, tok, R, 6, 5);
     assert_memory_equal(part, dte + 7, 6 * sizeof(float));
     /* into bf16 storage: the same sums, rounded once per row added */
     uint16_t lp[20] = {0};
-    K->rows_add(lp, DT_BF16, 0, 20, tok, R, 6, 5);
+    K->rows_add(KC, lp, DT_BF16, 0, 20, tok, R, 6, 5);
     for (int i = 0; i < 20; i++) assert_true(fabsf(dt_f32_from_bf16(lp[i]) - dte[i]) <= 0.02f * fabsf(dte[i]) + 1e-6f);
     free(e.wte), free(e.wpe), free(R), free(dte), free(dpe), free(part);
 }
@@ -187,7 +188,7 @@ static void sx_fwd(struct fd *f, float *out)
     struct sx *s = f->ctx;
     float *copy = malloc((size_t)s->BT * s->V * 4);
     memcpy(copy, s->logits, (size_t)s->BT * s->V * 4);
-    K->softmax_xent(out, copy, s->targets, 0.0f, s->BT, s->V, s->vb);
+    K->softmax_xent(KC, out, copy, s->targets, 0.0f, s->BT, s->V, s->vb);
     free(copy);
 }
 static void softmax_xent(void **state)
@@ -198,7 +199,7 @@ static void softmax_xent(void **state)
     float *logits = rnd((size_t)BT * V, 2, 16), *grad = malloc((size_t)BT * V * 4), *blocked = malloc((size_t)BT * V * 4);
     struct sx s = {logits, targets, BT, V, V};
     memcpy(grad, s.logits, (size_t)BT * V * 4);
-    K->softmax_xent(losses, grad, targets, 1.0f, BT, V, V); /* dloss 1: gradient of the sum */
+    K->softmax_xent(KC, losses, grad, targets, 1.0f, BT, V, V); /* dloss 1: gradient of the sum */
     struct fd f = {sx_fwd, (size_t)BT, ones, &s};
     check(&f, "softmax_xent dlogits", s.logits, (size_t)BT * V, grad, 1e-3);
     /* block-major, 3 columns a block (the last holds 1): the same losses and gradients, moved */
@@ -208,7 +209,7 @@ static void softmax_xent(void **state)
         for (int i = 0; i < BT; i++)
             memcpy(blocked + (size_t)BT * b * vb + (size_t)i * n, logits + (size_t)i * V + b * vb, (size_t)n * 4);
     }
-    K->softmax_xent(blocked_losses, blocked, targets, 1.0f, BT, V, vb);
+    K->softmax_xent(KC, blocked_losses, blocked, targets, 1.0f, BT, V, vb);
     for (int i = 0; i < BT; i++) assert_true(blocked_losses[i] == losses[i]);
     for (int b = 0; b * vb < V; b++) {
         int n = V - b * vb < vb ? V - b * vb : vb;
@@ -226,25 +227,25 @@ static void mixed_types(void **state)
     enum { N = 1001 };
     float *x = rnd(N, 3, 30), *y = rnd(N, 3, 31), back[N];
     uint16_t b[N], h[N], b2[N];
-    K->convert(b, DT_BF16, x, DT_F32, N);
-    K->convert(h, DT_F16, b, DT_BF16, N); /* 16 to 16 bits, through fp32 */
-    K->convert(back, DT_F32, h, DT_F16, N);
+    K->convert(KC, b, DT_BF16, x, DT_F32, N);
+    K->convert(KC, h, DT_F16, b, DT_BF16, N); /* 16 to 16 bits, through fp32 */
+    K->convert(KC, back, DT_F32, h, DT_F16, N);
     for (int i = 0; i < N; i++) {
         assert_int_equal(b[i], dt_bf16_from_f32(x[i]));
         assert_int_equal(h[i], dt_f16_from_f32(dt_f32_from_bf16(b[i])));
         assert_true(back[i] == dt_f32_from_f16(h[i]));
     }
     memcpy(b2, b, sizeof b);
-    K->accumulate(b2, DT_BF16, y, DT_F32, N); /* bf16 += fp32: summed in fp32, rounded once */
+    K->accumulate(KC, b2, DT_BF16, y, DT_F32, N); /* bf16 += fp32: summed in fp32, rounded once */
     for (int i = 0; i < N; i++) assert_int_equal(b2[i], dt_bf16_from_f32(dt_f32_from_bf16(b[i]) + y[i]));
     /* in place, both ways, without a second buffer */
     float buf[N];
     memcpy(buf, x, sizeof buf);
-    K->narrow_inplace(buf, N, DT_BF16);
+    K->narrow_inplace(KC, buf, N, DT_BF16);
     assert_memory_equal(buf, b, sizeof b);
-    K->widen_inplace(buf, N, DT_BF16);
+    K->widen_inplace(KC, buf, N, DT_BF16);
     for (int i = 0; i < N; i++) assert_true(buf[i] == dt_f32_from_bf16(b[i]));
-    assert_true(K->sumsq(b, DT_BF16, N) == K->sumsq(buf, DT_F32, N));
+    assert_true(K->sumsq(KC, b, DT_BF16, N) == K->sumsq(KC, buf, DT_F32, N));
     free(x), free(y);
 }
 
@@ -256,8 +257,8 @@ static void stochastic_rounding(void **state)
     uint16_t *r = malloc(N * sizeof *r), *again = malloc(N * sizeof *again);
     float v = 1.0f + 1.0f / 512; /* a quarter of the way from 1 to the next bf16, 1 + 1/128 */
     for (int i = 0; i < N; i++) x[i] = v;
-    K->round_stochastic(r, x, N, 7, 1000);
-    K->round_stochastic(again + 500, x + 500, N - 500, 7, 1500); /* the same elements from another start */
+    K->round_stochastic(KC, r, x, N, 7, 1000);
+    K->round_stochastic(KC, again + 500, x + 500, N - 500, 7, 1500); /* the same elements from another start */
     assert_memory_equal(r + 500, again + 500, (N - 500) * sizeof *r);
     double mean = 0;
     int up = 0;
@@ -280,18 +281,18 @@ static void reductions(void **state)
     size_t n = 100003; /* odd, so no vector width divides it */
     float *x = malloc(n * sizeof *x);
     for (size_t i = 0; i < n; i++) x[i] = (i % 2) ? 3.0f : -4.0f;
-    assert_true(K->sumsq(x, DT_F32, n) == 50002.0 * 16 + 50001.0 * 9); /* 50002 even indices hold -4 */
-    assert_int_equal(K->nonfinite(x, DT_F32, n), 0);
+    assert_true(K->sumsq(KC, x, DT_F32, n) == 50002.0 * 16 + 50001.0 * 9); /* 50002 even indices hold -4 */
+    assert_int_equal(K->nonfinite(KC, x, DT_F32, n), 0);
     x[7] = INFINITY;
     x[n - 1] = NAN;
     x[500] = -INFINITY;
-    assert_int_equal(K->nonfinite(x, DT_F32, n), 3);
+    assert_int_equal(K->nonfinite(KC, x, DT_F32, n), 3);
     uint16_t *h = malloc(n * sizeof *h);
-    K->convert(h, DT_F16, x, DT_F32, n);
-    assert_int_equal(K->nonfinite(h, DT_F16, n), 3);
+    K->convert(KC, h, DT_F16, x, DT_F32, n);
+    assert_int_equal(K->nonfinite(KC, h, DT_F16, n), 3);
     free(h);
     float out[3] = {1, 2, 3}, target[3] = {1, 0, 6}, d[3];
-    assert_true(K->mse(d, out, target, 0.5f, 3) == (0 + 4 + 9) / 3.0f);
+    assert_true(K->mse(KC, d, out, target, 0.5f, 3) == (0 + 4 + 9) / 3.0f);
     assert_true(d[1] == 2.0f && d[2] == -3.0f); /* 2 (out - target) * 0.5 */
     free(x);
 }

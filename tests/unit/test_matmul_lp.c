@@ -44,12 +44,13 @@ static double rel(const float *a, const float *b, size_t n)
 
 static void check(enum dt_dtype t)
 {
+    struct dt_kctx *kc = dt_test_kctx();
     float *x = randn(BT * C, 1), *w = randn(OC * C, 2), *bias = randn(OC, 3), *dout = randn(BT * OC, 4);
     float *xr = rounded(x, BT * C, t), *wr = rounded(w, OC * C, t), *dr = rounded(dout, BT * OC, t);
     float out[BT * OC], ref[BT * OC], full[BT * OC];
-    dt_cpu_matmul_forward_lp(out, x, w, bias, BT, C, OC, t);
-    dt_cpu_matmul_forward(ref, xr, wr, bias, BT, C, OC);
-    dt_cpu_matmul_forward(full, x, w, bias, BT, C, OC);
+    dt_cpu_matmul_forward_lp(kc, out, x, w, bias, BT, C, OC, t);
+    dt_cpu_matmul_forward(kc, ref, xr, wr, bias, BT, C, OC);
+    dt_cpu_matmul_forward(kc, full, x, w, bias, BT, C, OC);
     double e = rel(out, ref, BT * OC), r = rel(full, ref, BT * OC);
     if (e > 1e-6) fail_msg("%s forward differs from rounded fp32 by %g", dt_dtype_str(t), e);
     if (r < 1e-4) fail_msg("%s forward equals fp32 (%g): nothing was rounded", dt_dtype_str(t), r);
@@ -58,9 +59,9 @@ static void check(enum dt_dtype t)
     for (int i = 0; i < BT * C; i++) dx[i] = rdx[i] = 0.5f; /* backward accumulates */
     for (int i = 0; i < OC * C; i++) dw[i] = rdw[i] = -0.25f;
     for (int i = 0; i < OC; i++) db[i] = rdb[i] = 1.0f;
-    dt_cpu_matmul_backward_lp(dx, dw, db, dout, x, w, BT, C, OC, t);
+    dt_cpu_matmul_backward_lp(kc, dx, dw, db, dout, x, w, BT, C, OC, t);
     /* the bias gradient sums the fp32 output gradient */
-    dt_cpu_matmul_backward(rdx, rdw, NULL, dr, xr, wr, BT, C, OC);
+    dt_cpu_matmul_backward(kc, rdx, rdw, NULL, dr, xr, wr, BT, C, OC);
     dt_cpu_colsum(rdb, dout, BT, OC);
     if ((e = rel(dx, rdx, BT * C)) > 1e-6) fail_msg("%s dinp differs by %g", dt_dtype_str(t), e);
     if ((e = rel(dw, rdw, OC * C)) > 1e-6) fail_msg("%s dweight differs by %g", dt_dtype_str(t), e);
@@ -76,15 +77,17 @@ static void check(enum dt_dtype t)
 
 static void bf16_onednn(void **state)
 {
+    struct dt_kctx *kc = dt_test_kctx();
     (void)state;
-    dt_cpu_bf16_gemm_select(1);
+    dt_cpu_bf16_gemm_select(kc, 1);
     check(DT_BF16);
 }
 
 static void bf16_sgemm(void **state)
 {
+    struct dt_kctx *kc = dt_test_kctx();
     (void)state;
-    dt_cpu_bf16_gemm_select(0);
+    dt_cpu_bf16_gemm_select(kc, 0);
     check(DT_BF16);
 }
 
@@ -98,6 +101,7 @@ static void fp16(void **state)
  * dlogits that are the fp32 ones rounded (within one rounding step), in the block-major layout. */
 static void xent_lp(enum dt_dtype t)
 {
+    struct dt_kctx *kc = dt_test_kctx();
     enum { R = 5, V = 300, VB = 64 }; /* 5 blocks, the last one 44 wide */
     int32_t targets[R] = {0, 299, 64, 127, 255};
     float *x = randn(R * V, 5);
@@ -111,8 +115,8 @@ static void xent_lp(enum dt_dtype t)
                                                                : dt_f16_from_f32(x[i * V + v]);
         }
     float dloss = 0.2f;
-    float mean = dt_cpu_softmax_xent_lp(losses, lp, targets, dloss, R, V, VB, t);
-    float ref_mean = dt_cpu_softmax_xent(ref_losses, ref, targets, dloss, R, V, V);
+    float mean = dt_cpu_softmax_xent_lp(kc, losses, lp, targets, dloss, R, V, VB, t);
+    float ref_mean = dt_cpu_softmax_xent(kc, ref_losses, ref, targets, dloss, R, V, V);
     assert_true(fabsf(mean - ref_mean) <= 1e-6f * fabsf(ref_mean));
     for (int i = 0; i < R; i++) assert_true(fabsf(losses[i] - ref_losses[i]) <= 1e-6f * fabsf(ref_losses[i]));
     double step = t == DT_BF16 ? 0x1p-8 : 0x1p-11, worst = 0;

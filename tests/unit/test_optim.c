@@ -24,7 +24,7 @@ struct tiny {
 static void tiny_init(struct tiny *t)
 {
     *t = (struct tiny){.views = {{"w", 0, 2, true, 1, {2}}, {"b", 2, 1, false, 1, {1}}}, .p = {1, 1, 1}};
-    t->m = (struct dt_model){.k = &dt_kernels_cpu, .params = t->p, .grads = t->g, .nparams = 3, .views = t->views,
+    t->m = (struct dt_model){.k = &dt_kernels_cpu, .kc = dt_test_kctx(), .params = t->p, .grads = t->g, .nparams = 3, .views = t->views,
                              .nviews = 2};
 }
 
@@ -32,7 +32,7 @@ static void tiny_init(struct tiny *t)
 static void train(struct tiny *t, const struct dt_optim_config *c, int steps, float lr)
 {
     struct dt_optimizer o;
-    assert_int_equal(dt_optimizer_init(&o, c, &dt_kernels_cpu, 3), DT_SUCCESS);
+    assert_int_equal(dt_optimizer_init(&o, c, &dt_kernels_cpu, dt_test_kctx(), 3), DT_SUCCESS);
     for (int i = 0; i < steps; i++) {
         t->g[0] = 1, t->g[1] = -2, t->g[2] = 0.5f; /* Adam's L2 folds the penalty into the buffer */
         dt_optimizer_step(&o, &t->m, lr, 1.0f);

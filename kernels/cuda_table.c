@@ -1,0 +1,312 @@
+/*
+ * cuda_table.c - kernels.h's op table over the CUDA module's kernels (kernels/cuda/module.h), for
+ * a rank that drives a GPU. It includes no CUDA header: every call goes through the module dtrun
+ * dlopens. The ops return nothing and a GPU runs them asynchronously, so the context keeps the
+ * first failure (the op, the device, CUDA's words) and synchronize reports it with the step; an
+ * op that hands a value back to the host (a loss, a norm) synchronizes by itself.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include "core/error.h"
+#include "kernels/cuda_module.h"
+#include "kernels/kernels.h"
+
+/* The context: struct dt_kctx is the CPU backend's; this backend's pointers are cast to its own. */
+struct cuda_kctx {
+    const struct dt_cuda_ops *ops;
+    void *mm; /* the module's cuBLASLt context (handle, workspace, scratch) */
+    int device;
+    int err;        /* the first failure since the last synchronize */
+    const char *op; /* the op it came from */
+    char path[96];  /* describe's answer */
+};
+
+static struct cuda_kctx *C(struct dt_kctx *kc) { return (struct cuda_kctx *)kc; }
+
+/* keep the first failure */
+static void note(struct dt_kctx *kc, const char *op, int e)
+{
+    struct cuda_kctx *c = C(kc);
+    if (e && !c->err) {
+        c->err = e;
+        c->op = op;
+    }
+}
+#define CALL(kc, op, ...) note(kc, #op, C(kc)->ops->op(__VA_ARGS__))
+
+static dt_status_t cuda_ctx_create(int device, struct dt_kctx **out)
+{
+    *out = NULL;
+    const struct dt_cuda_module *m;
+    DT_CHECK(dt_cuda_module_get(&m));
+    struct cuda_kctx *c = calloc(1, sizeof *c);
+    if (!c) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the CUDA kernels' context");
+    c->ops = m->ops;
+    c->device = device;
+    int e = c->ops->set_device(device);
+    if (!e) e = c->ops->ctx_create(&c->mm);
+    if (e) {
+        free(c);
+        return dt_error(DT_ERR_CUDA, "dtrun: error: cannot start the CUDA kernels on cuda:%d: %s\n"
+                        "  hint: `dtrun info` says which GPU each rank sees", device, m->ops->error_string(e));
+    }
+    *out = (struct dt_kctx *)c;
+    return DT_SUCCESS;
+}
+
+static void cuda_ctx_destroy(struct dt_kctx *kc)
+{
+    if (!kc) return;
+    C(kc)->ops->ctx_destroy(C(kc)->mm);
+    free(kc);
+}
+
+static void describe(struct dt_kctx *kc, char *buf, size_t n, enum dt_dtype compute)
+{
+    snprintf(buf, n, "cuBLASLt %s on cuda:%d; attention fused (flash)", compute == DT_F32 ? "fp32" : dt_dtype_str(compute),
+             C(kc)->device);
+}
+
+static void *alloc(struct dt_kctx *kc, size_t bytes)
+{
+    void *p = NULL;
+    int e = C(kc)->ops->malloc(&p, bytes);
+    if (!e) e = C(kc)->ops->memset(p, 0, bytes);
+    note(kc, "alloc", e);
+    return e ? NULL : p;
+}
+static void dev_free(struct dt_kctx *kc, void *p)
+{
+    if (p) note(kc, "free", C(kc)->ops->free(p));
+}
+static void *host_alloc(struct dt_kctx *kc, size_t bytes)
+{
+    void *p = NULL;
+    int e = C(kc)->ops->malloc_host(&p, bytes);
+    note(kc, "host_alloc", e);
+    return e ? NULL : p;
+}
+static void host_free(struct dt_kctx *kc, void *p)
+{
+    if (p) note(kc, "host_free", C(kc)->ops->free_host(p));
+}
+static void zero(struct dt_kctx *kc, void *p, size_t bytes) { CALL(kc, memset, p, 0, bytes); }
+static void copy(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind)
+{
+    if (!bytes) return;
+    if (kind == DT_COPY_TO_DEVICE) CALL(kc, to_device, dst, src, bytes);
+    else if (kind == DT_COPY_TO_HOST) CALL(kc, to_host, dst, src, bytes);
+    else CALL(kc, on_device, dst, src, bytes);
+}
+static dt_status_t synchronize(struct dt_kctx *kc, int64_t step)
+{
+    struct cuda_kctx *c = C(kc);
+    note(kc, "synchronize", c->ops->synchronize());
+    if (!c->err) return DT_SUCCESS;
+    int e = c->err;
+    c->err = 0;
+    return dt_error(DT_ERR_CUDA, "dtrun: error: step %lld: CUDA op %s failed on cuda:%d: %s\n"
+                    "  hint: rerun with CUDA_LAUNCH_BLOCKING=1 to stop at the failing launch",
+                    (long long)step, c->op, c->device, c->ops->error_string(e));
+}
+
+static void matmul_forward(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias,
+                           int BT, int Ch, int OC)
+{
+    note(kc, "matmul_forward", C(kc)->ops->matmul_forward(C(kc)->mm, out, inp, weight, bias, BT, Ch, OC, DT_F32));
+}
+static void matmul_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
+                            const float *inp, const float *weight, int BT, int Ch, int OC)
+{
+    note(kc, "matmul_backward",
+         C(kc)->ops->matmul_backward(C(kc)->mm, dinp, dweight, dbias, dout, inp, weight, BT, Ch, OC, DT_F32));
+}
+static void matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias,
+                              int BT, int Ch, int OC, enum dt_dtype lp)
+{
+    note(kc, "matmul_forward_lp", C(kc)->ops->matmul_forward(C(kc)->mm, out, inp, weight, bias, BT, Ch, OC, (int)lp));
+}
+static void matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
+                               const float *inp, const float *weight, int BT, int Ch, int OC, enum dt_dtype lp)
+{
+    note(kc, "matmul_backward_lp",
+         C(kc)->ops->matmul_backward(C(kc)->mm, dinp, dweight, dbias, dout, inp, weight, BT, Ch, OC, (int)lp));
+}
+static void cast_to_lp(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t)
+{
+    CALL(kc, cast_to_lp, dst, src, n, (int)t);
+}
+static void cast_from_lp(struct dt_kctx *kc, float *dst, const uint16_t *src, size_t n, enum dt_dtype t)
+{
+    CALL(kc, cast_from_lp, dst, src, n, (int)t);
+}
+static void round_lp(struct dt_kctx *kc, float *dst, const float *src, size_t n, enum dt_dtype t)
+{
+    CALL(kc, round_lp, dst, src, n, (int)t);
+}
+static void layernorm_forward(struct dt_kctx *kc, float *out, float *mean, float *rstd, const float *inp,
+                              const float *weight, const float *bias, int BT, int Ch)
+{
+    CALL(kc, layernorm_forward, out, mean, rstd, inp, weight, bias, BT, Ch);
+}
+static void layernorm_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
+                               const float *inp, const float *weight, const float *mean, const float *rstd, int BT,
+                               int Ch)
+{
+    CALL(kc, layernorm_backward, dinp, dweight, dbias, dout, inp, weight, mean, rstd, BT, Ch);
+}
+/* the fused kernel keeps each row's log-sum-exp, not the (T,T) softmax */
+static size_t attention_saved(int B, int NH, int T) { return (size_t)B * NH * T; }
+static size_t attention_scratch(int B, int NH, int T)
+{
+    const struct dt_cuda_module *m;
+    return dt_cuda_module_get(&m) == DT_SUCCESS ? m->ops->attention_scratch(B, T, NH) : 0;
+}
+static void attention_forward(struct dt_kctx *kc, float *out, float *att, const float *qkv, int B, int T, int Ch,
+                              int NH)
+{
+    CALL(kc, attention_forward, out, att, qkv, B, T, Ch, NH);
+}
+static void attention_backward(struct dt_kctx *kc, float *dqkv, const float *dout, const float *qkv, const float *out,
+                               const float *att, float *scratch, int B, int T, int Ch, int NH)
+{
+    CALL(kc, attention_backward, dqkv, dout, qkv, out, att, scratch, B, T, Ch, NH);
+}
+static void gelu_forward(struct dt_kctx *kc, float *out, const float *inp, size_t N) { CALL(kc, gelu_forward, out, inp, N); }
+static void gelu_backward(struct dt_kctx *kc, float *dinp, const float *inp, const float *dout, size_t N)
+{
+    CALL(kc, gelu_backward, dinp, inp, dout, N);
+}
+static void residual_forward(struct dt_kctx *kc, float *out, const float *a, const float *b, size_t N)
+{
+    CALL(kc, residual_forward, out, a, b, N);
+}
+static void position_forward(struct dt_kctx *kc, float *out, const float *wpe, int B, int T, int Ch)
+{
+    CALL(kc, position_forward, out, wpe, B, T, Ch);
+}
+static void rows_forward(struct dt_kctx *kc, float *out, const int32_t *inp, const float *table, int v0, int nv, int n,
+                         int Ch)
+{
+    CALL(kc, rows_forward, out, inp, table, v0, nv, n, Ch);
+}
+static void position_backward(struct dt_kctx *kc, float *dwpe, const float *dout, int B, int T, int Ch)
+{
+    CALL(kc, position_backward, dwpe, dout, B, T, Ch);
+}
+static void rows_add(struct dt_kctx *kc, void *dst, enum dt_dtype t, size_t lo, size_t n, const int32_t *rows,
+                     const float *vals, int nrows, int width)
+{
+    CALL(kc, rows_add, dst, (int)t, lo, n, rows, vals, nrows, width);
+}
+static float softmax_xent(struct dt_kctx *kc, float *losses, float *logits, const int32_t *targets, float dloss, int BT,
+                          int V, int vb)
+{
+    float mean = 0;
+    CALL(kc, softmax_xent, losses, logits, targets, dloss, BT, V, vb, &mean);
+    return mean;
+}
+static float softmax_xent_lp(struct dt_kctx *kc, float *losses, uint16_t *logits, const int32_t *targets, float dloss,
+                             int BT, int V, int vb, enum dt_dtype t)
+{
+    float mean = 0;
+    CALL(kc, softmax_xent_lp, losses, logits, targets, dloss, BT, V, vb, (int)t, &mean);
+    return mean;
+}
+static void adamw(struct dt_kctx *kc, float *param, const float *grad, float gscale, float l2, float *m, float *v,
+                  size_t n, float lr, float beta1, float beta2, float eps, float wd, int t)
+{
+    CALL(kc, adamw, param, grad, gscale, l2, m, v, n, lr, beta1, beta2, eps, wd, t);
+}
+static void sgd(struct dt_kctx *kc, float *param, const float *grad, float gscale, float *buf, size_t n, float lr,
+                float momentum, int nesterov, float wd, int first_step)
+{
+    CALL(kc, sgd, param, grad, gscale, buf, n, lr, momentum, nesterov, wd, first_step);
+}
+static float mse(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n)
+{
+    float loss = 0;
+    CALL(kc, mse, dout, out, target, dloss, n, &loss);
+    return loss;
+}
+static double sumsq(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n)
+{
+    double s = 0;
+    size_t bad = 0;
+    CALL(kc, sumsq_nonfinite, x, (int)t, n, &s, &bad);
+    return s;
+}
+static size_t nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n)
+{
+    double s = 0;
+    size_t bad = 0;
+    CALL(kc, sumsq_nonfinite, x, (int)t, n, &s, &bad);
+    return bad;
+}
+static void convert(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n)
+{
+    CALL(kc, convert, dst, (int)dt, src, (int)st, n, 0);
+}
+static void accumulate(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n)
+{
+    CALL(kc, convert, dst, (int)dt, src, (int)st, n, 1);
+}
+static void narrow_inplace(struct dt_kctx *kc, void *buf, size_t n, enum dt_dtype t)
+{
+    CALL(kc, narrow_inplace, buf, n, (int)t);
+}
+static void widen_inplace(struct dt_kctx *kc, void *buf, size_t n, enum dt_dtype t)
+{
+    CALL(kc, widen_inplace, buf, n, (int)t);
+}
+static void round_stochastic(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, uint64_t seed,
+                             uint64_t index0)
+{
+    CALL(kc, round_stochastic, dst, src, n, seed, index0);
+}
+
+const struct dt_kernels dt_kernels_cuda = {
+    .name = "cuda",
+    .ctx_create = cuda_ctx_create,
+    .ctx_destroy = cuda_ctx_destroy,
+    .alloc = alloc,
+    .free = dev_free,
+    .zero = zero,
+    .copy = copy,
+    .host_alloc = host_alloc,
+    .host_free = host_free,
+    .synchronize = synchronize,
+    .describe = describe,
+    .matmul_forward = matmul_forward,
+    .matmul_backward = matmul_backward,
+    .matmul_forward_lp = matmul_forward_lp,
+    .matmul_backward_lp = matmul_backward_lp,
+    .cast_to_lp = cast_to_lp,
+    .cast_from_lp = cast_from_lp,
+    .round_lp = round_lp,
+    .layernorm_forward = layernorm_forward,
+    .layernorm_backward = layernorm_backward,
+    .attention_saved = attention_saved,
+    .attention_scratch = attention_scratch,
+    .attention_forward = attention_forward,
+    .attention_backward = attention_backward,
+    .gelu_forward = gelu_forward,
+    .gelu_backward = gelu_backward,
+    .residual_forward = residual_forward,
+    .position_forward = position_forward,
+    .rows_forward = rows_forward,
+    .position_backward = position_backward,
+    .rows_add = rows_add,
+    .softmax_xent = softmax_xent,
+    .softmax_xent_lp = softmax_xent_lp,
+    .adamw = adamw,
+    .sgd = sgd,
+    .mse = mse,
+    .sumsq = sumsq,
+    .nonfinite = nonfinite,
+    .convert = convert,
+    .accumulate = accumulate,
+    .narrow_inplace = narrow_inplace,
+    .widen_inplace = widen_inplace,
+    .round_stochastic = round_stochastic,
+};
