@@ -45,19 +45,16 @@
  */
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <limits.h>
 #include <math.h>
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/plan.h"
 
-#define KT 32    /* rows of a shared tile: one per lane */
-#define WARPS 4  /* per block of the tiled kernels */
+#define KT DT_ATTN_KT
+#define WARPS DT_ATTN_WARPS
 #define FULL 0xffffffffu
 
-/* own rows per warp: fewer at D = 128, where each row takes 4 registers per lane */
-__host__ __device__ constexpr int rows_per_warp(int D) { return D == 128 ? 4 : 8; }
-constexpr int tile_bytes(int D) { return (int)sizeof(float) * 2 * KT * (D + 1); }
-static_assert(tile_bytes(128) + 2 * KT * (int)sizeof(float) <= 48 * 1024, "static shared memory over 48 KiB");
+static_assert(DT_ATTN_SMEM(128, true) <= 48 * 1024, "static shared memory over 48 KiB");
 
 __device__ static inline float warp_max(float x)
 {
@@ -84,12 +81,12 @@ __device__ static void load_tile(float (*tile)[D + 1], const float *base, size_t
 
 /* the warp's R rows from t0 into registers, lane holding columns lane + 32c; zeros past T and hs */
 template <int D>
-__device__ static void load_rows(float (&x)[rows_per_warp(D)][D / 32], const float *base, size_t ld, int t0, int T,
+__device__ static void load_rows(float (&x)[dt_attn_rows_per_warp(D)][D / 32], const float *base, size_t ld, int t0, int T,
                                  int hs)
 {
     int lane = threadIdx.x % 32;
 #pragma unroll
-    for (int i = 0; i < rows_per_warp(D); i++)
+    for (int i = 0; i < dt_attn_rows_per_warp(D); i++)
 #pragma unroll
         for (int c = 0; c < D / 32; c++) {
             int t = t0 + i, d = c * 32 + lane;
@@ -99,12 +96,12 @@ __device__ static void load_rows(float (&x)[rows_per_warp(D)][D / 32], const flo
 
 /* base[t*ld + d] += scale * x for the warp's rows below T and columns below hs */
 template <int D>
-__device__ static void add_rows(float *base, size_t ld, const float (&x)[rows_per_warp(D)][D / 32], float scale,
+__device__ static void add_rows(float *base, size_t ld, const float (&x)[dt_attn_rows_per_warp(D)][D / 32], float scale,
                                 int t0, int T, int hs)
 {
     int lane = threadIdx.x % 32;
 #pragma unroll
-    for (int i = 0; i < rows_per_warp(D); i++)
+    for (int i = 0; i < dt_attn_rows_per_warp(D); i++)
 #pragma unroll
         for (int c = 0; c < D / 32; c++) {
             int t = t0 + i, d = c * 32 + lane;
@@ -114,25 +111,25 @@ __device__ static void add_rows(float *base, size_t ld, const float (&x)[rows_pe
 
 /* s[i] = own row i . tile row `lane`, summed over d in order (the own row broadcast from its lanes) */
 template <int D>
-__device__ static void dots(float (&s)[rows_per_warp(D)], const float (&own)[rows_per_warp(D)][D / 32],
+__device__ static void dots(float (&s)[dt_attn_rows_per_warp(D)], const float (&own)[dt_attn_rows_per_warp(D)][D / 32],
                             const float (*tile)[D + 1])
 {
     int lane = threadIdx.x % 32;
 #pragma unroll
-    for (int i = 0; i < rows_per_warp(D); i++) s[i] = 0.0f;
+    for (int i = 0; i < dt_attn_rows_per_warp(D); i++) s[i] = 0.0f;
 #pragma unroll
     for (int c = 0; c < D / 32; c++)
 #pragma unroll 8
         for (int l = 0; l < 32; l++) {
             float t = tile[lane][c * 32 + l];
 #pragma unroll
-            for (int i = 0; i < rows_per_warp(D); i++) s[i] = fmaf(__shfl_sync(FULL, own[i][c], l), t, s[i]);
+            for (int i = 0; i < dt_attn_rows_per_warp(D); i++) s[i] = fmaf(__shfl_sync(FULL, own[i][c], l), t, s[i]);
         }
 }
 
 /* acc[i] += sum over tile rows j in order of f[i] (lane j's) * tile row j */
 template <int D>
-__device__ static void gather(float (&acc)[rows_per_warp(D)][D / 32], const float (&f)[rows_per_warp(D)],
+__device__ static void gather(float (&acc)[dt_attn_rows_per_warp(D)][D / 32], const float (&f)[dt_attn_rows_per_warp(D)],
                               const float (*tile)[D + 1])
 {
     int lane = threadIdx.x % 32;
@@ -142,7 +139,7 @@ __device__ static void gather(float (&acc)[rows_per_warp(D)][D / 32], const floa
         for (int c = 0; c < D / 32; c++) {
             float t = tile[j][c * 32 + lane];
 #pragma unroll
-            for (int i = 0; i < rows_per_warp(D); i++) acc[i][c] = fmaf(__shfl_sync(FULL, f[i], j), t, acc[i][c]);
+            for (int i = 0; i < dt_attn_rows_per_warp(D); i++) acc[i][c] = fmaf(__shfl_sync(FULL, f[i], j), t, acc[i][c]);
         }
 }
 
@@ -157,8 +154,7 @@ struct head {
 __device__ static inline head head_of(const float *qkv, int BH, int NH, int T, int C, int nblk, bool last_first)
 {
     head o;
-    o.bh = blockIdx.x % BH;
-    o.blk = last_first ? nblk - 1 - (int)(blockIdx.x / BH) : (int)(blockIdx.x / BH);
+    dt_attn_block(blockIdx.x, BH, nblk, last_first, &o.bh, &o.blk);
     o.b = o.bh / NH;
     o.h = o.bh % NH;
     o.q = qkv + (size_t)o.b * T * 3 * C + (size_t)o.h * (C / NH);
@@ -173,10 +169,10 @@ template <int D>
 __global__ static void __launch_bounds__(WARPS * 32)
     attention_forward_kernel(float *out, float *lse, const float *qkv, int BH, int NH, int T, int C, float scale)
 {
-    constexpr int R = rows_per_warp(D), NC = D / 32, ROWS = WARPS * R;
+    constexpr int R = dt_attn_rows_per_warp(D), NC = D / 32, ROWS = WARPS * R;
     __shared__ float ks[KT][D + 1], vs[KT][D + 1];
     int hs = C / NH, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    head hd = head_of(qkv, BH, NH, T, C, (T + ROWS - 1) / ROWS, true);
+    head hd = head_of(qkv, BH, NH, T, C, dt_attn_blocks_per_head(T, D), true);
     int q0 = hd.blk * ROWS, r0 = q0 + warp * R, last = min(q0 + ROWS, T) - 1;
     float q[R][NC], o[R][NC], m[R], l[R];
     load_rows<D>(q, hd.q, 3 * (size_t)C, r0, T, hs);
@@ -246,11 +242,11 @@ __global__ static void __launch_bounds__(WARPS * 32)
     attention_dkv_kernel(float *dqkv, const float *dout, const float *qkv, const float *lse, const float *drow, int BH,
                          int NH, int T, int C, float scale)
 {
-    constexpr int R = rows_per_warp(D), NC = D / 32, ROWS = WARPS * R;
+    constexpr int R = dt_attn_rows_per_warp(D), NC = D / 32, ROWS = WARPS * R;
     __shared__ float qs[KT][D + 1], gs[KT][D + 1]; /* 32 queries' q and dout */
     __shared__ float lse_s[KT], drow_s[KT];
     int hs = C / NH, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    head hd = head_of(qkv, BH, NH, T, C, (T + ROWS - 1) / ROWS, false);
+    head hd = head_of(qkv, BH, NH, T, C, dt_attn_blocks_per_head(T, D), false);
     int k0 = hd.blk * ROWS, j0 = k0 + warp * R;
     const float *dy = dout + (size_t)hd.b * T * C + (size_t)hd.h * hs;
     float k[R][NC], v[R][NC], dk[R][NC], dv[R][NC];
@@ -293,10 +289,10 @@ __global__ static void __launch_bounds__(WARPS * 32)
     attention_dq_kernel(float *dqkv, const float *dout, const float *qkv, const float *lse, const float *drow, int BH,
                         int NH, int T, int C, float scale)
 {
-    constexpr int R = rows_per_warp(D), NC = D / 32, ROWS = WARPS * R;
+    constexpr int R = dt_attn_rows_per_warp(D), NC = D / 32, ROWS = WARPS * R;
     __shared__ float ks[KT][D + 1], vs[KT][D + 1];
     int hs = C / NH, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    head hd = head_of(qkv, BH, NH, T, C, (T + ROWS - 1) / ROWS, true);
+    head hd = head_of(qkv, BH, NH, T, C, dt_attn_blocks_per_head(T, D), true);
     int q0 = hd.blk * ROWS, r0 = q0 + warp * R, last = min(q0 + ROWS, T) - 1;
     float q[R][NC], g[R][NC], dq[R][NC], lse_r[R], drow_r[R];
     load_rows<D>(q, hd.q, 3 * (size_t)C, r0, T, hs);
@@ -380,21 +376,11 @@ __global__ static void softmax_backward_kernel(float *datt, const float *att, in
 /* the shapes every path takes: B, T >= 0 (0: nothing to do), heads dividing C */
 static bool shape_ok(int B, int T, int C, int NH) { return B >= 0 && T >= 0 && NH > 0 && C > 0 && C % NH == 0; }
 
-/* D for a head size, 0 past what the fused kernels hold */
-static int padded(int hs) { return hs <= 32 ? 32 : hs <= 64 ? 64 : hs <= 128 ? 128 : 0; }
-
-/* the fused kernels' grid: B*NH heads times the blocks of own rows; 0 when over gridDim.x's limit */
-static unsigned fused_grid(int B, int T, int NH, int D)
-{
-    int rows = WARPS * rows_per_warp(D);
-    size_t n = (size_t)B * NH * (size_t)((T + rows - 1) / rows);
-    return n <= INT_MAX ? (unsigned)n : 0;
-}
 
 template <int D>
 static cudaError_t forward_launch(float *out, float *lse, const float *qkv, int B, int T, int C, int NH)
 {
-    unsigned grid = fused_grid(B, T, NH, D);
+    unsigned grid = dt_attn_grid(B, T, NH, D);
     if (!grid) return cudaErrorInvalidValue;
     attention_forward_kernel<D><<<grid, WARPS * 32>>>(out, lse, qkv, B * NH, NH, T, C, 1.0f / sqrtf((float)(C / NH)));
     return cudaGetLastError();
@@ -404,7 +390,7 @@ template <int D>
 static cudaError_t backward_launch(float *dqkv, const float *dout, const float *qkv, const float *lse,
                                    const float *drow, int B, int T, int C, int NH)
 {
-    unsigned grid = fused_grid(B, T, NH, D);
+    unsigned grid = dt_attn_grid(B, T, NH, D);
     if (!grid) return cudaErrorInvalidValue;
     float scale = 1.0f / sqrtf((float)(C / NH));
     attention_dkv_kernel<D><<<grid, WARPS * 32>>>(dqkv, dout, qkv, lse, drow, B * NH, NH, T, C, scale);
@@ -435,7 +421,7 @@ size_t dt_cuda_attention_scratch(int B, int NH, int T) { return (size_t)B * NH *
 cudaError_t dt_cuda_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH)
 {
     if (!shape_ok(B, T, C, NH)) return cudaErrorInvalidValue;
-    int D = padded(C / NH);
+    int D = dt_attn_padded(C / NH);
     if (!D) return cudaErrorInvalidValue;
     if (!B || !T) return cudaSuccess;
     return D == 32 ? forward_launch<32>(out, lse, qkv, B, T, C, NH)
@@ -447,7 +433,7 @@ cudaError_t dt_cuda_attention_backward(float *dqkv, const float *dout, const flo
                                        const float *lse, float *scratch, int B, int T, int C, int NH)
 {
     if (!shape_ok(B, T, C, NH)) return cudaErrorInvalidValue;
-    int D = padded(C / NH);
+    int D = dt_attn_padded(C / NH);
     if (!D) return cudaErrorInvalidValue;
     if (!B || !T) return cudaSuccess;
     size_t rows = (size_t)B * NH * T;

@@ -2,9 +2,8 @@
  * matmul.c - the matmuls through cuBLASLt, with the CPU kernels' row-major semantics (kernels.h):
  *   forward   out(BT,OC) = inp(BT,C) @ weight(OC,C)^T + bias(OC)          (bias fused: EPILOGUE_BIAS)
  *   backward  dinp += dout @ weight; dweight += dout^T @ inp; dbias += column sums of dout
- * cuBLASLt is column-major, and a row-major (R,K) matrix is a column-major (K,R) one, so each
- * product is taken transposed: out^T = weight . inp^T, dinp^T = weight^T . dout^T,
- * dweight^T = inp^T . dout. With lp (bf16, fp16) the operands are rounded into the context's
+ * cuBLASLt is column-major: plan.h turns each product into its gemm (tested without a GPU by
+ * tests/unit/test_cuda_plan.c). With lp (bf16, fp16) the operands are rounded into the context's
  * scratch by the cast kernel (the CPU's rounding) and multiplied with fp32 accumulation into fp32.
  * The state (the cuBLASLt handle, its workspace, the scratch) lives in a context, not in statics;
  * so does a cuBLAS handle, for the strided-batched gemms of attention's reference path.
@@ -17,6 +16,7 @@
 #include <stdlib.h>
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/plan.h"
 
 #define WORKSPACE (32u << 20) /* what cuBLASLt may use for its faster algorithms */
 
@@ -132,6 +132,14 @@ static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, co
     return e;
 }
 
+/* one of plan.h's gemms; operands[] by enum dt_mm_operand */
+static int run_plan(struct dt_cuda_ctx *c, const struct dt_gemm_plan *p, const void *const *operands, float *D,
+                    const float *bias, cudaDataType_t ab)
+{
+    return gemm(c, p->ta, p->tb, p->m, p->n, p->k, operands[p->a], p->lda, operands[p->b], p->ldb, D, p->ldd, p->beta,
+                bias, ab);
+}
+
 static cudaDataType_t ab_type(int lp) { return lp == DT_CUDA_BF16 ? CUDA_R_16BF : lp == DT_CUDA_F16 ? CUDA_R_16F : CUDA_R_32F; }
 
 int dt_cuda_matmul_forward(struct dt_cuda_ctx *c, float *out, const float *inp, const float *weight, const float *bias,
@@ -145,8 +153,10 @@ int dt_cuda_matmul_forward(struct dt_cuda_ctx *c, float *out, const float *inp, 
         if (!e) e = rounded(c, 1, inp, (size_t)BT * C, lp, &rb);
         a = ra, b = rb;
     }
-    /* out^T (OC,BT) = weight (OC,C) . inp^T (C,BT); weight is stored (C,OC) column-major */
-    if (!e) e = gemm(c, true, false, OC, BT, C, a, C, b, C, out, OC, 0.0f, bias, ab_type(lp));
+    struct dt_gemm_plan p[2];
+    dt_matmul_plans(false, BT, C, OC, p);
+    const void *in[] = {[DT_MM_INP] = b, [DT_MM_WEIGHT] = a};
+    if (!e) e = run_plan(c, &p[0], in, out, bias, ab_type(lp));
     return e;
 }
 
@@ -162,10 +172,11 @@ int dt_cuda_matmul_backward(struct dt_cuda_ctx *c, float *dinp, float *dweight, 
         if (!e) e = rounded(c, 2, dout, (size_t)BT * OC, lp, &rdy);
         w = rw, x = rx, dy = rdy;
     }
-    /* dinp^T (C,BT) += weight^T (C,OC) . dout^T (OC,BT) */
-    if (!e) e = gemm(c, false, false, C, BT, OC, w, C, dy, OC, dinp, C, 1.0f, NULL, ab_type(lp));
-    /* dweight^T (C,OC) += inp^T (C,BT) . dout (BT,OC); dout is stored (OC,BT) */
-    if (!e) e = gemm(c, false, true, C, OC, BT, x, C, dy, OC, dweight, C, 1.0f, NULL, ab_type(lp));
+    struct dt_gemm_plan p[2];
+    dt_matmul_plans(true, BT, C, OC, p);
+    const void *in[] = {[DT_MM_WEIGHT] = w, [DT_MM_INP] = x, [DT_MM_DOUT] = dy};
+    if (!e) e = run_plan(c, &p[0], in, dinp, NULL, ab_type(lp));
+    if (!e) e = run_plan(c, &p[1], in, dweight, NULL, ab_type(lp));
     /* the bias from fp32 dout, as the CPU sums it */
     if (!e && dbias) e = (int)dt_cuda_column_sums(dbias, dout, BT, OC);
     return e;
