@@ -257,7 +257,7 @@ static dt_status_t cmd_run(int argc, char **argv)
     }
     /* a worker from here on: a stop asked for now is kept for the first step boundary (signals.h);
      * before run.dir's lock, whose release on a fatal signal then stays out of the way */
-    dt_signals_catch();
+    DT_CHECK(dt_signals_catch());
     struct dt_world w;
     DT_CHECK(dt_world_discover(&w));
     dt_log_set_rank(w.rank, w.size); /* from here every line says which rank wrote it (log.h) */

@@ -4,7 +4,8 @@
  * terminal) are caught and only noted; the trainer makes every rank agree on
  * one step boundary through the all-reduce it does anyway, saves, and stops.
  * A second signal changes nothing (the save in progress goes on and stays
- * whole).
+ * whole). They are blocked in every thread and taken by one of their own
+ * (signals.c says why).
  */
 #ifndef DT_SIGNALS_H
 #define DT_SIGNALS_H
@@ -13,8 +14,9 @@
 #include "core/status.h"
 
 /* Catch the three from here on, for the rest of the process: a worker calls it first thing, before
- * MPI or the config (a signal forwarded then is noted, not fatal). */
-void dt_signals_catch(void);
+ * any other thread exists (MPI, OpenMP), so that all of them inherit the block; a signal forwarded
+ * during start-up is noted, not fatal. */
+dt_status_t dt_signals_catch(void);
 /* The first signal caught, 0 when none. */
 int dt_signals_pending(void);
 /* "SIGUSR1" */
