@@ -253,7 +253,7 @@ static const struct dt_key keys[] = {
       "event log (relative: under run.dir); null: none"),
     D("events.interval", events.interval, "10ba", DT_UNITS_TRAIN, "metrics every this long"),
     K("events.wall_clock_breakdown", DT_T_BOOL, events.wall_clock_breakdown, "false", 0, 0, 0,
-      "time forward/backward/comm/optimizer separately"),
+      "time forward/backward/comm/optimizer separately, and every kernel op"),
     K("events.peak_tflops", DT_T_FLOAT, events.peak_tflops, "0", 0, 1e6, 0,
       "peak TFLOP/s of one device, for MFU; 0: unknown (mfu null)"),
     K("events.webhook.url", DT_T_STR, events.webhook.url, NULL, 0, 0, DT_F_NULLABLE | DT_F_CREDENTIALS,

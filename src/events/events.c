@@ -259,6 +259,11 @@ dt_status_t dt_events_metrics(struct dt_events *ev, const struct dt_metrics *m)
         dt_json_num(j, "optimizer", m->optimizer_ms);
         dt_json_close(j);
     }
+    if (m->nops > 0) {
+        dt_json_obj(j, "op_ms");
+        for (int i = 0; i < m->nops; i++) dt_json_num(j, m->op_names[i], m->op_ms[i]);
+        dt_json_close(j);
+    }
     dt_json_int(j, "peak_memory_bytes", m->peak_memory_bytes);
     return send(ev, &(struct dt_event){.type = DT_EV_METRICS, .metrics = m, .step = m->step});
 }

@@ -46,6 +46,10 @@ struct dt_metrics {
     double step_ms; /* the slowest rank's */
     bool breakdown; /* forward/backward/comm/optimizer measured (events.wall_clock_breakdown) */
     double forward_ms, backward_ms, comm_ms, optimizer_ms;
+    /* and op by op (kernels/profile.h): nops names and their ms per step */
+    int nops;
+    const char *const *op_names;
+    const double *op_ms;
     int64_t peak_memory_bytes; /* resident set high-water mark of this process */
 };
 

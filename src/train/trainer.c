@@ -23,9 +23,11 @@
 #include "model/mlp.h"
 #include "optim/optimizer.h"
 #include "kernels/backend.h"
+#include "kernels/profile.h"
 #include "optim/sched.h"
 #include "precision/policy.h"
 #include "strategy/strategy.h"
+#include "train/breakdown.h"
 #include "train/shapes.h"
 #include "train/signals.h"
 #include "train/trainer_impl.h"
@@ -142,6 +144,7 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     tr->gas = (int)cfg->compute.gradient_accumulation_steps;
     if (tr->k->init) tr->k->init();
     DT_CHECK(tr->k->ctx_create(tr->device, &tr->kc));
+    if (cfg->events.wall_clock_breakdown) DT_CHECK(dt_kprofile_wrap(&tr->k, &tr->kc));
     DT_CHECK(dt_dataset_open(&tr->train, cfg, false));
     if (cfg->data.val || !cfg->data.train) DT_CHECK(dt_dataset_open(&tr->val, cfg, true));
 
@@ -290,6 +293,16 @@ static dt_status_t report(struct trainer *tr, int64_t step, double loss, double 
     getrusage(RUSAGE_SELF, &ru);
     double slowest[2] = {interval_s / (double)interval_steps * 1e3, (double)ru.ru_maxrss * 1024};
     DT_CHECK(dt_strategy_max(tr->strategy, slowest, 2));
+    double op_ms[DT_KPROFILE_MAX];
+    bool ops = cfg->events.wall_clock_breakdown;
+    /* the run's first step reported alone is its warm-up (page faults, oneDNN's JIT): not in the
+     * end-of-run table */
+    bool warmup = step + 1 == interval_steps && interval_steps == 1 && tr->steps > 1;
+    if (ops) dt_breakdown_interval(tr->kc, interval_steps, op_ms, !warmup);
+    if (!warmup) {
+        tr->train_s += interval_s;
+        tr->train_steps += interval_steps;
+    }
     if (tr->rank != 0) return DT_SUCCESS;
     double samples_per_step = (double)cfg->resolved.global_batch, per = 1e3 / (double)interval_steps;
     struct dt_metrics m = {
@@ -302,6 +315,12 @@ static dt_status_t report(struct trainer *tr, int64_t step, double loss, double 
         .step_ms = slowest[0], .peak_memory_bytes = (int64_t)slowest[1],
         .breakdown = cfg->events.wall_clock_breakdown, .forward_ms = tr->t_forward * per,
         .backward_ms = tr->t_backward * per, .comm_ms = tr->t_comm * per, .optimizer_ms = tr->t_optimizer * per};
+    if (ops) {
+        const struct dt_kprofile *p = dt_kprofile_of(tr->kc);
+        m.nops = p->n;
+        m.op_names = p->name;
+        m.op_ms = op_ms;
+    }
     m.mfu = cfg->events.peak_tflops > 0 ? tr->model->flops_per_token * m.tokens_per_s /
                                               (cfg->events.peak_tflops * 1e12 * tr->world)
                                         : NAN;
@@ -408,6 +427,7 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
                 s->val_loss = res->val_loss;
                 if (tr->rank == 0) DT_CHECK(dt_events_eval(&tr->events, step + 1, res->val_loss));
                 since = dt_now(); /* validation is not training time */
+                if (cfg->events.wall_clock_breakdown) dt_breakdown_skip(tr->kc);
             }
         }
         bool stop = v[1] > 0;
@@ -425,6 +445,7 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
         }
     }
     if (tr->pending) DT_CHECK(dt_train_ckpt_finish(tr));
+    if (cfg->events.wall_clock_breakdown && tr->rank == 0) dt_breakdown_log(tr->kc, tr->train_steps, tr->train_s);
     double secs = dt_now() - start;
     int64_t run = tr->state.step - first_step;
     res->tokens_per_s = secs > 0 ? (double)run * gb * tr->T / secs : 0;

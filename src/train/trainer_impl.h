@@ -46,6 +46,8 @@ struct trainer {
     int64_t step;           /* the step in progress, for run_failed */
     /* seconds spent in each part of the step since the last metrics record */
     double t_forward, t_backward, t_comm, t_optimizer;
+    double train_s;      /* seconds of the steps reported so far (metrics intervals) */
+    int64_t train_steps; /* and how many */
     /* checkpoints */
     char ckpt_dir[4096];
     char resumed[4096]; /* the checkpoint this run resumed from ("": none) */

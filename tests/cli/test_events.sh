@@ -224,6 +224,17 @@ last=$(grep '"type":"metrics"' w/events.jsonl | tail -1)
 parts=$(sed 's/.*"step_ms":\([0-9.e+-]*\),"step_ms_breakdown":{"forward":\([0-9.e+-]*\),"backward":\([0-9.e+-]*\),"comm":\([0-9.e+-]*\),"optimizer":\([0-9.e+-]*\)}.*/\1 \2 \3 \4 \5/' <<<"$last")
 awk -v p="$parts" 'BEGIN { split(p, a, " "); s = a[2] + a[3] + a[4] + a[5]; exit !(s <= a[1] * 1.001 && s >= 0.6 * a[1]) }' &&
     ok "forward + backward + comm + optimizer make up the step ($parts)" || not_ok "breakdown: $parts" "$last"
+# op by op (kernels/profile.h): every op's ms inside the step's, the matmuls and the optimizer among them
+ops=$($PY -c '
+import json, sys
+m = json.loads(sys.argv[1])
+o = m["op_ms"]
+print(len(o), sum(o.values()) <= m["step_ms"] * 1.001, all(o[k] > 0 for k in ("matmul_forward", "matmul_backward", "adamw", "layernorm_forward", "attention_backward")))' "$last")
+same "op_ms: 32 ops, inside the step, the ones a GPT step runs measured" "$ops" "32 True True"
+table=$(sed -n '/wall clock per step by op/,/(outside the ops)/p' <<<"$err")
+has "the run ends with the table" "$table" "dtrun: wall clock per step by op (events.wall_clock_breakdown), over 19 steps of "
+[ "$(grep -cE '^  [a-z_]+ +[0-9.]+ ms +[0-9.]+%  +[0-9.]+ calls$' <<<"$table")" -ge 10 ] && has "... slowest first, outside the ops last" "$table" "(outside the ops)" ||
+    not_ok "the table has fewer than 10 op lines" "$table"
 if "$DTRUN" --version | grep -q '^comm: mpi'; then
     receiver ok --out ddp.jsonl
     run "dtrun -n 2 with the webhook" 0 timeout 300 "$DTRUN" -n 2 "${tiny[@]}" run.max_duration=30ba run.dir=ddp \

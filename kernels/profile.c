@@ -1,0 +1,390 @@
+/*
+ * profile.c - see profile.h: a table whose ops run another table's and add up their wall time.
+ * Every wrapper below has the one shape; the table is a copy of the inner one with the ops (and
+ * zero and copy, passes over memory too) replaced, so the slots that take no context
+ * (attention_saved, attention_scratch) and the memory slots are the inner table's own.
+ */
+#include <stdlib.h>
+#include "core/clock.h"
+#include "core/error.h"
+#include "kernels/profile.h"
+
+enum {
+    OP_matmul_forward,
+    OP_matmul_backward,
+    OP_matmul_forward_lp,
+    OP_matmul_backward_lp,
+    OP_cast_to_lp,
+    OP_cast_from_lp,
+    OP_round_lp,
+    OP_layernorm_forward,
+    OP_layernorm_backward,
+    OP_attention_forward,
+    OP_attention_backward,
+    OP_gelu_forward,
+    OP_gelu_backward,
+    OP_residual_forward,
+    OP_position_forward,
+    OP_rows_forward,
+    OP_position_backward,
+    OP_rows_add,
+    OP_softmax_xent,
+    OP_softmax_xent_lp,
+    OP_adamw,
+    OP_sgd,
+    OP_mse,
+    OP_sumsq,
+    OP_nonfinite,
+    OP_convert,
+    OP_accumulate,
+    OP_narrow_inplace,
+    OP_widen_inplace,
+    OP_round_stochastic,
+    OP_zero,
+    OP_copy,
+    OP_N
+};
+_Static_assert(OP_N <= DT_KPROFILE_MAX, "profile.h's DT_KPROFILE_MAX holds every op");
+
+static const char *const op_names[OP_N] = {
+    "matmul_forward",
+    "matmul_backward",
+    "matmul_forward_lp",
+    "matmul_backward_lp",
+    "cast_to_lp",
+    "cast_from_lp",
+    "round_lp",
+    "layernorm_forward",
+    "layernorm_backward",
+    "attention_forward",
+    "attention_backward",
+    "gelu_forward",
+    "gelu_backward",
+    "residual_forward",
+    "position_forward",
+    "rows_forward",
+    "position_backward",
+    "rows_add",
+    "softmax_xent",
+    "softmax_xent_lp",
+    "adamw",
+    "sgd",
+    "mse",
+    "sumsq",
+    "nonfinite",
+    "convert",
+    "accumulate",
+    "narrow_inplace",
+    "widen_inplace",
+    "round_stochastic",
+    "zero",
+    "copy",
+};
+
+/* the context: the inner table and its context, this table, the sums */
+struct pctx {
+    const struct dt_kernels *k;
+    struct dt_kctx *inner;
+    struct dt_kernels table;
+    struct dt_kprofile prof;
+};
+
+static struct pctx *P(struct dt_kctx *kc) { return (struct pctx *)kc; }
+
+static void took(struct dt_kctx *kc, int op, double t0)
+{
+    double dt = dt_now() - t0;
+    struct dt_kprofile *p = &P(kc)->prof;
+    p->secs[op] += dt;
+    p->total[op] += dt;
+    p->calls[op]++;
+    p->calls_total[op]++;
+}
+
+static void p_matmul_forward(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias,
+                             int BT, int C, int OC)
+{
+    double t0 = dt_now();
+    P(kc)->k->matmul_forward(P(kc)->inner, out, inp, weight, bias, BT, C, OC);
+    took(kc, OP_matmul_forward, t0);
+}
+static void p_matmul_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
+                              const float *inp, const float *weight, int BT, int C, int OC)
+{
+    double t0 = dt_now();
+    P(kc)->k->matmul_backward(P(kc)->inner, dinp, dweight, dbias, dout, inp, weight, BT, C, OC);
+    took(kc, OP_matmul_backward, t0);
+}
+static void p_matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias,
+                                int BT, int C, int OC, enum dt_dtype lp)
+{
+    double t0 = dt_now();
+    P(kc)->k->matmul_forward_lp(P(kc)->inner, out, inp, weight, bias, BT, C, OC, lp);
+    took(kc, OP_matmul_forward_lp, t0);
+}
+static void p_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
+                                 const float *inp, const float *weight, int BT, int C, int OC, enum dt_dtype lp)
+{
+    double t0 = dt_now();
+    P(kc)->k->matmul_backward_lp(P(kc)->inner, dinp, dweight, dbias, dout, inp, weight, BT, C, OC, lp);
+    took(kc, OP_matmul_backward_lp, t0);
+}
+static void p_cast_to_lp(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t)
+{
+    double t0 = dt_now();
+    P(kc)->k->cast_to_lp(P(kc)->inner, dst, src, n, t);
+    took(kc, OP_cast_to_lp, t0);
+}
+static void p_cast_from_lp(struct dt_kctx *kc, float *dst, const uint16_t *src, size_t n, enum dt_dtype t)
+{
+    double t0 = dt_now();
+    P(kc)->k->cast_from_lp(P(kc)->inner, dst, src, n, t);
+    took(kc, OP_cast_from_lp, t0);
+}
+static void p_round_lp(struct dt_kctx *kc, float *dst, const float *src, size_t n, enum dt_dtype t)
+{
+    double t0 = dt_now();
+    P(kc)->k->round_lp(P(kc)->inner, dst, src, n, t);
+    took(kc, OP_round_lp, t0);
+}
+static void p_layernorm_forward(struct dt_kctx *kc, float *out, float *mean, float *rstd, const float *inp,
+                                const float *weight, const float *bias, int BT, int C)
+{
+    double t0 = dt_now();
+    P(kc)->k->layernorm_forward(P(kc)->inner, out, mean, rstd, inp, weight, bias, BT, C);
+    took(kc, OP_layernorm_forward, t0);
+}
+static void p_layernorm_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
+                                 const float *inp, const float *weight, const float *mean, const float *rstd, int BT,
+                                 int C)
+{
+    double t0 = dt_now();
+    P(kc)->k->layernorm_backward(P(kc)->inner, dinp, dweight, dbias, dout, inp, weight, mean, rstd, BT, C);
+    took(kc, OP_layernorm_backward, t0);
+}
+static void p_attention_forward(struct dt_kctx *kc, float *out, float *att, const float *qkv, int B, int T, int C,
+                                int NH)
+{
+    double t0 = dt_now();
+    P(kc)->k->attention_forward(P(kc)->inner, out, att, qkv, B, T, C, NH);
+    took(kc, OP_attention_forward, t0);
+}
+static void p_attention_backward(struct dt_kctx *kc, float *dqkv, const float *dout, const float *qkv, const float *out,
+                                 const float *att, float *scratch, int B, int T, int C, int NH)
+{
+    double t0 = dt_now();
+    P(kc)->k->attention_backward(P(kc)->inner, dqkv, dout, qkv, out, att, scratch, B, T, C, NH);
+    took(kc, OP_attention_backward, t0);
+}
+static void p_gelu_forward(struct dt_kctx *kc, float *out, const float *inp, size_t N)
+{
+    double t0 = dt_now();
+    P(kc)->k->gelu_forward(P(kc)->inner, out, inp, N);
+    took(kc, OP_gelu_forward, t0);
+}
+static void p_gelu_backward(struct dt_kctx *kc, float *dinp, const float *inp, const float *dout, size_t N)
+{
+    double t0 = dt_now();
+    P(kc)->k->gelu_backward(P(kc)->inner, dinp, inp, dout, N);
+    took(kc, OP_gelu_backward, t0);
+}
+static void p_residual_forward(struct dt_kctx *kc, float *out, const float *a, const float *b, size_t N)
+{
+    double t0 = dt_now();
+    P(kc)->k->residual_forward(P(kc)->inner, out, a, b, N);
+    took(kc, OP_residual_forward, t0);
+}
+static void p_position_forward(struct dt_kctx *kc, float *out, const float *wpe, int B, int T, int C)
+{
+    double t0 = dt_now();
+    P(kc)->k->position_forward(P(kc)->inner, out, wpe, B, T, C);
+    took(kc, OP_position_forward, t0);
+}
+static void p_rows_forward(struct dt_kctx *kc, float *out, const int32_t *inp, const float *table, int v0, int nv, int n,
+                           int C)
+{
+    double t0 = dt_now();
+    P(kc)->k->rows_forward(P(kc)->inner, out, inp, table, v0, nv, n, C);
+    took(kc, OP_rows_forward, t0);
+}
+static void p_position_backward(struct dt_kctx *kc, float *dwpe, const float *dout, int B, int T, int C)
+{
+    double t0 = dt_now();
+    P(kc)->k->position_backward(P(kc)->inner, dwpe, dout, B, T, C);
+    took(kc, OP_position_backward, t0);
+}
+static void p_rows_add(struct dt_kctx *kc, void *dst, enum dt_dtype t, size_t lo, size_t n, const int32_t *rows,
+                       const float *vals, int nrows, int width)
+{
+    double t0 = dt_now();
+    P(kc)->k->rows_add(P(kc)->inner, dst, t, lo, n, rows, vals, nrows, width);
+    took(kc, OP_rows_add, t0);
+}
+static float p_softmax_xent(struct dt_kctx *kc, float *losses, float *logits, const int32_t *targets, float dloss,
+                            int BT, int V, int vb)
+{
+    double t0 = dt_now();
+    float r = P(kc)->k->softmax_xent(P(kc)->inner, losses, logits, targets, dloss, BT, V, vb);
+    took(kc, OP_softmax_xent, t0);
+    return r;
+}
+static float p_softmax_xent_lp(struct dt_kctx *kc, float *losses, uint16_t *logits, const int32_t *targets, float dloss,
+                               int BT, int V, int vb, enum dt_dtype t)
+{
+    double t0 = dt_now();
+    float r = P(kc)->k->softmax_xent_lp(P(kc)->inner, losses, logits, targets, dloss, BT, V, vb, t);
+    took(kc, OP_softmax_xent_lp, t0);
+    return r;
+}
+static void p_adamw(struct dt_kctx *kc, float *param, const float *grad, float gscale, float l2, float *m, float *v,
+                    size_t n, float lr, float beta1, float beta2, float eps, float wd, int t)
+{
+    double t0 = dt_now();
+    P(kc)->k->adamw(P(kc)->inner, param, grad, gscale, l2, m, v, n, lr, beta1, beta2, eps, wd, t);
+    took(kc, OP_adamw, t0);
+}
+static void p_sgd(struct dt_kctx *kc, float *param, const float *grad, float gscale, float *buf, size_t n, float lr,
+                  float momentum, int nesterov, float wd, int first_step)
+{
+    double t0 = dt_now();
+    P(kc)->k->sgd(P(kc)->inner, param, grad, gscale, buf, n, lr, momentum, nesterov, wd, first_step);
+    took(kc, OP_sgd, t0);
+}
+static float p_mse(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n)
+{
+    double t0 = dt_now();
+    float r = P(kc)->k->mse(P(kc)->inner, dout, out, target, dloss, n);
+    took(kc, OP_mse, t0);
+    return r;
+}
+static double p_sumsq(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n)
+{
+    double t0 = dt_now();
+    double r = P(kc)->k->sumsq(P(kc)->inner, x, t, n);
+    took(kc, OP_sumsq, t0);
+    return r;
+}
+static size_t p_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n)
+{
+    double t0 = dt_now();
+    size_t r = P(kc)->k->nonfinite(P(kc)->inner, x, t, n);
+    took(kc, OP_nonfinite, t0);
+    return r;
+}
+static void p_convert(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n)
+{
+    double t0 = dt_now();
+    P(kc)->k->convert(P(kc)->inner, dst, dt, src, st, n);
+    took(kc, OP_convert, t0);
+}
+static void p_accumulate(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n)
+{
+    double t0 = dt_now();
+    P(kc)->k->accumulate(P(kc)->inner, dst, dt, src, st, n);
+    took(kc, OP_accumulate, t0);
+}
+static void p_narrow_inplace(struct dt_kctx *kc, void *buf, size_t n, enum dt_dtype t)
+{
+    double t0 = dt_now();
+    P(kc)->k->narrow_inplace(P(kc)->inner, buf, n, t);
+    took(kc, OP_narrow_inplace, t0);
+}
+static void p_widen_inplace(struct dt_kctx *kc, void *buf, size_t n, enum dt_dtype t)
+{
+    double t0 = dt_now();
+    P(kc)->k->widen_inplace(P(kc)->inner, buf, n, t);
+    took(kc, OP_widen_inplace, t0);
+}
+static void p_round_stochastic(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, uint64_t seed,
+                               uint64_t index0)
+{
+    double t0 = dt_now();
+    P(kc)->k->round_stochastic(P(kc)->inner, dst, src, n, seed, index0);
+    took(kc, OP_round_stochastic, t0);
+}
+static void p_zero(struct dt_kctx *kc, void *p, size_t bytes)
+{
+    double t0 = dt_now();
+    P(kc)->k->zero(P(kc)->inner, p, bytes);
+    took(kc, OP_zero, t0);
+}
+static void p_copy(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind)
+{
+    double t0 = dt_now();
+    P(kc)->k->copy(P(kc)->inner, dst, src, bytes, kind);
+    took(kc, OP_copy, t0);
+}
+
+/* the memory and control slots: the inner table's, on its context */
+static void *p_alloc(struct dt_kctx *kc, size_t bytes) { return P(kc)->k->alloc(P(kc)->inner, bytes); }
+static void p_free(struct dt_kctx *kc, void *p) { P(kc)->k->free(P(kc)->inner, p); }
+static void *p_host_alloc(struct dt_kctx *kc, size_t bytes) { return P(kc)->k->host_alloc(P(kc)->inner, bytes); }
+static void p_host_free(struct dt_kctx *kc, void *p) { P(kc)->k->host_free(P(kc)->inner, p); }
+static dt_status_t p_synchronize(struct dt_kctx *kc, int64_t step) { return P(kc)->k->synchronize(P(kc)->inner, step); }
+static void p_describe(struct dt_kctx *kc, char *buf, size_t n, enum dt_dtype compute)
+{
+    P(kc)->k->describe(P(kc)->inner, buf, n, compute);
+}
+static void p_ctx_destroy(struct dt_kctx *kc)
+{
+    if (!kc) return;
+    P(kc)->k->ctx_destroy(P(kc)->inner);
+    free(kc);
+}
+
+dt_status_t dt_kprofile_wrap(const struct dt_kernels **k, struct dt_kctx **kc)
+{
+    struct pctx *c = calloc(1, sizeof *c);
+    if (!c) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the op profile");
+    c->k = *k;
+    c->inner = *kc;
+    c->prof.n = OP_N;
+    for (int i = 0; i < OP_N; i++) c->prof.name[i] = op_names[i];
+    struct dt_kernels *t = &c->table;
+    *t = **k;
+    t->ctx_create = NULL; /* a profile wraps a context made by the inner table */
+    t->ctx_destroy = p_ctx_destroy;
+    t->alloc = p_alloc;
+    t->free = p_free;
+    t->host_alloc = p_host_alloc;
+    t->host_free = p_host_free;
+    t->synchronize = p_synchronize;
+    t->describe = p_describe;
+    t->zero = p_zero;
+    t->copy = p_copy;
+    t->matmul_forward = p_matmul_forward;
+    t->matmul_backward = p_matmul_backward;
+    t->matmul_forward_lp = p_matmul_forward_lp;
+    t->matmul_backward_lp = p_matmul_backward_lp;
+    t->cast_to_lp = p_cast_to_lp;
+    t->cast_from_lp = p_cast_from_lp;
+    t->round_lp = p_round_lp;
+    t->layernorm_forward = p_layernorm_forward;
+    t->layernorm_backward = p_layernorm_backward;
+    t->attention_forward = p_attention_forward;
+    t->attention_backward = p_attention_backward;
+    t->gelu_forward = p_gelu_forward;
+    t->gelu_backward = p_gelu_backward;
+    t->residual_forward = p_residual_forward;
+    t->position_forward = p_position_forward;
+    t->rows_forward = p_rows_forward;
+    t->position_backward = p_position_backward;
+    t->rows_add = p_rows_add;
+    t->softmax_xent = p_softmax_xent;
+    t->softmax_xent_lp = p_softmax_xent_lp;
+    t->adamw = p_adamw;
+    t->sgd = p_sgd;
+    t->mse = p_mse;
+    t->sumsq = p_sumsq;
+    t->nonfinite = p_nonfinite;
+    t->convert = p_convert;
+    t->accumulate = p_accumulate;
+    t->narrow_inplace = p_narrow_inplace;
+    t->widen_inplace = p_widen_inplace;
+    t->round_stochastic = p_round_stochastic;
+    *k = t;
+    *kc = (struct dt_kctx *)c;
+    return DT_SUCCESS;
+}
+
+struct dt_kprofile *dt_kprofile_of(struct dt_kctx *kc) { return &P(kc)->prof; }

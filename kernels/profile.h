@@ -1,0 +1,29 @@
+/*
+ * profile.h - where a step's time goes, op by op (events.wall_clock_breakdown): a kernel table
+ * that runs another one's ops and adds up each one's wall time and calls. The names are the
+ * table's slots, so the direction is in them (matmul_forward, matmul_backward, ...). On a GPU an
+ * op's time is its launch's unless the op waits for its result (the losses, the norms).
+ */
+#ifndef DT_KPROFILE_H
+#define DT_KPROFILE_H
+
+#include <stdint.h>
+#include "kernels/kernels.h"
+
+#define DT_KPROFILE_MAX 40
+
+struct dt_kprofile {
+    int n;
+    const char *name[DT_KPROFILE_MAX];
+    double secs[DT_KPROFILE_MAX];  /* since the caller last zeroed them (a metrics interval) */
+    double total[DT_KPROFILE_MAX]; /* since the wrap */
+    int64_t calls[DT_KPROFILE_MAX], calls_total[DT_KPROFILE_MAX]; /* the same two ways */
+};
+
+/* Replace *k and *kc (a context *k made) by the profiling table and its context; destroying that
+ * context destroys the inner one. */
+dt_status_t dt_kprofile_wrap(const struct dt_kernels **k, struct dt_kctx **kc);
+/* The sums of a context dt_kprofile_wrap made. */
+struct dt_kprofile *dt_kprofile_of(struct dt_kctx *kc);
+
+#endif
