@@ -243,6 +243,22 @@ static size_t nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size
     CALL(kc, sumsq_nonfinite, x, (int)t, n, &s, &bad);
     return bad;
 }
+/* three of the module's reads of disjoint parts: one read of x in all */
+static double sumsq_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n, size_t lo, size_t sn,
+                              size_t *bad)
+{
+    const char *b = x;
+    size_t esz = dt_dtype_size(t), hi = lo + sn, nb = 0;
+    double s = 0, other = 0;
+    *bad = 0;
+    if (sn) CALL(kc, sumsq_nonfinite, b + lo * esz, (int)t, sn, &s, bad);
+    if (lo) CALL(kc, sumsq_nonfinite, b, (int)t, lo, &other, &nb);
+    *bad += nb;
+    nb = 0;
+    if (n > hi) CALL(kc, sumsq_nonfinite, b + hi * esz, (int)t, n - hi, &other, &nb);
+    *bad += nb;
+    return s;
+}
 static void convert(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n)
 {
     CALL(kc, convert, dst, (int)dt, src, (int)st, n, 0);
@@ -304,6 +320,7 @@ const struct dt_kernels dt_kernels_cuda = {
     .mse = mse,
     .sumsq = sumsq,
     .nonfinite = nonfinite,
+    .sumsq_nonfinite = sumsq_nonfinite,
     .convert = convert,
     .accumulate = accumulate,
     .narrow_inplace = narrow_inplace,

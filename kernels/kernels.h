@@ -131,6 +131,10 @@ struct dt_kernels {
     /* sum of squares, in double; number of inf/nan entries (x of type t) */
     double (*sumsq)(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n);
     size_t (*nonfinite)(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n);
+    /* Both in one read, as a step's gradient check wants them: the sum of squares of x[lo, lo + sn)
+     * (the part this rank counts), returned, and the inf/nan count of all of x[0, n) into *bad. */
+    double (*sumsq_nonfinite)(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n, size_t lo, size_t sn,
+                              size_t *bad);
     /* Between buffers of fp32, bf16 and fp16 (any two types): dst = src converted; dst += src (the sum
      * in fp32, rounded once). */
     void (*convert)(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n);

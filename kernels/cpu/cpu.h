@@ -55,6 +55,8 @@ void dt_cpu_sgd(struct dt_kctx *kc, float *param, const float *grad, float gscal
 float dt_cpu_mse(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n);
 double dt_cpu_sumsq(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n);
 size_t dt_cpu_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n);
+double dt_cpu_sumsq_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n, size_t lo, size_t sn,
+                              size_t *bad);
 void dt_cpu_convert(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n);
 void dt_cpu_accumulate(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n);
 void dt_cpu_narrow_inplace(struct dt_kctx *kc, void *buf, size_t n, enum dt_dtype t);

@@ -56,11 +56,12 @@ dt_status_t dt_engine_grad_norm(struct dt_engine *e, double *sumsq, bool *nonfin
     for (int i = 0; i < e->npieces; i++) {
         const struct piece *p = &e->pieces[i];
         const void *g = dt_engine_owned_grads(e, p);
-        v[1] += (double)e->k->nonfinite(e->kc, g, e->gdt, p->own_n);
-        size_t off = 0, n = p->own_n;
-        if (p->part && !first_replica) continue;
-        if (!p->part) dt_comm_part(p->n, e->world, e->rank, &off, &n);
-        v[0] += e->k->sumsq(e->kc, dt_engine_gat(e, dt_engine_owned_grads(e, p), off), e->gdt, n);
+        size_t off = 0, n = p->own_n, bad = 0;
+        if (p->part && !first_replica) n = 0;
+        else if (!p->part) dt_comm_part(p->n, e->world, e->rank, &off, &n);
+        /* the squares of this rank's part and the check of all it keeps, in one read */
+        v[0] += e->k->sumsq_nonfinite(e->kc, g, e->gdt, p->own_n, off, n, &bad);
+        v[1] += (double)bad;
     }
     if (e->comm) DT_CHECK(dt_comm_do(e->comm, dt_coll_allreduce(v, 2, DT_F64, DT_RED_SUM, "gradient norm")));
     *sumsq = v[0];

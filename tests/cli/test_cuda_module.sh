@@ -76,6 +76,7 @@ sgd sgd_kernel
 mse mse_partial_kernel
 sumsq sumsq_partial_kernel sumsq_final_kernel
 nonfinite sumsq_partial_kernel
+sumsq_nonfinite sumsq_partial_kernel sumsq_final_kernel
 convert convert_kernel
 accumulate convert_kernel
 narrow_inplace narrow_head_kernel narrow_pass_kernel

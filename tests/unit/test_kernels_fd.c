@@ -287,9 +287,18 @@ static void reductions(void **state)
     x[n - 1] = NAN;
     x[500] = -INFINITY;
     assert_int_equal(K->nonfinite(KC, x, DT_F32, n), 3);
+    /* both in one read: the squares of a middle part, the check of everything */
+    size_t bad = 0;
+    double part = K->sumsq_nonfinite(KC, x, DT_F32, n, 1000, 50000, &bad);
+    assert_int_equal(bad, 3);
+    assert_true(part == 25000.0 * 16 + 25000.0 * 9); /* [1000, 51000): 25000 even indices */
+    x[1500] = NAN;
+    assert_true(isnan(K->sumsq_nonfinite(KC, x, DT_F32, n, 1000, 50000, &bad)) && bad == 4);
+    x[1500] = -4.0f;
     uint16_t *h = malloc(n * sizeof *h);
     K->convert(KC, h, DT_F16, x, DT_F32, n);
     assert_int_equal(K->nonfinite(KC, h, DT_F16, n), 3);
+    assert_true(K->sumsq_nonfinite(KC, h, DT_F16, n, 8, 100, &bad) == 50.0 * 16 + 50.0 * 9 && bad == 3);
     free(h);
     float out[3] = {1, 2, 3}, target[3] = {1, 0, 6}, d[3];
     assert_true(K->mse(KC, d, out, target, 0.5f, 3) == (0 + 4 + 9) / 3.0f);
