@@ -18,16 +18,6 @@ bool dt_task_failed_wanted(int status, bool is_dtrun)
     return !is_dtrun && WIFEXITED(status) && WEXITSTATUS(status) != 0;
 }
 
-static void iso_time(double t, char *buf, size_t n)
-{
-    time_t s = (time_t)t;
-    struct tm tm;
-    gmtime_r(&s, &tm);
-    char head[32];
-    strftime(head, sizeof head, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, n, "%s.%03dZ", head, (int)((t - (double)s) * 1000) % 1000);
-}
-
 char *dt_task_failed_json(const struct dt_task_end *e, double now)
 {
     struct dt_json j = {0};
@@ -37,7 +27,8 @@ char *dt_task_failed_json(const struct dt_task_end *e, double now)
     snprintf(id, sizeof id, "slurm-%u-%u.%u-t%d", e->job, e->restart, e->step, e->task);
     dt_json_str(&j, "id", id);
     dt_json_str(&j, "type", "task_failed");
-    iso_time(now, t, sizeof t);
+    time_t s = (time_t)now;
+    dt_json_iso_time(s, (int)((now - (double)s) * 1000) % 1000, t, sizeof t);
     dt_json_str(&j, "time", t);
     dt_json_str(&j, "run_name", e->run_name);
     snprintf(job, sizeof job, "%u", e->job);

@@ -86,10 +86,7 @@ void dt_events_iso_now(char *buf, size_t n)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    size_t o = strftime(buf, n, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf + o, n - o, ".%03ldZ", ts.tv_nsec / 1000000);
+    dt_json_iso_time(ts.tv_sec, (int)(ts.tv_nsec / 1000000), buf, n);
 }
 
 static void head(struct dt_events *ev, enum dt_event_type t)

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "events/json.h"
 
 static void put(struct dt_json *j, const char *s, size_t n)
@@ -147,4 +148,13 @@ void dt_json_free(struct dt_json *j)
 {
     free(j->buf);
     *j = (struct dt_json){0};
+}
+
+void dt_json_iso_time(time_t s, int ms, char *buf, size_t n)
+{
+    struct tm tm;
+    gmtime_r(&s, &tm);
+    char head[32];
+    strftime(head, sizeof head, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf, n, "%s.%03dZ", head, ms);
 }

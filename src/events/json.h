@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #define DT_JSON_DEPTH 8
 
@@ -38,5 +39,8 @@ void dt_json_free(struct dt_json *j);
 void dt_json_quoted(struct dt_json *j, const char *s);
 /* Whether s[0..n) is one JSON document in UTF-8 (json_valid.c). */
 bool dt_json_valid(const char *s, size_t n);
+/* s seconds since the epoch and ms milliseconds as the records carry times:
+ * "2026-11-23T18:05:40.123Z", UTC; shared with the SPANK plugin's task_failed */
+void dt_json_iso_time(time_t s, int ms, char *buf, size_t n);
 
 #endif
