@@ -40,8 +40,8 @@ int main(int argc, char **argv)
                 double t0 = now();
                 if (lp) {
                     dt_cpu_bf16_gemm_select(kc, lp == 1);
-                    dt_cpu_matmul_forward_lp(kc, o, x, w, b, BT, C, OC, DT_BF16);
-                    dt_cpu_matmul_backward_lp(kc, dx, dw, db, o, x, w, BT, C, OC, DT_BF16);
+                    dt_cpu_matmul_forward_lp(kc, o, x, w, b, DT_F32, BT, C, OC, DT_BF16);
+                    dt_cpu_matmul_backward_lp(kc, dx, dw, db, o, x, w, DT_F32, BT, C, OC, DT_BF16);
                 } else {
                     dt_cpu_matmul_forward(kc, o, x, w, b, BT, C, OC);
                     dt_cpu_matmul_backward(kc, dx, dw, db, o, x, w, BT, C, OC);

@@ -47,8 +47,8 @@ t=$(torch_step_ms "${shape[@]}" 8)
 awk -v d="$d" -v t="$t" -v tok="$tokens" -v n="$n" -v c="$ceiling" 'BEGIN {
     dt = tok / (d / 1000); pt = tok / (t / 1000); g = 6 * n * dt / 1e9
     printf "124M shape (%.1fM parameters, B4 T64): dtrun %.1f tokens/s (%.0f ms/step), PyTorch %.1f tokens/s (%.0f ms/step)\n", n / 1e6, dt, d, pt, t
-    printf "124M ratio: dtrun / PyTorch = %.2fx (target >= 3x)\n", dt / pt
-    printf "124M dtrun achieved: %.1f GFLOP/s = %.0f%% of the sgemm ceiling (target >= 50%%)\n", g, 100 * g / c
+    printf "124M ratio: dtrun / PyTorch = %.2fx\n", dt / pt
+    printf "124M dtrun achieved: %.1f GFLOP/s = %.0f%% of the sgemm ceiling (target >= 75%%)\n", g, 100 * g / c
 }'
 
 tiny=(2 4 128 256 64 8)

@@ -113,24 +113,27 @@ static dt_status_t synchronize(struct dt_kctx *kc, int64_t step)
 static void matmul_forward(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias,
                            int BT, int Ch, int OC)
 {
-    note(kc, "matmul_forward", C(kc)->ops->matmul_forward(C(kc)->mm, out, inp, weight, bias, BT, Ch, OC, DT_F32));
+    note(kc, "matmul_forward",
+         C(kc)->ops->matmul_forward(C(kc)->mm, out, inp, weight, bias, DT_F32, BT, Ch, OC, DT_F32));
 }
 static void matmul_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
                             const float *inp, const float *weight, int BT, int Ch, int OC)
 {
     note(kc, "matmul_backward",
-         C(kc)->ops->matmul_backward(C(kc)->mm, dinp, dweight, dbias, dout, inp, weight, BT, Ch, OC, DT_F32));
+         C(kc)->ops->matmul_backward(C(kc)->mm, dinp, dweight, dbias, dout, inp, weight, DT_F32, BT, Ch, OC, DT_F32));
 }
-static void matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias,
-                              int BT, int Ch, int OC, enum dt_dtype lp)
+static void matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, const void *weight, const void *bias,
+                              enum dt_dtype wt, int BT, int Ch, int OC, enum dt_dtype lp)
 {
-    note(kc, "matmul_forward_lp", C(kc)->ops->matmul_forward(C(kc)->mm, out, inp, weight, bias, BT, Ch, OC, (int)lp));
+    note(kc, "matmul_forward_lp",
+         C(kc)->ops->matmul_forward(C(kc)->mm, out, inp, weight, bias, (int)wt, BT, Ch, OC, (int)lp));
 }
 static void matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
-                               const float *inp, const float *weight, int BT, int Ch, int OC, enum dt_dtype lp)
+                               const float *inp, const void *weight, enum dt_dtype wt, int BT, int Ch, int OC,
+                               enum dt_dtype lp)
 {
     note(kc, "matmul_backward_lp",
-         C(kc)->ops->matmul_backward(C(kc)->mm, dinp, dweight, dbias, dout, inp, weight, BT, Ch, OC, (int)lp));
+         C(kc)->ops->matmul_backward(C(kc)->mm, dinp, dweight, dbias, dout, inp, weight, (int)wt, BT, Ch, OC, (int)lp));
 }
 static void cast_to_lp(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t)
 {
@@ -185,10 +188,10 @@ static void position_forward(struct dt_kctx *kc, float *out, const float *wpe, i
 {
     CALL(kc, position_forward, out, wpe, B, T, Ch);
 }
-static void rows_forward(struct dt_kctx *kc, float *out, const int32_t *inp, const float *table, int v0, int nv, int n,
-                         int Ch)
+static void rows_forward(struct dt_kctx *kc, float *out, const int32_t *inp, const void *table, enum dt_dtype t, int v0,
+                         int nv, int n, int Ch)
 {
-    CALL(kc, rows_forward, out, inp, table, v0, nv, n, Ch);
+    CALL(kc, rows_forward, out, inp, table, (int)t, v0, nv, n, Ch);
 }
 static void position_backward(struct dt_kctx *kc, float *dwpe, const float *dout, int B, int T, int Ch)
 {
@@ -213,15 +216,16 @@ static float softmax_xent_lp(struct dt_kctx *kc, float *losses, uint16_t *logits
     CALL(kc, softmax_xent_lp, losses, logits, targets, dloss, BT, V, vb, (int)t, &mean);
     return mean;
 }
-static void adamw(struct dt_kctx *kc, float *param, const float *grad, float gscale, float l2, float *m, float *v,
-                  size_t n, float lr, float beta1, float beta2, float eps, float wd, int t)
+static void adamw(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtype gt, float gscale, float l2, float *m,
+                  float *v, size_t n, float lr, float beta1, float beta2, float eps, float wd, int t, void *plp,
+                  enum dt_dtype pt)
 {
-    CALL(kc, adamw, param, grad, gscale, l2, m, v, n, lr, beta1, beta2, eps, wd, t);
+    CALL(kc, adamw, param, grad, (int)gt, gscale, l2, m, v, n, lr, beta1, beta2, eps, wd, t, plp, (int)pt);
 }
-static void sgd(struct dt_kctx *kc, float *param, const float *grad, float gscale, float *buf, size_t n, float lr,
-                float momentum, int nesterov, float wd, int first_step)
+static void sgd(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtype gt, float gscale, float *buf, size_t n,
+                float lr, float momentum, int nesterov, float wd, int first_step, void *plp, enum dt_dtype pt)
 {
-    CALL(kc, sgd, param, grad, gscale, buf, n, lr, momentum, nesterov, wd, first_step);
+    CALL(kc, sgd, param, grad, (int)gt, gscale, buf, n, lr, momentum, nesterov, wd, first_step, plp, (int)pt);
 }
 static float mse(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n)
 {

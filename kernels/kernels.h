@@ -62,12 +62,15 @@ struct dt_kernels {
     /* dinp += dout @ weight; dweight += dout^T @ inp; dbias += sum_BT dout (dbias may be NULL) */
     void (*matmul_backward)(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                             const float *weight, int BT, int C, int OC);
-    /* The same two with inp, weight and dout rounded to lp (DT_BF16 or DT_F16, nearest even) and the
-     * products accumulated in fp32: the matmuls of mixed precision. */
-    void (*matmul_forward_lp)(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias, int BT, int C,
-                              int OC, enum dt_dtype lp);
-    void (*matmul_backward_lp)(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                               const float *weight, int BT, int C, int OC, enum dt_dtype lp);
+    /* The same two with inp and dout rounded to lp (DT_BF16 or DT_F16, nearest even) and the products
+     * accumulated in fp32: the matmuls of mixed precision. weight and bias are of type wt: DT_F32
+     * (rounded to lp here), or lp already (a strategy's 16-bit storage, read as it is: the weights
+     * are converted once per optimizer step, not once per use). */
+    void (*matmul_forward_lp)(struct dt_kctx *kc, float *out, const float *inp, const void *weight, const void *bias,
+                              enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype lp);
+    void (*matmul_backward_lp)(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
+                               const float *inp, const void *weight, enum dt_dtype wt, int BT, int C, int OC,
+                               enum dt_dtype lp);
     /* fp32 <-> bf16/fp16 (t), round to nearest even; round_lp: dst = src rounded to t, kept in fp32 */
     void (*cast_to_lp)(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t);
     void (*cast_from_lp)(struct dt_kctx *kc, float *dst, const uint16_t *src, size_t n, enum dt_dtype t);
@@ -77,9 +80,9 @@ struct dt_kernels {
                               const float *bias, int BT, int C);
     void (*layernorm_backward)(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, const float *mean, const float *rstd, int BT, int C);
-    /* Causal multi-head attention. qkv (B,T,3C) holds q|k|v; att keeps what backward needs,
-     * attention_saved floats per layer: the CPU keeps the softmax (B,NH,T,T), a fused GPU kernel
-     * only each row's log-sum-exp (B,NH,T). */
+    /* Causal multi-head attention, fused (flash attention's blocks and online softmax on both
+     * backends: the T x T matrix is never stored). qkv (B,T,3C) holds q|k|v; att keeps what
+     * backward needs, attention_saved floats per layer: each row's log-sum-exp (B,NH,T). */
     size_t (*attention_saved)(int B, int NH, int T);
     /* floats of scratch attention_backward needs (per call, covering every thread) */
     size_t (*attention_scratch)(int B, int NH, int T);
@@ -93,9 +96,10 @@ struct dt_kernels {
     void (*residual_forward)(struct dt_kctx *kc, float *out, const float *a, const float *b, size_t N);
     /* The embeddings, the token table possibly a block of rows at a time:
      * position_forward: out(B,T,C) = wpe[t]; rows_forward: out[i] += table[inp[i] - v0] for the n
-     * tokens in [v0, v0 + nv) (the table holds rows v0..v0+nv-1) */
+     * tokens in [v0, v0 + nv) (the table holds rows v0..v0+nv-1, of type t: fp32, bf16 or fp16) */
     void (*position_forward)(struct dt_kctx *kc, float *out, const float *wpe, int B, int T, int C);
-    void (*rows_forward)(struct dt_kctx *kc, float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C);
+    void (*rows_forward)(struct dt_kctx *kc, float *out, const int32_t *inp, const void *table, enum dt_dtype t, int v0,
+                         int nv, int n, int C);
     /* dwpe[t] += sum over b of dout(b,t) */
     void (*position_backward)(struct dt_kctx *kc, float *dwpe, const float *dout, int B, int T, int C);
     /* A table's gradient, row by row, into whatever range of it dst holds: dst (of type t) holds
@@ -118,14 +122,18 @@ struct dt_kernels {
      */
     float (*softmax_xent_lp)(struct dt_kctx *kc, float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V,
                              int vb, enum dt_dtype t);
-    /* AdamW on a slice with gradient g * gscale + l2 * param (gscale: the clipping factor, folded in to
+    /* AdamW on a slice of fp32 parameters with gradient g * gscale + l2 * param, g of type gt (fp32,
+     * bf16 or fp16: the strategy's storage, read as it is) (gscale: the clipping factor, folded in to
      * save a pass; l2: Adam's L2 penalty, 0 for AdamW); t is the 1-based step for bias correction;
-     * decoupled weight decay wd. */
-    void (*adamw)(struct dt_kctx *kc, float *param, const float *grad, float gscale, float l2, float *m, float *v, size_t n, float lr, float beta1,
-                  float beta2, float eps, float wd, int t);
-    /* SGD with momentum (PyTorch's formulation: buf = mu*buf + g; nesterov: g + mu*buf) and decoupled wd. */
-    void (*sgd)(struct dt_kctx *kc, float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
-                int nesterov, float wd, int first_step);
+     * decoupled weight decay wd. With plp not NULL the updated parameters are also written there
+     * rounded to pt (mixed precision's 16-bit working copy of fp32 master weights), in the same pass. */
+    void (*adamw)(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtype gt, float gscale, float l2, float *m,
+                  float *v, size_t n, float lr, float beta1, float beta2, float eps, float wd, int t, void *plp,
+                  enum dt_dtype pt);
+    /* SGD with momentum (PyTorch's formulation: buf = mu*buf + g; nesterov: g + mu*buf) and decoupled wd;
+     * grad, plp and pt as adamw's. */
+    void (*sgd)(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtype gt, float gscale, float *buf, size_t n,
+                float lr, float momentum, int nesterov, float wd, int first_step, void *plp, enum dt_dtype pt);
     /* Mean squared error over n values; dout = 2 (out - target) * dloss when dloss != 0. */
     float (*mse)(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n);
     /* sum of squares, in double; number of inf/nan entries (x of type t) */

@@ -117,18 +117,19 @@ static void p_matmul_backward(struct dt_kctx *kc, float *dinp, float *dweight, f
     P(kc)->k->matmul_backward(P(kc)->inner, dinp, dweight, dbias, dout, inp, weight, BT, C, OC);
     took(kc, OP_matmul_backward, t0);
 }
-static void p_matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias,
-                                int BT, int C, int OC, enum dt_dtype lp)
+static void p_matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, const void *weight, const void *bias,
+                                enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype lp)
 {
     double t0 = dt_now();
-    P(kc)->k->matmul_forward_lp(P(kc)->inner, out, inp, weight, bias, BT, C, OC, lp);
+    P(kc)->k->matmul_forward_lp(P(kc)->inner, out, inp, weight, bias, wt, BT, C, OC, lp);
     took(kc, OP_matmul_forward_lp, t0);
 }
 static void p_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
-                                 const float *inp, const float *weight, int BT, int C, int OC, enum dt_dtype lp)
+                                 const float *inp, const void *weight, enum dt_dtype wt, int BT, int C, int OC,
+                                 enum dt_dtype lp)
 {
     double t0 = dt_now();
-    P(kc)->k->matmul_backward_lp(P(kc)->inner, dinp, dweight, dbias, dout, inp, weight, BT, C, OC, lp);
+    P(kc)->k->matmul_backward_lp(P(kc)->inner, dinp, dweight, dbias, dout, inp, weight, wt, BT, C, OC, lp);
     took(kc, OP_matmul_backward_lp, t0);
 }
 static void p_cast_to_lp(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t)
@@ -202,11 +203,11 @@ static void p_position_forward(struct dt_kctx *kc, float *out, const float *wpe,
     P(kc)->k->position_forward(P(kc)->inner, out, wpe, B, T, C);
     took(kc, OP_position_forward, t0);
 }
-static void p_rows_forward(struct dt_kctx *kc, float *out, const int32_t *inp, const float *table, int v0, int nv, int n,
-                           int C)
+static void p_rows_forward(struct dt_kctx *kc, float *out, const int32_t *inp, const void *table, enum dt_dtype t,
+                           int v0, int nv, int n, int C)
 {
     double t0 = dt_now();
-    P(kc)->k->rows_forward(P(kc)->inner, out, inp, table, v0, nv, n, C);
+    P(kc)->k->rows_forward(P(kc)->inner, out, inp, table, t, v0, nv, n, C);
     took(kc, OP_rows_forward, t0);
 }
 static void p_position_backward(struct dt_kctx *kc, float *dwpe, const float *dout, int B, int T, int C)
@@ -238,18 +239,20 @@ static float p_softmax_xent_lp(struct dt_kctx *kc, float *losses, uint16_t *logi
     took(kc, OP_softmax_xent_lp, t0);
     return r;
 }
-static void p_adamw(struct dt_kctx *kc, float *param, const float *grad, float gscale, float l2, float *m, float *v,
-                    size_t n, float lr, float beta1, float beta2, float eps, float wd, int t)
+static void p_adamw(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtype gt, float gscale, float l2,
+                    float *m, float *v, size_t n, float lr, float beta1, float beta2, float eps, float wd, int t,
+                    void *plp, enum dt_dtype pt)
 {
     double t0 = dt_now();
-    P(kc)->k->adamw(P(kc)->inner, param, grad, gscale, l2, m, v, n, lr, beta1, beta2, eps, wd, t);
+    P(kc)->k->adamw(P(kc)->inner, param, grad, gt, gscale, l2, m, v, n, lr, beta1, beta2, eps, wd, t, plp, pt);
     took(kc, OP_adamw, t0);
 }
-static void p_sgd(struct dt_kctx *kc, float *param, const float *grad, float gscale, float *buf, size_t n, float lr,
-                  float momentum, int nesterov, float wd, int first_step)
+static void p_sgd(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtype gt, float gscale, float *buf,
+                  size_t n, float lr, float momentum, int nesterov, float wd, int first_step, void *plp,
+                  enum dt_dtype pt)
 {
     double t0 = dt_now();
-    P(kc)->k->sgd(P(kc)->inner, param, grad, gscale, buf, n, lr, momentum, nesterov, wd, first_step);
+    P(kc)->k->sgd(P(kc)->inner, param, grad, gt, gscale, buf, n, lr, momentum, nesterov, wd, first_step, plp, pt);
     took(kc, OP_sgd, t0);
 }
 static float p_mse(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n)

@@ -1,81 +1,153 @@
 /*
- * attention.c - causal multi-head self-attention. Per (batch, head) the score
- * and value products are sgemm calls on strided views into qkv (B,T,3C), run
- * one (b,h) per OpenMP thread; oneDNN runs single-threaded inside a parallel
- * region, so the pool is never oversubscribed.
+ * attention.c - causal multi-head self-attention, blocked as flash attention
+ * is (Dao et al. 2022): per (batch, head) the queries go QB rows at a time over
+ * the key blocks up to the diagonal with an online softmax (a running max and
+ * sum per row, the output rescaled as the max grows), so the T x T matrix never
+ * exists, in memory or in traffic. Forward keeps each row's log-sum-exp, which
+ * is all backward needs to recompute a block's probabilities exactly as forward
+ * had them. The products are sgemm calls on strided views into qkv (B,T,3C),
+ * one (b,h) per OpenMP thread (oneDNN runs single-threaded inside a parallel
+ * region, so the pool is never oversubscribed); a thread's blocks live on its
+ * stack and stay in cache.
  */
+#include <math.h>
 #include <omp.h>
 #include <string.h>
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/vmath.h"
 
-size_t dt_cpu_attention_saved(int B, int NH, int T) { return (size_t)B * NH * T * T; }
+/* rows of queries and of keys per block: 64 x 64 fp32 is 16 KiB, two of them sit in L1/L2 */
+#define QB 64
+#define KB QB /* equal, so a diagonal block's first key is never after its first query */
+
+size_t dt_cpu_attention_saved(int B, int NH, int T) { return (size_t)B * NH * T; }
 size_t dt_cpu_attention_scratch(int B, int NH, int T)
 {
-    (void)B, (void)NH;
-    return (size_t)2 * T * T * (size_t)omp_get_max_threads();
+    (void)B, (void)NH, (void)T;
+    return 0;
 }
 
-DT_CLONES void dt_cpu_attention_forward(struct dt_kctx *kc, float *out, float *att, const float *qkv, int B, int T, int C, int NH)
+/* P = exp(S - m_row) for the keys row r may see (j0 + c <= i0 + r), 0 beyond: the causal mask */
+static inline int visible(int i0, int r, int j0, int nk)
+{
+    int n = i0 + r - j0 + 1;
+    return n < nk ? n : nk;
+}
+
+DT_CLONES void dt_cpu_attention_forward(struct dt_kctx *kc, float *out, float *lse, const float *qkv, int B, int T,
+                                        int C, int NH)
 {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     #pragma omp parallel for collapse(2)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
+            float s[QB * KB], m[QB], l[QB];
             const float *q = qkv + (size_t)b * T * 3 * C + h * hs;
             const float *k = q + C, *v = q + 2 * C;
-            float *a = att + ((size_t)b * NH + h) * T * T;
-            dt_cpu_gemm('N', 'T', T, T, hs, scale, q, 3 * C, k, 3 * C, 0.0f, a, T);
-            for (int t = 0; t < T; t++) {
-                float *row = a + (size_t)t * T;
-                float mx = -INFINITY;
-                #pragma omp simd reduction(max : mx)
-                for (int u = 0; u <= t; u++) mx = row[u] > mx ? row[u] : mx;
-                float sum = 0;
-                #pragma omp simd reduction(+ : sum)
-                for (int u = 0; u <= t; u++) {
-                    row[u] = expf(row[u] - mx);
-                    sum += row[u];
+            float *o = out + (size_t)b * T * C + h * hs, *lrow = lse + ((size_t)b * NH + h) * T;
+            for (int i0 = 0; i0 < T; i0 += QB) {
+                int nq = T - i0 < QB ? T - i0 : QB;
+                for (int r = 0; r < nq; r++) m[r] = -INFINITY, l[r] = 0;
+                for (int j0 = 0; j0 <= i0; j0 += KB) {
+                    int nk = T - j0 < KB ? T - j0 : KB;
+                    dt_cpu_gemm('N', 'T', nq, nk, hs, scale, q + (size_t)i0 * 3 * C, 3 * C, k + (size_t)j0 * 3 * C,
+                                3 * C, 0.0f, s, KB);
+                    for (int r = 0; r < nq; r++) {
+                        float *row = s + (size_t)r * KB, *orow = o + (size_t)(i0 + r) * C;
+                        int n = visible(i0, r, j0, nk);
+                        float mx = m[r];
+                        #pragma omp simd reduction(max : mx)
+                        for (int c = 0; c < n; c++) mx = row[c] > mx ? row[c] : mx;
+                        float sum = 0;
+                        #pragma omp simd reduction(+ : sum)
+                        for (int c = 0; c < n; c++) {
+                            row[c] = expf(row[c] - mx);
+                            sum += row[c];
+                        }
+                        for (int c = n; c < nk; c++) row[c] = 0;
+                        /* the sums so far were taken against the old max: rescale them */
+                        float corr = j0 ? expf(m[r] - mx) : 0.0f;
+                        l[r] = l[r] * corr + sum;
+                        m[r] = mx;
+                        if (j0) {
+                            #pragma omp simd
+                            for (int d = 0; d < hs; d++) orow[d] *= corr;
+                        }
+                    }
+                    dt_cpu_gemm('N', 'N', nq, hs, nk, 1.0f, s, KB, v + (size_t)j0 * 3 * C, 3 * C, j0 ? 1.0f : 0.0f,
+                                o + (size_t)i0 * C, C);
                 }
-                float inv = 1.0f / sum;
-                for (int u = 0; u <= t; u++) row[u] *= inv;
-                for (int u = t + 1; u < T; u++) row[u] = 0;
+                for (int r = 0; r < nq; r++) {
+                    float *orow = o + (size_t)(i0 + r) * C, inv = 1.0f / l[r];
+                    #pragma omp simd
+                    for (int d = 0; d < hs; d++) orow[d] *= inv;
+                    lrow[i0 + r] = m[r] + logf(l[r]);
+                }
             }
-            dt_cpu_gemm('N', 'N', T, hs, T, 1.0f, a, T, v, 3 * C, 0.0f, out + (size_t)b * T * C + h * hs, C);
         }
     }
 }
 
-void dt_cpu_attention_backward(struct dt_kctx *kc, float *dqkv, const float *dout, const float *qkv, const float *out,
-                               const float *att, float *scratch,
-                               int B, int T, int C, int NH)
+/*
+ * Per query block i and key block j <= i, with P = exp(S - lse) recomputed:
+ *   dV_j += P^T dO_i;  dP = dO_i V_j^T;  dS = P (dP - D_i), D = rowsum(dO O);
+ *   dQ_i += scale dS K_j;  dK_j += scale dS^T Q_i.
+ * A (b,h) is one thread's, so its dK and dV sums need no atomics and keep one order.
+ */
+DT_CLONES void dt_cpu_attention_backward(struct dt_kctx *kc, float *dqkv, const float *dout, const float *qkv,
+                                         const float *out, const float *lse, float *scratch, int B, int T, int C,
+                                         int NH)
 {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     #pragma omp parallel for collapse(2)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
-            float *datt = scratch + (size_t)2 * T * T * omp_get_thread_num(), *dpre = datt + (size_t)T * T;
+            float p[QB * KB], dp[QB * KB], drow[QB];
             const float *q = qkv + (size_t)b * T * 3 * C + h * hs;
             const float *k = q + C, *v = q + 2 * C;
             float *dq = dqkv + (size_t)b * T * 3 * C + h * hs;
             float *dk = dq + C, *dv = dq + 2 * C;
-            const float *a = att + ((size_t)b * NH + h) * T * T;
-            const float *dy = dout + (size_t)b * T * C + h * hs;
-            dt_cpu_gemm('N', 'T', T, T, hs, 1.0f, dy, C, v, 3 * C, 0.0f, datt, T);
-            dt_cpu_gemm('T', 'N', T, hs, T, 1.0f, a, T, dy, C, 1.0f, dv, 3 * C);
-            for (int t = 0; t < T; t++) {
-                const float *ar = a + (size_t)t * T;
-                const float *dr = datt + (size_t)t * T;
-                float *pr = dpre + (size_t)t * T;
-                float dot = 0;
-                for (int u = 0; u <= t; u++) dot += ar[u] * dr[u];
-                for (int u = 0; u <= t; u++) pr[u] = ar[u] * (dr[u] - dot);
-                for (int u = t + 1; u < T; u++) pr[u] = 0;
+            const float *o = out + (size_t)b * T * C + h * hs, *dy = dout + (size_t)b * T * C + h * hs;
+            const float *lrow = lse + ((size_t)b * NH + h) * T;
+            for (int i0 = 0; i0 < T; i0 += QB) {
+                int nq = T - i0 < QB ? T - i0 : QB;
+                for (int r = 0; r < nq; r++) {
+                    const float *yr = dy + (size_t)(i0 + r) * C, *outr = o + (size_t)(i0 + r) * C;
+                    float d = 0;
+                    #pragma omp simd reduction(+ : d)
+                    for (int c = 0; c < hs; c++) d += yr[c] * outr[c];
+                    drow[r] = d;
+                }
+                for (int j0 = 0; j0 <= i0; j0 += KB) {
+                    int nk = T - j0 < KB ? T - j0 : KB;
+                    dt_cpu_gemm('N', 'T', nq, nk, hs, scale, q + (size_t)i0 * 3 * C, 3 * C, k + (size_t)j0 * 3 * C,
+                                3 * C, 0.0f, p, KB);
+                    for (int r = 0; r < nq; r++) {
+                        float *row = p + (size_t)r * KB, lr = lrow[i0 + r];
+                        int n = visible(i0, r, j0, nk);
+                        #pragma omp simd
+                        for (int c = 0; c < n; c++) row[c] = expf(row[c] - lr);
+                        for (int c = n; c < nk; c++) row[c] = 0;
+                    }
+                    dt_cpu_gemm('T', 'N', nk, hs, nq, 1.0f, p, KB, dy + (size_t)i0 * C, C, 1.0f,
+                                dv + (size_t)j0 * 3 * C, 3 * C);
+                    dt_cpu_gemm('N', 'T', nq, nk, hs, 1.0f, dy + (size_t)i0 * C, C, v + (size_t)j0 * 3 * C, 3 * C,
+                                0.0f, dp, KB);
+                    for (int r = 0; r < nq; r++) {
+                        float *pr = p + (size_t)r * KB;
+                        const float *dr = dp + (size_t)r * KB;
+                        float d = drow[r];
+                        #pragma omp simd
+                        for (int c = 0; c < nk; c++) pr[c] *= dr[c] - d; /* masked entries stay 0 */
+                    }
+                    dt_cpu_gemm('N', 'N', nq, hs, nk, scale, p, KB, k + (size_t)j0 * 3 * C, 3 * C, 1.0f,
+                                dq + (size_t)i0 * 3 * C, 3 * C);
+                    dt_cpu_gemm('T', 'N', nk, hs, nq, scale, p, KB, q + (size_t)i0 * 3 * C, 3 * C, 1.0f,
+                                dk + (size_t)j0 * 3 * C, 3 * C);
+                }
             }
-            dt_cpu_gemm('N', 'N', T, hs, T, scale, dpre, T, k, 3 * C, 1.0f, dq, 3 * C);
-            dt_cpu_gemm('T', 'N', T, hs, T, scale, dpre, T, q, 3 * C, 1.0f, dk, 3 * C);
         }
     }
 }

@@ -12,10 +12,11 @@ void dt_cpu_colsum(float *out, const float *x, int R, int C);
 void dt_cpu_matmul_forward(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias, int BT, int C, int OC);
 void dt_cpu_matmul_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                             const float *weight, int BT, int C, int OC);
-void dt_cpu_matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias, int BT, int C,
-                              int OC, enum dt_dtype t);
-void dt_cpu_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                               const float *weight, int BT, int C, int OC, enum dt_dtype t);
+void dt_cpu_matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, const void *weight, const void *bias,
+                              enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype t);
+void dt_cpu_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
+                               const float *inp, const void *weight, enum dt_dtype wt, int BT, int C, int OC,
+                               enum dt_dtype t);
 void dt_cpu_cast_to_lp(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t);
 void dt_cpu_cast_from_lp(struct dt_kctx *kc, float *dst, const uint16_t *src, size_t n, enum dt_dtype t);
 /* dst = src rounded to t, kept in fp32 (one pass) */
@@ -41,17 +42,19 @@ void dt_cpu_gelu_forward(struct dt_kctx *kc, float *out, const float *inp, size_
 void dt_cpu_gelu_backward(struct dt_kctx *kc, float *dinp, const float *inp, const float *dout, size_t N);
 void dt_cpu_residual_forward(struct dt_kctx *kc, float *out, const float *a, const float *b, size_t N);
 void dt_cpu_position_forward(struct dt_kctx *kc, float *out, const float *wpe, int B, int T, int C);
-void dt_cpu_rows_forward(struct dt_kctx *kc, float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C);
+void dt_cpu_rows_forward(struct dt_kctx *kc, float *out, const int32_t *inp, const void *table, enum dt_dtype t, int v0,
+                         int nv, int n, int C);
 void dt_cpu_position_backward(struct dt_kctx *kc, float *dwpe, const float *dout, int B, int T, int C);
 void dt_cpu_rows_add(struct dt_kctx *kc, void *dst, enum dt_dtype t, size_t lo, size_t n, const int32_t *rows, const float *vals,
                      int nrows, int width);
 float dt_cpu_softmax_xent(struct dt_kctx *kc, float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb);
 float dt_cpu_softmax_xent_lp(struct dt_kctx *kc, float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V,
                              int vb, enum dt_dtype t);
-void dt_cpu_adamw(struct dt_kctx *kc, float *param, const float *grad, float gscale, float l2, float *m, float *v, size_t n, float lr, float beta1,
-                  float beta2, float eps, float wd, int t);
-void dt_cpu_sgd(struct dt_kctx *kc, float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
-                int nesterov, float wd, int first_step);
+void dt_cpu_adamw(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtype gt, float gscale, float l2, float *m,
+                  float *v, size_t n, float lr, float beta1, float beta2, float eps, float wd, int t, void *plp,
+                  enum dt_dtype pt);
+void dt_cpu_sgd(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtype gt, float gscale, float *buf, size_t n,
+                float lr, float momentum, int nesterov, float wd, int first_step, void *plp, enum dt_dtype pt);
 float dt_cpu_mse(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n);
 double dt_cpu_sumsq(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n);
 size_t dt_cpu_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n);

@@ -19,16 +19,23 @@ void dt_cpu_position_forward(struct dt_kctx *kc, float *out, const float *wpe, i
         }
 }
 
-void dt_cpu_rows_forward(struct dt_kctx *kc, float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C)
+void dt_cpu_rows_forward(struct dt_kctx *kc, float *out, const int32_t *inp, const void *table, enum dt_dtype t, int v0,
+                         int nv, int n, int C)
 {
     #pragma omp parallel for
     for (int i = 0; i < n; i++) {
         int r = inp[i] - v0;
         if (r < 0 || r >= nv) continue;
         float *o = out + (size_t)i * C;
-        const float *te = table + (size_t)r * C;
-        #pragma omp simd
-        for (int c = 0; c < C; c++) o[c] += te[c];
+        size_t at = (size_t)r * C;
+        if (t == DT_F32) {
+            const float *te = (const float *)table + at;
+            #pragma omp simd
+            for (int c = 0; c < C; c++) o[c] += te[c];
+        } else {
+            const uint16_t *te = (const uint16_t *)table + at;
+            for (int c = 0; c < C; c++) o[c] += t == DT_BF16 ? dt_f32_from_bf16(te[c]) : dt_f32_from_f16(te[c]);
+        }
     }
 }
 

@@ -57,7 +57,7 @@ struct prim {
 
 /* the CPU backend's context (kernels.h): all of its state is this file's */
 struct dt_kctx {
-    struct scratch s_a, s_b, s_c, s_wa, s_wb, s_wc;
+    struct scratch s_a, s_b, s_c, s_wa, s_wb, s_wc, s_bias;
     int bf16_onednn;      /* -1: not chosen yet */
     const char *bf16_why; /* why bf16_onednn is what it is, for the log */
     char path[160];       /* dt_cpu_matmul_lp_path's answer */
@@ -82,7 +82,7 @@ dt_status_t dt_cpu_ctx_create(int device, struct dt_kctx **out)
 void dt_cpu_ctx_destroy(struct dt_kctx *kc)
 {
     if (!kc) return;
-    struct scratch *all[] = {&kc->s_a, &kc->s_b, &kc->s_c, &kc->s_wa, &kc->s_wb, &kc->s_wc};
+    struct scratch *all[] = {&kc->s_a, &kc->s_b, &kc->s_c, &kc->s_wa, &kc->s_wb, &kc->s_wc, &kc->s_bias};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->p);
 #ifdef HAVE_DNNL
     for (int i = 0; i < kc->ncache; i++) {
@@ -207,44 +207,71 @@ static bool widened(struct dt_kctx *kc, enum dt_dtype t)
     return true;
 }
 
-void dt_cpu_matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias, int BT, int C,
-                              int OC, enum dt_dtype t)
+/* The bias of a 16-bit weight (wt != DT_F32) widened into scratch; fp32 biases as they are. */
+static const float *bias_f32(struct dt_kctx *kc, const void *bias, enum dt_dtype wt, int OC)
 {
-    if (widened(kc, t)) {
-        float *x = grow(&kc->s_wa, (size_t)BT * C * 4), *w = grow(&kc->s_wb, (size_t)OC * C * 4);
-        dt_cpu_round_lp(kc, x, inp, (size_t)BT * C, t);
-        dt_cpu_round_lp(kc, w, weight, (size_t)OC * C, t);
-        dt_cpu_matmul_forward(kc, out, x, w, bias, BT, C, OC);
-        return;
-    }
-    uint16_t *x = grow(&kc->s_a, (size_t)BT * C * 2), *w = grow(&kc->s_b, (size_t)OC * C * 2);
-    dt_cpu_cast_to_lp(kc, x, inp, (size_t)BT * C, t);
-    dt_cpu_cast_to_lp(kc, w, weight, (size_t)OC * C, t);
-    if (bias) {
-        #pragma omp parallel for
-        for (int i = 0; i < BT; i++) memcpy(out + (size_t)i * OC, bias, (size_t)OC * sizeof *out);
-    }
-    gemm_lp(kc, t, 'N', 'T', BT, OC, C, x, C, w, C, bias != NULL, out, OC);
+    if (!bias || wt == DT_F32) return bias;
+    float *b = grow(&kc->s_bias, (size_t)OC * sizeof(float));
+    dt_cpu_cast_from_lp(kc, b, bias, (size_t)OC, wt);
+    return b;
 }
 
-void dt_cpu_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                               const float *weight, int BT, int C, int OC, enum dt_dtype t)
+/* The weight as the path multiplies it: rounded to t in fp32 scratch (sgemm), or in t (oneDNN); from
+ * fp32 (rounded here) or from 16-bit storage of type t (widened exactly, or used as it is). */
+static const float *weight_widened(struct dt_kctx *kc, const void *weight, enum dt_dtype wt, size_t n, enum dt_dtype t)
+{
+    float *w = grow(&kc->s_wb, n * sizeof(float));
+    if (wt == DT_F32) dt_cpu_round_lp(kc, w, weight, n, t);
+    else dt_cpu_convert(kc, w, DT_F32, weight, wt, n);
+    if (wt != DT_F32 && wt != t) dt_cpu_round_lp(kc, w, w, n, t);
+    return w;
+}
+
+static const uint16_t *weight_lp(struct dt_kctx *kc, const void *weight, enum dt_dtype wt, size_t n, enum dt_dtype t)
+{
+    if (wt == t) return weight;
+    uint16_t *w = grow(&kc->s_b, n * sizeof(uint16_t));
+    dt_cpu_convert(kc, w, t, weight, wt, n);
+    return w;
+}
+
+void dt_cpu_matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, const void *weight, const void *bias,
+                              enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype t)
+{
+    const float *b = bias_f32(kc, bias, wt, OC);
+    if (widened(kc, t)) {
+        float *x = grow(&kc->s_wa, (size_t)BT * C * 4);
+        dt_cpu_round_lp(kc, x, inp, (size_t)BT * C, t);
+        dt_cpu_matmul_forward(kc, out, x, weight_widened(kc, weight, wt, (size_t)OC * C, t), b, BT, C, OC);
+        return;
+    }
+    uint16_t *x = grow(&kc->s_a, (size_t)BT * C * 2);
+    dt_cpu_cast_to_lp(kc, x, inp, (size_t)BT * C, t);
+    const uint16_t *w = weight_lp(kc, weight, wt, (size_t)OC * C, t);
+    if (b) {
+        #pragma omp parallel for
+        for (int i = 0; i < BT; i++) memcpy(out + (size_t)i * OC, b, (size_t)OC * sizeof *out);
+    }
+    gemm_lp(kc, t, 'N', 'T', BT, OC, C, x, C, w, C, b != NULL, out, OC);
+}
+
+void dt_cpu_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
+                               const float *inp, const void *weight, enum dt_dtype wt, int BT, int C, int OC,
+                               enum dt_dtype t)
 {
     if (widened(kc, t)) {
-        float *x = grow(&kc->s_wa, (size_t)BT * C * 4), *w = grow(&kc->s_wb, (size_t)OC * C * 4),
-              *d = grow(&kc->s_wc, (size_t)BT * OC * 4);
+        float *x = grow(&kc->s_wa, (size_t)BT * C * 4), *d = grow(&kc->s_wc, (size_t)BT * OC * 4);
         dt_cpu_round_lp(kc, x, inp, (size_t)BT * C, t);
-        dt_cpu_round_lp(kc, w, weight, (size_t)OC * C, t);
         dt_cpu_round_lp(kc, d, dout, (size_t)BT * OC, t);
+        const float *w = weight_widened(kc, weight, wt, (size_t)OC * C, t);
         dt_cpu_matmul_backward(kc, dinp, dweight, NULL, d, x, w, BT, C, OC);
         if (dbias) dt_cpu_colsum(dbias, dout, BT, OC);
         return;
     }
-    uint16_t *x = grow(&kc->s_a, (size_t)BT * C * 2), *w = grow(&kc->s_b, (size_t)OC * C * 2),
-             *d = grow(&kc->s_c, (size_t)BT * OC * 2);
+    uint16_t *x = grow(&kc->s_a, (size_t)BT * C * 2), *d = grow(&kc->s_c, (size_t)BT * OC * 2);
     dt_cpu_cast_to_lp(kc, x, inp, (size_t)BT * C, t);
-    dt_cpu_cast_to_lp(kc, w, weight, (size_t)OC * C, t);
     dt_cpu_cast_to_lp(kc, d, dout, (size_t)BT * OC, t);
+    const uint16_t *w = weight_lp(kc, weight, wt, (size_t)OC * C, t);
     gemm_lp(kc, t, 'N', 'N', BT, C, OC, d, OC, w, C, true, dinp, C);
     gemm_lp(kc, t, 'T', 'N', OC, C, BT, d, OC, x, C, true, dweight, C);
     if (dbias) dt_cpu_colsum(dbias, dout, BT, OC);

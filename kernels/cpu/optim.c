@@ -4,27 +4,74 @@
  * moments, eps added after the square root); SGD matches torch.optim.SGD
  * (buf = g on the first step, then momentum*buf + g; nesterov uses g + momentum*buf)
  * with the decay decoupled as in AdamW, so both optimizers treat wd alike.
+ *
+ * Under mixed precision the gradient arrives in 16 bits and the update also
+ * writes the 16-bit working copy of the parameters: both happen here, a block
+ * at a time in cache, so the optimizer reads and writes each array once
+ * instead of converting the gradient in and the parameters out in passes of
+ * their own.
  */
 #include <math.h>
+#include <stdbool.h>
+#include "core/dtype.h"
+#include "kernels/cpu/convert.h"
 #include "kernels/formulas.h"
 #include "kernels/cpu/cpu.h"
 
-void dt_cpu_adamw(struct dt_kctx *kc, float *param, const float *grad, float gscale, float l2, float *m, float *v, size_t n, float lr, float beta1,
-                  float beta2, float eps, float wd, int t)
+#define BLOCK 1024
+
+/* one optimizer's constants: AdamW's (m and v its state), or SGD's (m its momentum buffer) */
+struct upd {
+    bool sgd;
+    float gscale, l2, lr, beta1, beta2, eps, wd, step, rbc2, momentum;
+    int nesterov, first_step;
+};
+
+/* p, m, v and the gradient a block at a time: the gradient widened into the block's buffer as it
+ * is read, the 16-bit copy of the parameters written while the block is in cache */
+static void update(const struct upd *u, float *param, float *m, float *v, const void *grad, enum dt_dtype gt,
+                   size_t n, void *plp, enum dt_dtype pt)
 {
-    float bc1 = 1.0f - powf(beta1, (float)t), bc2 = 1.0f - powf(beta2, (float)t);
-    float step = lr / bc1, rbc2 = 1.0f / sqrtf(bc2);
-    #pragma omp parallel for simd
-    for (size_t i = 0; i < n; i++) {
-        dt_adamw_one(&param[i], &m[i], &v[i], grad[i] * gscale + l2 * param[i], lr, beta1, beta2, eps, wd, step, rbc2);
+    const struct dt_convert *cv = dt_convert_fast();
+    #pragma omp parallel for schedule(static)
+    for (size_t b = 0; b < n; b += BLOCK) {
+        float tmp[BLOCK];
+        size_t k = n - b < BLOCK ? n - b : BLOCK;
+        const float *g = tmp;
+        if (gt == DT_F32) g = (const float *)grad + b;
+        else (gt == DT_BF16 ? cv->f32_from_bf16 : cv->f32_from_f16)(tmp, (const uint16_t *)grad + b, k);
+        float *p = param + b, *mb = m + b, *vb = v ? v + b : NULL;
+        /* the constants in locals: read through u, the stores to p, m, v could alias them and no loop
+         * would vectorize */
+        const float gs = u->gscale, l2 = u->l2, lr = u->lr, b1 = u->beta1, b2 = u->beta2, eps = u->eps, wd = u->wd,
+                    step = u->step, rbc2 = u->rbc2, mu = u->momentum;
+        const int nesterov = u->nesterov, first = u->first_step;
+        if (u->sgd) {
+            #pragma omp simd
+            for (size_t i = 0; i < k; i++) dt_sgd_one(&p[i], &mb[i], g[i] * gs, lr, mu, nesterov, wd, first);
+        } else {
+            #pragma omp simd
+            for (size_t i = 0; i < k; i++)
+                dt_adamw_one(&p[i], &mb[i], &vb[i], g[i] * gs + l2 * p[i], lr, b1, b2, eps, wd, step, rbc2);
+        }
+        if (plp) (pt == DT_BF16 ? cv->bf16_from_f32 : cv->f16_from_f32)((uint16_t *)plp + b, p, k);
     }
 }
 
-void dt_cpu_sgd(struct dt_kctx *kc, float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
-                int nesterov, float wd, int first_step)
+void dt_cpu_adamw(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtype gt, float gscale, float l2, float *m,
+                  float *v, size_t n, float lr, float beta1, float beta2, float eps, float wd, int t, void *plp,
+                  enum dt_dtype pt)
 {
-    #pragma omp parallel for simd
-    for (size_t i = 0; i < n; i++) {
-        dt_sgd_one(&param[i], &buf[i], grad[i] * gscale, lr, momentum, nesterov, wd, first_step);
-    }
+    float bc1 = 1.0f - powf(beta1, (float)t), bc2 = 1.0f - powf(beta2, (float)t);
+    struct upd u = {.gscale = gscale, .l2 = l2, .lr = lr, .beta1 = beta1, .beta2 = beta2, .eps = eps, .wd = wd,
+                    .step = lr / bc1, .rbc2 = 1.0f / sqrtf(bc2)};
+    update(&u, param, m, v, grad, gt, n, plp, pt);
+}
+
+void dt_cpu_sgd(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtype gt, float gscale, float *buf, size_t n,
+                float lr, float momentum, int nesterov, float wd, int first_step, void *plp, enum dt_dtype pt)
+{
+    struct upd u = {.sgd = true, .gscale = gscale, .lr = lr, .momentum = momentum, .nesterov = nesterov, .wd = wd,
+                    .first_step = first_step};
+    update(&u, param, buf, NULL, grad, gt, n, plp, pt);
 }

@@ -4,7 +4,9 @@
  *   backward  dinp += dout @ weight; dweight += dout^T @ inp; dbias += column sums of dout
  * cuBLASLt is column-major: plan.h turns each product into its gemm (tested without a GPU by
  * tests/unit/test_cuda_plan.c). With lp (bf16, fp16) the operands are rounded into the context's
- * scratch by the cast kernel (the CPU's rounding) and multiplied with fp32 accumulation into fp32.
+ * scratch by the cast kernel (the CPU's rounding) and multiplied with fp32 accumulation into fp32;
+ * a weight already of type lp (wt == lp: a strategy's 16-bit copy) is used as it is, and its
+ * 16-bit bias widened to fp32 for the epilogue.
  * The state (the cuBLASLt handle, its workspace, the scratch) lives in a context, not in statics;
  * so does a cuBLAS handle, for the strided-batched gemms of attention's reference path.
  */
@@ -26,6 +28,8 @@ struct dt_cuda_ctx {
     void *ws;
     uint16_t *lp[3]; /* scratch for rounded operands */
     size_t lp_n[3];
+    float *bias; /* scratch for a 16-bit bias widened to fp32 (OC) */
+    size_t bias_n;
 };
 
 static int lt_err(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS ? 0 : DT_CUDA_CUBLAS_ERR + (int)s; }
@@ -52,6 +56,7 @@ void dt_cuda_ctx_destroy(struct dt_cuda_ctx *c)
 {
     if (!c) return;
     for (int i = 0; i < 3; i++) cudaFree(c->lp[i]);
+    cudaFree(c->bias);
     cudaFree(c->ws);
     if (c->blas) cublasDestroy(c->blas);
     if (c->lt) cublasLtDestroy(c->lt);
@@ -73,6 +78,21 @@ static int rounded(struct dt_cuda_ctx *c, int i, const float *x, size_t n, int t
     }
     *out = c->lp[i];
     return (int)dt_cuda_cast_to_lp(c->lp[i], x, n, t);
+}
+
+/* a 16-bit bias of type t widened to fp32 in the context's scratch (grown as needed) */
+static int widened_bias(struct dt_cuda_ctx *c, const void *bias, size_t n, int t, const float **out)
+{
+    if (c->bias_n < n) {
+        cudaFree(c->bias);
+        c->bias = NULL;
+        c->bias_n = 0;
+        int e = (int)cudaMalloc((void **)&c->bias, n * sizeof *c->bias);
+        if (e) return e;
+        c->bias_n = n;
+    }
+    *out = c->bias;
+    return (int)dt_cuda_cast_from_lp(c->bias, bias, n, t);
 }
 
 /* the largest power of two up to 256 that divides p */
@@ -142,32 +162,39 @@ static int run_plan(struct dt_cuda_ctx *c, const struct dt_gemm_plan *p, const v
 
 static cudaDataType_t ab_type(int lp) { return lp == DT_CUDA_BF16 ? CUDA_R_16BF : lp == DT_CUDA_F16 ? CUDA_R_16F : CUDA_R_32F; }
 
-int dt_cuda_matmul_forward(struct dt_cuda_ctx *c, float *out, const float *inp, const float *weight, const float *bias,
-                           int BT, int C, int OC, int lp)
+/* weight's type wt: fp32, or lp itself when lp is 16-bit */
+static bool weight_type_ok(int wt, int lp) { return wt == DT_CUDA_F32 || (wt == lp && lp != DT_CUDA_F32); }
+
+int dt_cuda_matmul_forward(struct dt_cuda_ctx *c, float *out, const float *inp, const void *weight, const void *bias,
+                           int wt, int BT, int C, int OC, int lp)
 {
+    if (!weight_type_ok(wt, lp)) return (int)cudaErrorInvalidValue;
     const void *a = weight, *b = inp;
+    const float *bias32 = bias;
     int e = 0;
     if (lp != DT_CUDA_F32) {
-        const uint16_t *ra = NULL, *rb = NULL;
-        e = rounded(c, 0, weight, (size_t)OC * C, lp, &ra);
+        const uint16_t *ra = weight, *rb = NULL;
+        if (wt == DT_CUDA_F32) e = rounded(c, 0, weight, (size_t)OC * C, lp, &ra);
+        else if (bias) e = widened_bias(c, bias, (size_t)OC, lp, &bias32);
         if (!e) e = rounded(c, 1, inp, (size_t)BT * C, lp, &rb);
         a = ra, b = rb;
     }
     struct dt_gemm_plan p[2];
     dt_matmul_plans(false, BT, C, OC, p);
     const void *in[] = {[DT_MM_INP] = b, [DT_MM_WEIGHT] = a};
-    if (!e) e = run_plan(c, &p[0], in, out, bias, ab_type(lp));
+    if (!e) e = run_plan(c, &p[0], in, out, bias32, ab_type(lp));
     return e;
 }
 
 int dt_cuda_matmul_backward(struct dt_cuda_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout,
-                            const float *inp, const float *weight, int BT, int C, int OC, int lp)
+                            const float *inp, const void *weight, int wt, int BT, int C, int OC, int lp)
 {
+    if (!weight_type_ok(wt, lp)) return (int)cudaErrorInvalidValue;
     const void *w = weight, *x = inp, *dy = dout;
     int e = 0;
     if (lp != DT_CUDA_F32) {
-        const uint16_t *rw = NULL, *rx = NULL, *rdy = NULL;
-        e = rounded(c, 0, weight, (size_t)OC * C, lp, &rw);
+        const uint16_t *rw = weight, *rx = NULL, *rdy = NULL;
+        if (wt == DT_CUDA_F32) e = rounded(c, 0, weight, (size_t)OC * C, lp, &rw);
         if (!e) e = rounded(c, 1, inp, (size_t)BT * C, lp, &rx);
         if (!e) e = rounded(c, 2, dout, (size_t)BT * OC, lp, &rdy);
         w = rw, x = rx, dy = rdy;

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 /* Raise when this struct changes. */
-#define DT_CUDA_MODULE_ABI 3
+#define DT_CUDA_MODULE_ABI 4
 #define DT_CUDA_MODULE_SYMBOL "dt_cuda_module"
 #define DT_CUDA_MODULE_FILE "dtrun_cuda.so"
 
@@ -30,11 +30,12 @@ struct dt_cuda_ops {
     /* what the matmuls keep between calls (the cuBLASLt handle, workspace, scratch) */
     int (*ctx_create)(void **ctx);
     void (*ctx_destroy)(void *ctx);
-    /* lp: DT_F32, or DT_BF16 / DT_F16 for the operands of matmul_*_lp (fp32 accumulation) */
-    int (*matmul_forward)(void *ctx, float *out, const float *inp, const float *weight, const float *bias, int BT, int C,
-                          int OC, int lp);
+    /* lp: DT_F32, or DT_BF16 / DT_F16 for the operands of matmul_*_lp (fp32 accumulation); wt: the
+     * type of weight and bias, DT_F32 (rounded to lp here) or lp (16-bit, used as it is) */
+    int (*matmul_forward)(void *ctx, float *out, const float *inp, const void *weight, const void *bias, int wt, int BT,
+                          int C, int OC, int lp);
     int (*matmul_backward)(void *ctx, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                           const float *weight, int BT, int C, int OC, int lp);
+                           const void *weight, int wt, int BT, int C, int OC, int lp);
     /* the GPU this thread's calls go to */
     int (*set_device)(int dev);
     /* 1: p is device (or managed) memory; 0: host memory, or NULL */
@@ -57,8 +58,9 @@ struct dt_cuda_ops {
     int (*cast_to_lp)(uint16_t *dst, const float *src, size_t n, int t);
     int (*cast_from_lp)(float *dst, const uint16_t *src, size_t n, int t);
     int (*round_lp)(float *dst, const float *src, size_t n, int t);
-    int (*adamw)(float *param, const float *grad, float gscale, float l2, float *m, float *v, size_t n, float lr, float beta1,
-                 float beta2, float eps, float wd, int t);
+    /* grad of type gt (any of the three); plp: NULL, or the updated parameters rounded to pt (16-bit) */
+    int (*adamw)(float *param, const void *grad, int gt, float gscale, float l2, float *m, float *v, size_t n, float lr,
+                 float beta1, float beta2, float eps, float wd, int t, void *plp, int pt);
     int (*sumsq_nonfinite)(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite);
     int (*layernorm_forward)(float *out, float *mean, float *rstd, const float *inp, const float *weight,
                              const float *bias, int BT, int C);
@@ -66,10 +68,12 @@ struct dt_cuda_ops {
                               const float *weight, const float *mean, const float *rstd, int BT, int C);
     int (*position_forward)(float *out, const float *wpe, int B, int T, int C);
     int (*position_backward)(float *dwpe, const float *dout, int B, int T, int C);
-    int (*rows_forward)(float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C);
+    /* table of type t: fp32, bf16 or fp16 */
+    int (*rows_forward)(float *out, const int32_t *inp, const void *table, int t, int v0, int nv, int n, int C);
     int (*rows_add)(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals, int nrows, int width);
-    int (*sgd)(float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
-               int nesterov, float wd, int first_step);
+    /* grad, gt, plp and pt as adamw's */
+    int (*sgd)(float *param, const void *grad, int gt, float gscale, float *buf, size_t n, float lr, float momentum,
+               int nesterov, float wd, int first_step, void *plp, int pt);
     int (*round_stochastic)(uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0);
     /* convert (add 0) and accumulate (add 1) between fp32, bf16, fp16 */
     int (*convert)(void *dst, int dt, const void *src, int st, size_t n, int add);

@@ -1,10 +1,12 @@
 /*
  * ops.cu - the CUDA twins of the CPU kernels that are not matmuls or attention (issue 14, first
  * part): GELU, residual, casts between fp32 and bf16/fp16, AdamW, the sum of squares and inf/nan
- * count of a gradient, layernorm, the position and token embeddings (forward, and the table's
- * gradient without atomics), fused softmax + cross-entropy on the block-major logits (fp32, and
- * 16-bit logits), SGD, stochastic rounding to bf16, conversion and accumulation between
- * fp32/bf16/fp16, narrowing and widening in place, MSE. Same layouts, same arguments and the
+ * count of a gradient, layernorm, the position and token embeddings (forward from a table of any
+ * of the three types, and the table's gradient without atomics), fused softmax + cross-entropy on
+ * the block-major logits (fp32, and 16-bit logits), SGD, stochastic rounding to bf16, conversion
+ * and accumulation between fp32/bf16/fp16, narrowing and widening in place, MSE. AdamW and SGD
+ * read a gradient of any of the three types and can write the 16-bit working copy of the
+ * parameters in the same pass. Same layouts, same arguments and the
  * same semantics as kernels/cpu/ (kernels.h): backward kernels accumulate (+=), casts round to
  * nearest even through core/half.h, the one definition both sides compile.
  *
@@ -37,6 +39,23 @@ static unsigned blocks(size_t n)
 /* grid-stride loop: any n with a bounded grid */
 #define FOR_EACH(i, n) for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < (n); i += (size_t)gridDim.x * blockDim.x)
 
+static bool known(int t) { return t == DT_CUDA_F32 || t == DT_CUDA_BF16 || t == DT_CUDA_F16; }
+static bool half16(int t) { return t == DT_CUDA_BF16 || t == DT_CUDA_F16; }
+
+/* element i of x, of type t (fp32, bf16, fp16), as fp32; and f stored there rounded to t */
+__device__ static inline float load(const void *x, int t, size_t i)
+{
+    if (t == DT_CUDA_F32) return ((const float *)x)[i];
+    uint16_t h = ((const uint16_t *)x)[i];
+    return t == DT_CUDA_BF16 ? dt_f32_from_bf16(h) : dt_f32_from_f16(h);
+}
+
+__device__ static inline void store(void *x, int t, size_t i, float f)
+{
+    if (t == DT_CUDA_F32) ((float *)x)[i] = f;
+    else ((uint16_t *)x)[i] = t == DT_CUDA_BF16 ? dt_bf16_from_f32(f) : dt_f16_from_f32(f);
+}
+
 __global__ static void gelu_forward_kernel(float *out, const float *inp, size_t N)
 {
     FOR_EACH(i, N) out[i] = dt_gelu(inp[i]);
@@ -67,17 +86,18 @@ __global__ static void round_lp_kernel(float *dst, const float *src, size_t n, i
     FOR_EACH(i, n) dst[i] = bf16 ? dt_f32_from_bf16(dt_bf16_from_f32(src[i])) : dt_f32_from_f16(dt_f16_from_f32(src[i]));
 }
 
-__global__ static void adamw_kernel(float *param, const float *grad, float gscale, float l2, float *m, float *v, size_t n,
-                                    float lr, float beta1, float beta2, float eps, float wd, float step, float rbc2)
+/* the gradient of type gt widened as it is read; plp (type pt) not NULL: the updated parameter
+ * rounded into it too, so mixed precision's 16-bit copy costs no pass of its own */
+__global__ static void adamw_kernel(float *param, const void *grad, int gt, float gscale, float l2, float *m, float *v,
+                                    size_t n, float lr, float beta1, float beta2, float eps, float wd, float step,
+                                    float rbc2, void *plp, int pt)
 {
-    FOR_EACH(i, n) dt_adamw_one(&param[i], &m[i], &v[i], grad[i] * gscale + l2 * param[i], lr, beta1, beta2, eps, wd, step, rbc2);
-}
-
-__device__ static inline float load(const void *x, int t, size_t i)
-{
-    if (t == DT_CUDA_F32) return ((const float *)x)[i];
-    uint16_t h = ((const uint16_t *)x)[i];
-    return t == DT_CUDA_BF16 ? dt_f32_from_bf16(h) : dt_f32_from_f16(h);
+    FOR_EACH(i, n)
+    {
+        dt_adamw_one(&param[i], &m[i], &v[i], load(grad, gt, i) * gscale + l2 * param[i], lr, beta1, beta2, eps, wd,
+                     step, rbc2);
+        if (plp) store(plp, pt, i, param[i]);
+    }
 }
 
 /* Block sums into partial[blockIdx.x]: a fixed tree over a fixed strided set of elements. */
@@ -214,15 +234,16 @@ __global__ static void position_backward_kernel(float *dwpe, const float *dout, 
     }
 }
 
-/* one thread per element of the n x C output; tokens outside [v0, v0 + nv) are another table block's */
-__global__ static void rows_forward_kernel(float *out, const int32_t *inp, const float *table, int v0, int nv, int n,
-                                           int C)
+/* one thread per element of the n x C output; tokens outside [v0, v0 + nv) are another table block's;
+ * the table of type t (fp32, bf16, fp16) */
+__global__ static void rows_forward_kernel(float *out, const int32_t *inp, const void *table, int t, int v0, int nv,
+                                           int n, int C)
 {
     FOR_EACH(e, (size_t)n * C)
     {
         size_t i = e / C, c = e % C;
         int r = inp[i] - v0;
-        if (r >= 0 && r < nv) out[e] += table[(size_t)r * C + c];
+        if (r >= 0 && r < nv) out[e] += load(table, t, (size_t)r * C + c);
     }
 }
 
@@ -363,21 +384,20 @@ __global__ static void column_sums_kernel(float *dbias, const float *dout, int B
     dbias[o] = s;
 }
 
-__global__ static void sgd_kernel(float *param, const float *grad, float gscale, float *buf, size_t n, float lr,
-                                  float momentum, int nesterov, float wd, int first_step)
+/* grad, plp as adamw_kernel's */
+__global__ static void sgd_kernel(float *param, const void *grad, int gt, float gscale, float *buf, size_t n, float lr,
+                                  float momentum, int nesterov, float wd, int first_step, void *plp, int pt)
 {
-    FOR_EACH(i, n) dt_sgd_one(&param[i], &buf[i], grad[i] * gscale, lr, momentum, nesterov, wd, first_step);
+    FOR_EACH(i, n)
+    {
+        dt_sgd_one(&param[i], &buf[i], load(grad, gt, i) * gscale, lr, momentum, nesterov, wd, first_step);
+        if (plp) store(plp, pt, i, param[i]);
+    }
 }
 
 __global__ static void round_stochastic_kernel(uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0)
 {
     FOR_EACH(i, n) dst[i] = dt_bf16_stochastic(src[i], seed, index0 + i);
-}
-
-__device__ static inline void store(void *x, int t, size_t i, float f)
-{
-    if (t == DT_CUDA_F32) ((float *)x)[i] = f;
-    else ((uint16_t *)x)[i] = t == DT_CUDA_BF16 ? dt_bf16_from_f32(f) : dt_f16_from_f32(f);
 }
 
 /* dst = src, or dst += src (the sum in fp32, rounded once), between any two of fp32, bf16, fp16 */
@@ -464,13 +484,14 @@ cudaError_t dt_cuda_round_lp(float *dst, const float *src, size_t n, int t)
     return cudaGetLastError();
 }
 
-cudaError_t dt_cuda_adamw(float *param, const float *grad, float gscale, float l2, float *m, float *v, size_t n, float lr,
-                          float beta1, float beta2, float eps, float wd, int t)
+cudaError_t dt_cuda_adamw(float *param, const void *grad, int gt, float gscale, float l2, float *m, float *v, size_t n,
+                          float lr, float beta1, float beta2, float eps, float wd, int t, void *plp, int pt)
 {
+    if (!known(gt) || (plp && !half16(pt))) return cudaErrorInvalidValue;
     /* the bias corrections on the host, as the CPU kernel computes them */
     float bc1 = 1.0f - powf(beta1, (float)t), bc2 = 1.0f - powf(beta2, (float)t);
-    adamw_kernel<<<blocks(n), THREADS>>>(param, grad, gscale, l2, m, v, n, lr, beta1, beta2, eps, wd, lr / bc1,
-                                         1.0f / sqrtf(bc2));
+    adamw_kernel<<<blocks(n), THREADS>>>(param, grad, gt, gscale, l2, m, v, n, lr, beta1, beta2, eps, wd, lr / bc1,
+                                         1.0f / sqrtf(bc2), plp, pt);
     return cudaGetLastError();
 }
 
@@ -525,9 +546,10 @@ cudaError_t dt_cuda_position_backward(float *dwpe, const float *dout, int B, int
     return cudaGetLastError();
 }
 
-cudaError_t dt_cuda_rows_forward(float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C)
+cudaError_t dt_cuda_rows_forward(float *out, const int32_t *inp, const void *table, int t, int v0, int nv, int n, int C)
 {
-    rows_forward_kernel<<<blocks((size_t)n * C), THREADS>>>(out, inp, table, v0, nv, n, C);
+    if (!known(t)) return cudaErrorInvalidValue;
+    rows_forward_kernel<<<blocks((size_t)n * C), THREADS>>>(out, inp, table, t, v0, nv, n, C);
     return cudaGetLastError();
 }
 
@@ -600,10 +622,11 @@ cudaError_t dt_cuda_column_sums(float *dbias, const float *dout, int BT, int OC)
     return cudaGetLastError();
 }
 
-cudaError_t dt_cuda_sgd(float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
-                        int nesterov, float wd, int first_step)
+cudaError_t dt_cuda_sgd(float *param, const void *grad, int gt, float gscale, float *buf, size_t n, float lr,
+                        float momentum, int nesterov, float wd, int first_step, void *plp, int pt)
 {
-    sgd_kernel<<<blocks(n), THREADS>>>(param, grad, gscale, buf, n, lr, momentum, nesterov, wd, first_step);
+    if (!known(gt) || (plp && !half16(pt))) return cudaErrorInvalidValue;
+    sgd_kernel<<<blocks(n), THREADS>>>(param, grad, gt, gscale, buf, n, lr, momentum, nesterov, wd, first_step, plp, pt);
     return cudaGetLastError();
 }
 
@@ -612,8 +635,6 @@ cudaError_t dt_cuda_round_stochastic(uint16_t *dst, const float *src, size_t n, 
     round_stochastic_kernel<<<blocks(n), THREADS>>>(dst, src, n, seed, index0);
     return cudaGetLastError();
 }
-
-static bool known(int t) { return t == DT_CUDA_F32 || t == DT_CUDA_BF16 || t == DT_CUDA_F16; }
 
 cudaError_t dt_cuda_convert(void *dst, int dt, const void *src, int st, size_t n, int add)
 {

@@ -26,8 +26,10 @@ cudaError_t dt_cuda_residual_forward(float *out, const float *a, const float *b,
 cudaError_t dt_cuda_cast_to_lp(uint16_t *dst, const float *src, size_t n, int t);
 cudaError_t dt_cuda_cast_from_lp(float *dst, const uint16_t *src, size_t n, int t);
 cudaError_t dt_cuda_round_lp(float *dst, const float *src, size_t n, int t);
-cudaError_t dt_cuda_adamw(float *param, const float *grad, float gscale, float l2, float *m, float *v, size_t n, float lr,
-                          float beta1, float beta2, float eps, float wd, int t);
+/* grad of type gt (fp32, bf16, fp16), widened per element; plp not NULL: the updated parameters
+ * also written there rounded to pt (bf16, fp16), in the same pass */
+cudaError_t dt_cuda_adamw(float *param, const void *grad, int gt, float gscale, float l2, float *m, float *v, size_t n,
+                          float lr, float beta1, float beta2, float eps, float wd, int t, void *plp, int pt);
 /* both of one gradient in one read, copied back to the host (synchronizes) */
 cudaError_t dt_cuda_sumsq_nonfinite(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite);
 cudaError_t dt_cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
@@ -36,11 +38,13 @@ cudaError_t dt_cuda_layernorm_backward(float *dinp, float *dweight, float *dbias
                                        const float *weight, const float *mean, const float *rstd, int BT, int C);
 cudaError_t dt_cuda_position_forward(float *out, const float *wpe, int B, int T, int C);
 cudaError_t dt_cuda_position_backward(float *dwpe, const float *dout, int B, int T, int C);
-cudaError_t dt_cuda_rows_forward(float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C);
+/* table of type t: fp32, bf16 or fp16 */
+cudaError_t dt_cuda_rows_forward(float *out, const int32_t *inp, const void *table, int t, int v0, int nv, int n, int C);
 cudaError_t dt_cuda_rows_add(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals, int nrows,
                              int width);
-cudaError_t dt_cuda_sgd(float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
-                        int nesterov, float wd, int first_step);
+/* grad, gt, plp, pt as dt_cuda_adamw's */
+cudaError_t dt_cuda_sgd(float *param, const void *grad, int gt, float gscale, float *buf, size_t n, float lr,
+                        float momentum, int nesterov, float wd, int first_step, void *plp, int pt);
 cudaError_t dt_cuda_round_stochastic(uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0);
 /* kernels.h's convert (add 0) and accumulate (add 1), dt and st any of the three float types */
 cudaError_t dt_cuda_convert(void *dst, int dt, const void *src, int st, size_t n, int add);

@@ -14,15 +14,15 @@ _Static_assert(DT_CUDA_F32 == DT_F32 && DT_CUDA_BF16 == DT_BF16 && DT_CUDA_F16 =
 
 static int ctx_create(void **ctx) { return dt_cuda_ctx_create((struct dt_cuda_ctx **)ctx); }
 static void ctx_destroy(void *ctx) { dt_cuda_ctx_destroy(ctx); }
-static int matmul_forward(void *ctx, float *out, const float *inp, const float *weight, const float *bias, int BT,
+static int matmul_forward(void *ctx, float *out, const float *inp, const void *weight, const void *bias, int wt, int BT,
                           int C, int OC, int lp)
 {
-    return dt_cuda_matmul_forward(ctx, out, inp, weight, bias, BT, C, OC, lp);
+    return dt_cuda_matmul_forward(ctx, out, inp, weight, bias, wt, BT, C, OC, lp);
 }
 static int matmul_backward(void *ctx, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                           const float *weight, int BT, int C, int OC, int lp)
+                           const void *weight, int wt, int BT, int C, int OC, int lp)
 {
-    return dt_cuda_matmul_backward(ctx, dinp, dweight, dbias, dout, inp, weight, BT, C, OC, lp);
+    return dt_cuda_matmul_backward(ctx, dinp, dweight, dbias, dout, inp, weight, wt, BT, C, OC, lp);
 }
 static int dev_malloc(void **p, size_t bytes) { return (int)cudaMalloc(p, bytes); }
 static int dev_free(void *p) { return (int)cudaFree(p); }
@@ -82,10 +82,10 @@ static int cast_from_lp(float *dst, const uint16_t *src, size_t n, int t)
     return (int)dt_cuda_cast_from_lp(dst, src, n, t);
 }
 static int round_lp(float *dst, const float *src, size_t n, int t) { return (int)dt_cuda_round_lp(dst, src, n, t); }
-static int adamw(float *param, const float *grad, float gscale, float l2, float *m, float *v, size_t n, float lr, float beta1,
-                 float beta2, float eps, float wd, int t)
+static int adamw(float *param, const void *grad, int gt, float gscale, float l2, float *m, float *v, size_t n, float lr,
+                 float beta1, float beta2, float eps, float wd, int t, void *plp, int pt)
 {
-    return (int)dt_cuda_adamw(param, grad, gscale, l2, m, v, n, lr, beta1, beta2, eps, wd, t);
+    return (int)dt_cuda_adamw(param, grad, gt, gscale, l2, m, v, n, lr, beta1, beta2, eps, wd, t, plp, pt);
 }
 static int sumsq_nonfinite(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite)
 {
@@ -110,9 +110,9 @@ static int position_backward(float *dwpe, const float *dout, int B, int T, int C
     return (int)dt_cuda_position_backward(dwpe, dout, B, T, C);
 }
 
-static int rows_forward(float *out, const int32_t *inp, const float *table, int v0, int nv, int n, int C)
+static int rows_forward(float *out, const int32_t *inp, const void *table, int t, int v0, int nv, int n, int C)
 {
-    return (int)dt_cuda_rows_forward(out, inp, table, v0, nv, n, C);
+    return (int)dt_cuda_rows_forward(out, inp, table, t, v0, nv, n, C);
 }
 static int rows_add(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals, int nrows, int width)
 {
@@ -124,10 +124,10 @@ static int softmax_xent(float *losses, float *logits, const int32_t *targets, fl
     return (int)dt_cuda_softmax_xent(losses, logits, targets, dloss, BT, V, vb, mean);
 }
 
-static int sgd(float *param, const float *grad, float gscale, float *buf, size_t n, float lr, float momentum,
-               int nesterov, float wd, int first_step)
+static int sgd(float *param, const void *grad, int gt, float gscale, float *buf, size_t n, float lr, float momentum,
+               int nesterov, float wd, int first_step, void *plp, int pt)
 {
-    return (int)dt_cuda_sgd(param, grad, gscale, buf, n, lr, momentum, nesterov, wd, first_step);
+    return (int)dt_cuda_sgd(param, grad, gt, gscale, buf, n, lr, momentum, nesterov, wd, first_step, plp, pt);
 }
 static int round_stochastic(uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0)
 {

@@ -39,7 +39,7 @@ struct block {
     float *ln1, *ln1_mean, *ln1_rstd; /* (B,T,C), (B,T), (B,T) */
     float *qkv;                       /* (B,T,3C) */
     float *atty;                      /* (B,T,C) */
-    float *att;                       /* (B,NH,T,T) */
+    float *att;                       /* what attention backward needs: each row's log-sum-exp (B,NH,T) */
     float *res2;                      /* (B,T,C) */
     float *ln2, *ln2_mean, *ln2_rstd;
     float *fch, *fch_gelu; /* (B,T,4C) */
@@ -186,9 +186,10 @@ static void done(struct gpt *g, int l, int pair) { dt_model_params_done(&g->base
 /* out = linear(inp) with pair's weight and bias */
 static void linear(struct gpt *g, int l, int pair, float *out, const float *inp, int C, int OC)
 {
-    const float *w = P(g, l, pair);
-    dt_mm_forward(&g->base, out, inp, w, w + pair_weight(g, pair), g->B * g->T, C, OC);
-    done(g, l, pair);
+    int u = pair_unit(g, l, pair);
+    struct dt_wref w = dt_model_params_any(&g->base, u);
+    dt_mm_forward(&g->base, out, inp, w, true, g->B * g->T, C, OC);
+    dt_model_params_any_done(&g->base, u, w);
 }
 
 static void norm(struct gpt *g, int l, int pair, float *out, float *mean, float *rstd, const float *inp)
@@ -224,12 +225,12 @@ static void linear_backward(struct gpt *g, int l, int pair, float *dinp, size_t 
                             const float *inp, int C, int OC)
 {
     int u = pair_unit(g, l, pair);
-    const float *w = dt_model_params(&g->base, u);
+    struct dt_wref w = dt_model_params_any(&g->base, u);
     float *dw = dt_model_grads(&g->base, u);
     g->base.k->zero(g->base.kc, dinp, ninp * sizeof(float));
     dt_mm_backward(&g->base, dinp, dw, dw + pair_weight(g, pair), dout, inp, w, g->B * g->T, C, OC);
     dt_model_grads_done(&g->base, u);
-    dt_model_params_done(&g->base, u);
+    dt_model_params_any_done(&g->base, u, w);
 }
 
 /* dres += d loss / d inp of the pair's layernorm, given dout */
@@ -286,28 +287,29 @@ static float gpt_forward(struct dt_model *m, const struct dt_batch *batch, float
     k->position_forward(kc, g->resid[0], dt_model_params(m, g->u_wpe), B, T, C);
     dt_model_params_done(m, g->u_wpe);
     for (int c = 0; c < g->nchunks; c++) {
-        k->rows_forward(kc, g->resid[0], g->inputs, dt_model_params(m, c), c * g->vb, chunk_rows(g, c), BT, C);
-        dt_model_params_done(m, c);
+        struct dt_wref w = dt_model_params_any(m, c);
+        k->rows_forward(kc, g->resid[0], g->inputs, w.p, w.t, c * g->vb, chunk_rows(g, c), BT, C);
+        dt_model_params_any_done(m, c, w);
     }
     for (int l = 0; l < L; l++) {
         block_forward(g, l, g->resid[l], g->resid[l + 1]);
         if (g->packed) k->cast_to_lp(kc, g->packed + (size_t)l * g->per_block, g->blk[0].ln1, g->per_block, g->c.activations);
     }
-    const float *w = dt_model_params(m, g->u_lnf);
-    k->layernorm_forward(kc, g->lnf, g->lnf_mean, g->lnf_rstd, g->resid[L], w, w + C, BT, C);
+    const float *ln = dt_model_params(m, g->u_lnf);
+    k->layernorm_forward(kc, g->lnf, g->lnf_mean, g->lnf_rstd, g->resid[L], ln, ln + C, BT, C);
     dt_model_params_done(m, g->u_lnf);
     /* the LM head, tied to the token embedding, a vocabulary block at a time */
     for (int c = 0; c < g->nchunks; c++) {
         int n = chunk_rows(g, c);
         size_t at = (size_t)BT * c * g->vb;
-        w = dt_model_params(m, c);
+        struct dt_wref w = dt_model_params_any(m, c);
         if (g->logits_lp) {
-            dt_mm_forward(m, g->logit_block, g->lnf, w, NULL, BT, C, n);
+            dt_mm_forward(m, g->logit_block, g->lnf, w, false, BT, C, n);
             k->cast_to_lp(kc, g->logits_lp + at, g->logit_block, (size_t)BT * n, g->c.activations);
         } else {
-            dt_mm_forward(m, g->logits + at, g->lnf, w, NULL, BT, C, n);
+            dt_mm_forward(m, g->logits + at, g->lnf, w, false, BT, C, n);
         }
-        dt_model_params_done(m, c);
+        dt_model_params_any_done(m, c, w);
     }
     if (g->logits_lp)
         return k->softmax_xent_lp(kc, g->losses, g->logits_lp, g->targets, grad_scale / (float)BT, BT, V, g->vb,
@@ -328,12 +330,12 @@ static void gpt_backward(struct dt_model *m)
     for (int c = 0; c < g->nchunks; c++) {
         int n = chunk_rows(g, c);
         size_t at = (size_t)BT * c * g->vb;
-        const float *w = dt_model_params(m, c);
+        struct dt_wref w = dt_model_params_any(m, c);
         float *dw = dt_model_grads(m, c), *dlogits = g->logits_lp ? g->logit_block : g->logits + at;
         if (g->logits_lp) k->cast_from_lp(kc, g->logit_block, g->logits_lp + at, (size_t)BT * n, g->c.activations);
         dt_mm_backward(m, g->dln, dw, NULL, dlogits, g->lnf, w, BT, C, n);
         dt_model_grads_done(m, c);
-        dt_model_params_done(m, c);
+        dt_model_params_any_done(m, c, w);
     }
     const float *w = dt_model_params(m, g->u_lnf);
     float *dw = dt_model_grads(m, g->u_lnf);
@@ -402,14 +404,17 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     int C = c->n_embd, NH = c->n_head, V = c->vocab_size, L = c->n_layer;
     size_t BT = (size_t)B * T, BTC = BT * C, nparams = m->nparams;
     size_t natt = k->attention_saved(B, NH, T), nscratch = k->attention_scratch(B, NH, T);
-    size_t per_block = BTC /* ln1 */ + 2 * BT + 3 * BTC + BTC + natt + BTC /* res2 */ + BTC + 2 * BT + 8 * BTC;
+    /* a block's activations but attention's saved state, which stays fp32 (it is what softmax's
+     * exponent is taken against) and per layer */
+    size_t per_block = BTC /* ln1 */ + 2 * BT + 3 * BTC + BTC + BTC /* res2 */ + BTC + 2 * BT + 8 * BTC;
     /* one fp32 block when block activations are recomputed or kept packed in 16 bits */
     bool pack = c->activations != DT_F32 && !c->activation_checkpointing;
     size_t nblocks = c->activation_checkpointing || pack ? 1 : (size_t)L;
     /* 16-bit logits: a block of vb vocabulary columns is computed in fp32 at a time */
     bool lp_logits = c->activations != DT_F32;
     size_t nlogits = lp_logits ? BT * (size_t)g->vb : BT * V;
-    size_t nacts = (size_t)(L + 1) * BTC + nblocks * per_block + BTC + BTC + 2 * BT + nlogits + BT;
+    size_t natts = pack ? (size_t)L : nblocks;
+    size_t nacts = (size_t)(L + 1) * BTC + nblocks * per_block + natts * natt + BTC + BTC + 2 * BT + nlogits + BT;
     /* dres, dln, datty (BTC each), dqkv (3 BTC), dfch and dfch_gelu (4 BTC each), attention scratch */
     size_t ngrad_scratch = 14 * BTC + nscratch;
     m->params = k->alloc(kc, nparams * sizeof(float));
@@ -438,7 +443,6 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
         b->ln1_rstd = take(&cur, BT);
         b->qkv = take(&cur, 3 * BTC);
         b->atty = take(&cur, BTC);
-        b->att = take(&cur, natt);
         b->res2 = take(&cur, BTC);
         b->ln2 = take(&cur, BTC);
         b->ln2_mean = take(&cur, BT);
@@ -447,6 +451,8 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
         b->fch_gelu = take(&cur, 4 * BTC);
     }
     for (int l = (int)nblocks; l < L; l++) g->blk[l] = g->blk[0];
+    for (size_t i = 0; i < natts; i++) g->blk[i].att = take(&cur, natt);
+    for (int l = (int)natts; l < L; l++) g->blk[l].att = g->blk[0].att;
     g->proj = take(&cur, BTC);
     g->lnf = take(&cur, BTC);
     g->lnf_mean = take(&cur, BT);

@@ -36,9 +36,9 @@ static float mlp_forward(struct dt_model *m, const struct dt_batch *b, float gra
     k->copy(kc, p->x, b->x, (size_t)B * p->c.in * sizeof(float), DT_COPY_TO_DEVICE);
     const float *in = p->x;
     for (int l = 0; l < L; l++) {
-        const float *w = dt_model_params(m, l); /* the weight (width[l+1], width[l]), then the bias */
-        dt_mm_forward(m, p->pre[l], in, w, w + (size_t)p->width[l] * p->width[l + 1], B, p->width[l], p->width[l + 1]);
-        dt_model_params_done(m, l);
+        struct dt_wref w = dt_model_params_any(m, l); /* the weight (width[l+1], width[l]), then the bias */
+        dt_mm_forward(m, p->pre[l], in, w, true, B, p->width[l], p->width[l + 1]);
+        dt_model_params_any_done(m, l, w);
         if (l + 1 < L) {
             k->gelu_forward(kc, p->post[l], p->pre[l], (size_t)B * p->width[l + 1]);
             in = p->post[l];
@@ -65,12 +65,12 @@ static void mlp_backward(struct dt_model *m)
     for (int l = p->nlayers - 1; l >= 0; l--) {
         const float *in = l ? p->post[l - 1] : p->x;
         size_t nin = (size_t)B * p->width[l], nw = (size_t)p->width[l] * p->width[l + 1];
-        const float *w = dt_model_params(m, l);
+        struct dt_wref w = dt_model_params_any(m, l);
         float *dw = dt_model_grads(m, l);
         k->zero(kc, p->dpost, nin * sizeof(float));
         dt_mm_backward(m, p->dpost, dw, dw + nw, dcur, in, w, B, p->width[l], p->width[l + 1]);
         dt_model_grads_done(m, l);
-        dt_model_params_done(m, l);
+        dt_model_params_any_done(m, l, w);
         if (l == 0) break;
         k->zero(kc, p->dpre, nin * sizeof(float));
         k->gelu_backward(kc, p->dpre, p->pre[l - 1], p->dpost, nin);

@@ -61,6 +61,11 @@ struct dt_model_mem_i {
      * finishes its units, the input tokens' rows come last): row rows[i] of the (.., width) table
      * at flat offset `table` gets vals[i]. Once per backward, after every grads_done. */
     void (*rows)(void *ctx, size_t table, const int32_t *rows, const float *vals, int nrows, int width);
+    /* Unit u's parameters as the strategy stores them, when that is the matmuls' 16-bit type and
+     * they stay put until the optimizer step (mixed precision's storage under stages 0-2): the ops
+     * that read any type (matmuls, the embedding lookup) take them as they are, with no widened
+     * copy to make and nothing to release. NULL (or no hook): ask params. */
+    const void *(*stored)(void *ctx, int u);
 };
 
 struct dt_model;
@@ -96,22 +101,43 @@ struct dt_model {
     void *impl;
 };
 
-static inline void dt_mm_forward(const struct dt_model *m, float *out, const float *inp, const float *w,
-                                 const float *b, int BT, int C, int OC)
+static inline const float *dt_model_params(struct dt_model *m, int u) { return m->mem.params(m->mem_ctx, u); }
+static inline void dt_model_params_done(struct dt_model *m, int u) { m->mem.params_done(m->mem_ctx, u); }
+
+/* A unit's parameters for the ops that read any type: the stored 16-bit ones where the strategy
+ * has them (mem.stored), else the fp32 ones params gives. */
+struct dt_wref {
+    const void *p;
+    enum dt_dtype t;
+};
+
+static inline struct dt_wref dt_model_params_any(struct dt_model *m, int u)
 {
-    if (m->compute == DT_F32) m->k->matmul_forward(m->kc, out, inp, w, b, BT, C, OC);
-    else m->k->matmul_forward_lp(m->kc, out, inp, w, b, BT, C, OC, m->compute);
+    const void *s = m->mem.stored ? m->mem.stored(m->mem_ctx, u) : NULL;
+    if (s) return (struct dt_wref){s, m->compute};
+    return (struct dt_wref){dt_model_params(m, u), DT_F32};
+}
+
+static inline void dt_model_params_any_done(struct dt_model *m, int u, struct dt_wref w)
+{
+    if (w.t == DT_F32) dt_model_params_done(m, u);
+}
+
+/* out = inp @ w^T (+ the bias that follows the OC x C weight in the unit, when bias) */
+static inline void dt_mm_forward(const struct dt_model *m, float *out, const float *inp, struct dt_wref w, bool bias,
+                                 int BT, int C, int OC)
+{
+    const void *b = bias ? (const char *)w.p + (size_t)OC * C * dt_dtype_size(w.t) : NULL;
+    if (m->compute == DT_F32) m->k->matmul_forward(m->kc, out, inp, w.p, b, BT, C, OC);
+    else m->k->matmul_forward_lp(m->kc, out, inp, w.p, b, w.t, BT, C, OC, m->compute);
 }
 
 static inline void dt_mm_backward(const struct dt_model *m, float *dinp, float *dw, float *db, const float *dout,
-                                  const float *inp, const float *w, int BT, int C, int OC)
+                                  const float *inp, struct dt_wref w, int BT, int C, int OC)
 {
-    if (m->compute == DT_F32) m->k->matmul_backward(m->kc, dinp, dw, db, dout, inp, w, BT, C, OC);
-    else m->k->matmul_backward_lp(m->kc, dinp, dw, db, dout, inp, w, BT, C, OC, m->compute);
+    if (m->compute == DT_F32) m->k->matmul_backward(m->kc, dinp, dw, db, dout, inp, w.p, BT, C, OC);
+    else m->k->matmul_backward_lp(m->kc, dinp, dw, db, dout, inp, w.p, w.t, BT, C, OC, m->compute);
 }
-
-static inline const float *dt_model_params(struct dt_model *m, int u) { return m->mem.params(m->mem_ctx, u); }
-static inline void dt_model_params_done(struct dt_model *m, int u) { m->mem.params_done(m->mem_ctx, u); }
 static inline float *dt_model_grads(struct dt_model *m, int u) { return m->mem.grads(m->mem_ctx, u); }
 static inline void dt_model_grads_done(struct dt_model *m, int u) { m->mem.grads_done(m->mem_ctx, u); }
 

@@ -30,21 +30,23 @@ size_t dt_optimizer_state_bytes(enum dt_optim_kind kind) { return kind == DT_OPT
 
 void dt_optimizer_begin(struct dt_optimizer *o) { o->t++; }
 
-void dt_optimizer_update(const struct dt_optimizer *o, float *p, float *g, size_t at, size_t n, bool decay, float lr,
-                         float gscale)
+void dt_optimizer_update(const struct dt_optimizer *o, float *p, const void *g, enum dt_dtype gt, void *plp,
+                         enum dt_dtype pt, size_t at, size_t n, bool decay, float lr, float gscale)
 {
     const struct dt_optim_config *c = &o->c;
     float wd = decay ? c->weight_decay : 0.0f;
     switch (c->kind) {
     case DT_OPT_ADAMW:
-        o->k->adamw(o->kc, p, g, gscale, 0.0f, o->m + at, o->v + at, n, lr, c->beta1, c->beta2, c->eps, wd, (int)o->t);
+        o->k->adamw(o->kc, p, g, gt, gscale, 0.0f, o->m + at, o->v + at, n, lr, c->beta1, c->beta2, c->eps, wd,
+                    (int)o->t, plp, pt);
         break;
     case DT_OPT_ADAM:
         /* Adam's L2 penalty is part of the gradient, unlike AdamW's decoupled decay */
-        o->k->adamw(o->kc, p, g, gscale, wd, o->m + at, o->v + at, n, lr, c->beta1, c->beta2, c->eps, 0.0f, (int)o->t);
+        o->k->adamw(o->kc, p, g, gt, gscale, wd, o->m + at, o->v + at, n, lr, c->beta1, c->beta2, c->eps, 0.0f,
+                    (int)o->t, plp, pt);
         break;
     case DT_OPT_SGD:
-        o->k->sgd(o->kc, p, g, gscale, o->m + at, n, lr, c->momentum, c->nesterov, wd, o->t == 1);
+        o->k->sgd(o->kc, p, g, gt, gscale, o->m + at, n, lr, c->momentum, c->nesterov, wd, o->t == 1, plp, pt);
         break;
     }
 }
@@ -54,7 +56,8 @@ void dt_optimizer_step(struct dt_optimizer *o, struct dt_model *m, float lr, flo
     dt_optimizer_begin(o);
     for (int i = 0; i < m->nviews; i++) {
         const struct dt_param_view *v = &m->views[i];
-        dt_optimizer_update(o, m->params + v->offset, m->grads + v->offset, v->offset, v->numel, v->decay, lr, gscale);
+        dt_optimizer_update(o, m->params + v->offset, m->grads + v->offset, DT_F32, NULL, DT_F32, v->offset, v->numel,
+                            v->decay, lr, gscale);
     }
 }
 

@@ -31,12 +31,13 @@ dt_status_t dt_optimizer_init(struct dt_optimizer *o, const struct dt_optim_conf
                               struct dt_kctx *kc, size_t n);
 /* Bytes of state per element: 8 for Adam(W), 4 for SGD. */
 size_t dt_optimizer_state_bytes(enum dt_optim_kind kind);
-/* A step: begin it once, then update ranges. The update of n elements p with gradients g (Adam's L2
- * penalty is added into g), their state at [at, at + n), at learning rate lr, gradients taken times
- * gscale; decay: weight decay applies. */
+/* A step: begin it once, then update ranges. The update of n fp32 elements p with gradients g of
+ * type gt (Adam's L2 penalty is added to them), their state at [at, at + n), at learning rate lr,
+ * gradients taken times gscale; decay: weight decay applies. With plp not NULL the updated values
+ * are also written there rounded to pt (master weights' 16-bit working copy). */
 void dt_optimizer_begin(struct dt_optimizer *o);
-void dt_optimizer_update(const struct dt_optimizer *o, float *p, float *g, size_t at, size_t n, bool decay, float lr,
-                         float gscale);
+void dt_optimizer_update(const struct dt_optimizer *o, float *p, const void *g, enum dt_dtype gt, void *plp,
+                         enum dt_dtype pt, size_t at, size_t n, bool decay, float lr, float gscale);
 /* One step of every view of a model that keeps its own buffers (m->params, m->grads). */
 void dt_optimizer_step(struct dt_optimizer *o, struct dt_model *m, float lr, float gscale);
 void dt_optimizer_free(struct dt_optimizer *o);

@@ -143,6 +143,15 @@ static const float *e_params(void *ctx, int u)
     return s->f32;
 }
 
+/* Stages 0-2 keep every unit whole in the working type, in place until the optimizer step: a
+ * 16-bit store is what the matmuls multiply, so they read it as it is. */
+static const void *e_stored(void *ctx, int u)
+{
+    struct dt_engine *e = ctx;
+    if (e->c.stage > 2 || e->c.pdt == DT_F32 || e->c.pdt != e->m->compute) return NULL;
+    return dt_engine_at(e, e->full_p, unit_of(e, u)->offset);
+}
+
 static void e_params_done(void *ctx, int u)
 {
     struct dt_engine *e = ctx;
@@ -426,6 +435,6 @@ static void e_rows(void *ctx, size_t table, const int32_t *rows, const float *va
 void dt_engine_install_hooks(struct dt_engine *e)
 {
     e->m->mem = (struct dt_model_mem_i){.params = e_params, .params_done = e_params_done, .grads = e_grads,
-                                        .grads_done = e_grads_done, .rows = e_rows};
+                                        .grads_done = e_grads_done, .rows = e_rows, .stored = e_stored};
     e->m->mem_ctx = e;
 }

@@ -89,19 +89,18 @@ static void update(struct dt_engine *e, const struct piece *p, size_t lo, size_t
     size_t n = hi - lo, at = p->shard_at + (lo - p->own_off), rel = lo - p->own_off;
     enum dt_dtype t = e->c.pdt;
     void *g = dt_engine_gat(e, dt_engine_owned_grads(e, p), rel), *w = dt_engine_at(e, owned_params(e, p), rel);
-    float *g32 = g, *w32 = w;
-    if (e->gdt != DT_F32) {
-        e->k->convert(e->kc, e->scratch, DT_F32, g, e->gdt, n);
-        g32 = e->scratch;
+    float *w32 = w;
+    /* the gradient is read in its storage type; master weights write their working copy in the same pass */
+    if (e->master) {
+        dt_optimizer_update(&e->opt, e->master + at, g, e->gdt, w, t, at, n, decay, lr, gscale);
+        return;
     }
-    if (e->master) w32 = e->master + at;
-    else if (e->c.stochastic) {
+    if (e->c.stochastic) {
         e->k->convert(e->kc, e->scratch2, DT_F32, w, t, n);
         w32 = e->scratch2;
     }
-    dt_optimizer_update(&e->opt, w32, g32, at, n, decay, lr, gscale);
-    if (e->master) e->k->convert(e->kc, w, t, w32, DT_F32, n);
-    else if (e->c.stochastic) e->k->round_stochastic(e->kc, w, w32, n, e->c.seed ^ (uint64_t)e->opt.t * 0x9e3779b97f4a7c15ull, lo);
+    dt_optimizer_update(&e->opt, w32, g, e->gdt, NULL, DT_F32, at, n, decay, lr, gscale);
+    if (e->c.stochastic) e->k->round_stochastic(e->kc, w, w32, n, e->c.seed ^ (uint64_t)e->opt.t * 0x9e3779b97f4a7c15ull, lo);
 }
 
 /* Stages 1-2: every rank's updated parts to every rank, in place, at most allgather_bucket elements in flight. */

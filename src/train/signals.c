@@ -51,6 +51,11 @@ dt_status_t dt_signals_catch(void)
     /* blocked here, first thing, so every thread started later (OpenMP's, MPI's, the writers)
      * inherits the block and only the waiter takes them */
     pthread_sigmask(SIG_BLOCK, &set, NULL);
+    /* A write to a socket or pipe whose other end is gone (a killed peer's MPI connection, a webhook
+     * connection) must come back as EPIPE to the code that wrote, which reports it: SIGPIPE's default
+     * killed rank 0 silently after rank 1 was killed ("task 0: Broken pipe", tests/cli/test_spank.sh),
+     * before it could say which rank had stopped it. */
+    signal(SIGPIPE, SIG_IGN);
     pthread_t t;
     int e = pthread_create(&t, NULL, waiter, NULL);
     if (e != 0)

@@ -85,6 +85,21 @@ static double maxrel(const float *a, const float *b, size_t n)
     return m;
 }
 
+/* units in the last place between two 16-bit floats of one type (both encodings are sign-magnitude) */
+static int ulps(uint16_t a, uint16_t b)
+{
+    int x = a & 0x8000 ? -(a & 0x7fff) : a, y = b & 0x8000 ? -(b & 0x7fff) : b;
+    return abs(x - y);
+}
+
+/* the most ulps between two arrays of 16-bit floats */
+static int max_ulps(const uint16_t *a, const uint16_t *b, size_t n)
+{
+    int worst = 0;
+    for (size_t i = 0; i < n; i++) worst = ulps(a[i], b[i]) > worst ? ulps(a[i], b[i]) : worst;
+    return worst;
+}
+
 static void elementwise(void)
 {
     size_t N = 100003;
@@ -170,15 +185,41 @@ static void optimizer_and_norms(void)
     float *p = randn(N, 4), *g = randn(N, 5), *m = randn(N, 6), *v = randn(N, 7);
     for (size_t i = 0; i < N; i++) v[i] = fabsf(v[i]);
     float *dp = dev(p, N * 4), *dg = dev(g, N * 4), *dm = dev(m, N * 4), *dv = dev(v, N * 4);
-    dt_kernels_cpu.adamw(kc, p, g, 0.5f, 0.0f, m, v, N, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 7);
-    CK(gpu->adamw(dp, dg, 0.5f, 0.0f, dm, dv, N, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 7));
+    dt_kernels_cpu.adamw(kc, p, g, DT_F32, 0.5f, 0.0f, m, v, N, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 7, NULL, DT_F32);
+    CK(gpu->adamw(dp, dg, (int)DT_F32, 0.5f, 0.0f, dm, dv, N, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 7, NULL, (int)DT_F32));
     /* Adam's L2 penalty folded into the gradient, on the state the first update left */
-    dt_kernels_cpu.adamw(kc, p, g, 0.5f, 0.01f, m, v, N, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.0f, 8);
-    CK(gpu->adamw(dp, dg, 0.5f, 0.01f, dm, dv, N, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.0f, 8));
+    dt_kernels_cpu.adamw(kc, p, g, DT_F32, 0.5f, 0.01f, m, v, N, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.0f, 8, NULL, DT_F32);
+    CK(gpu->adamw(dp, dg, (int)DT_F32, 0.5f, 0.01f, dm, dv, N, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.0f, 8, NULL, (int)DT_F32));
     float *gp = back(dp, N), *gm = back(dm, N), *gv = back(dv, N);
     double d = fmax(maxrel(gp, p, N), fmax(maxrel(gm, m, N), maxrel(gv, v, N)));
     report(d < 1e-6, "adamw then adam with l2: parameters and both moments", d);
     free(gp), free(gm), free(gv);
+    /* mixed precision's step: a bf16 gradient widened as it is read, the bf16 working copy written in
+     * the same pass; both sides from the CPU's state */
+    CK(gpu->to_device(dp, p, N * 4));
+    CK(gpu->to_device(dm, m, N * 4));
+    CK(gpu->to_device(dv, v, N * 4));
+    uint16_t *g16 = malloc(N * 2), *plp = malloc(N * 2), *gplp = malloc(N * 2), *own = malloc(N * 2);
+    dt_kernels_cpu.cast_to_lp(kc, g16, g, N, DT_BF16);
+    uint16_t *dg16 = dev(g16, N * 2), *dplp = dev(NULL, N * 2);
+    dt_kernels_cpu.adamw(kc, p, g16, DT_BF16, 0.5f, 0.0f, m, v, N, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 9, plp, DT_BF16);
+    CK(gpu->adamw(dp, dg16, (int)DT_BF16, 0.5f, 0.0f, dm, dv, N, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 9, dplp,
+                  (int)DT_BF16));
+    gp = back(dp, N), gm = back(dm, N), gv = back(dv, N);
+    CK(gpu->to_host(gplp, dplp, N * 2));
+    d = fmax(maxrel(gp, p, N), fmax(maxrel(gm, m, N), maxrel(gv, v, N)));
+    report(d < 1e-6, "adamw, bf16 gradient: parameters and both moments", d);
+    /* the copy: exactly the GPU's own parameters rounded, and at most one bf16 ulp from the CPU's
+     * (parameters an fp32 ulp apart can round to either side) */
+    dt_kernels_cpu.cast_to_lp(kc, own, gp, N, DT_BF16);
+    int worst = max_ulps(gplp, plp, N);
+    report(memcmp(own, gplp, N * 2) == 0 && worst <= 1, "adamw, bf16 copy written in the same pass", worst);
+    free(gp), free(gm), free(gv), free(g16), free(plp), free(gplp), free(own);
+    gpu->free(dg16), gpu->free(dplp);
+    /* refused before any launch: an unknown gradient type, a copy of fp32 */
+    int e1 = gpu->adamw(dp, dg, 7, 0.5f, 0.0f, dm, dv, N, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 9, NULL, (int)DT_F32);
+    int e2 = gpu->adamw(dp, dg, (int)DT_F32, 0.5f, 0.0f, dm, dv, N, 3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 9, dp, (int)DT_F32);
+    report(e1 != 0 && e2 != 0, "adamw refuses a gradient of no known type and an fp32 copy", (double)(e1 == 0) + (e2 == 0));
     g[17] = INFINITY, g[4242] = NAN;
     CK(gpu->to_device(dg, g, N * 4));
     double s = 0;
@@ -266,11 +307,27 @@ static void embeddings_and_loss(void)
     float *table = randn((size_t)nv * C, 20), *out = randn((size_t)n * C, 21);
     float *gtab = dev(table, (size_t)nv * C * 4), *gout = dev(out, (size_t)n * C * 4);
     int32_t *gtok = dev(tok, n * sizeof *tok);
-    dt_kernels_cpu.rows_forward(kc, out, tok, table, v0, nv, n, C);
-    CK(gpu->rows_forward(gout, gtok, gtab, v0, nv, n, C));
+    dt_kernels_cpu.rows_forward(kc, out, tok, table, DT_F32, v0, nv, n, C);
+    CK(gpu->rows_forward(gout, gtok, gtab, (int)DT_F32, v0, nv, n, C));
     float *h = back(gout, (size_t)n * C);
     report(maxrel(h, out, (size_t)n * C) == 0, "rows_forward accumulates the block's rows", maxrel(h, out, (size_t)n * C));
     free(h);
+    /* a 16-bit table (a strategy's working copy), widened as it is read */
+    static const enum dt_dtype tt[] = {DT_BF16, DT_F16};
+    for (int k = 0; k < 2; k++) {
+        uint16_t *t16 = malloc((size_t)nv * C * 2);
+        dt_kernels_cpu.cast_to_lp(kc, t16, table, (size_t)nv * C, tt[k]);
+        uint16_t *gt16 = dev(t16, (size_t)nv * C * 2);
+        CK(gpu->to_device(gout, out, (size_t)n * C * 4)); /* the same start on both sides */
+        dt_kernels_cpu.rows_forward(kc, out, tok, t16, tt[k], v0, nv, n, C);
+        CK(gpu->rows_forward(gout, gtok, gt16, (int)tt[k], v0, nv, n, C));
+        h = back(gout, (size_t)n * C);
+        char what[80];
+        snprintf(what, sizeof what, "rows_forward, %s table, bit for bit", dt_dtype_str(tt[k]));
+        report(maxrel(h, out, (size_t)n * C) == 0, what, maxrel(h, out, (size_t)n * C));
+        free(h), free(t16);
+        gpu->free(gt16);
+    }
     /* the table's gradient into a range of it, rows repeating: the same sums in the same order */
     size_t lo = 37 * C + 5, len = 120 * C;
     float *vals = randn((size_t)n * C, 22), *dst = randn(len, 23);
@@ -311,6 +368,59 @@ static void embeddings_and_loss(void)
     free(tok), free(table), free(out), free(vals), free(dst), free(d16), free(g16), free(logits), free(losses), free(y);
 }
 
+/* A weight and bias already of type lp (a strategy's 16-bit copy, wt == lp), used as they are: the
+ * same bits as the fp32-weight path on those values kept in fp32, and the CPU's result within the
+ * tolerance of the lp matmuls. */
+static void matmul_16bit_weight(void *ctx, enum dt_dtype lp, const int shape[3], bool biased)
+{
+    int BT = shape[0], C = shape[1], OC = shape[2];
+    size_t nx = (size_t)BT * C, nw = (size_t)OC * C, ny = (size_t)BT * OC;
+    float *x = randn(nx, 80), *w = randn(nw, 81), *b = randn(OC, 82), *dy = randn(ny, 83);
+    float *dx = randn(nx, 84), *dw = randn(nw, 85), *db = randn(OC, 86), *out = calloc(ny, 4);
+    uint16_t *w16 = malloc(nw * 2), *b16 = malloc((size_t)OC * 2);
+    dt_kernels_cpu.cast_to_lp(kc, w16, w, nw, lp);
+    dt_kernels_cpu.cast_to_lp(kc, b16, b, OC, lp);
+    dt_kernels_cpu.cast_from_lp(kc, w, w16, nw, lp); /* the same values in fp32 */
+    dt_kernels_cpu.cast_from_lp(kc, b, b16, OC, lp);
+    float *gx = dev(x, nx * 4), *gdy = dev(dy, ny * 4), *gw = dev(w, nw * 4), *gb = dev(b, OC * 4);
+    uint16_t *gw16 = dev(w16, nw * 2), *gb16 = dev(b16, (size_t)OC * 2);
+    /* out: fp32 weight, 16-bit weight; the gradients from the same start on each path */
+    float *go32 = dev(NULL, ny * 4), *go16 = dev(NULL, ny * 4);
+    float *gdx32 = dev(dx, nx * 4), *gdw32 = dev(dw, nw * 4), *gdb32 = dev(db, OC * 4);
+    float *gdx16 = dev(dx, nx * 4), *gdw16 = dev(dw, nw * 4), *gdb16 = dev(db, OC * 4);
+    const float *gcb = biased ? gb : NULL;
+    const uint16_t *gcb16 = biased ? gb16 : NULL, *cb16 = biased ? b16 : NULL;
+    float *cdb = biased ? db : NULL, *gcdb32 = biased ? gdb32 : NULL, *gcdb16 = biased ? gdb16 : NULL;
+    CK(gpu->matmul_forward(ctx, go32, gx, gw, gcb, (int)DT_F32, BT, C, OC, (int)lp));
+    CK(gpu->matmul_forward(ctx, go16, gx, gw16, gcb16, (int)lp, BT, C, OC, (int)lp));
+    CK(gpu->matmul_backward(ctx, gdx32, gdw32, gcdb32, gdy, gx, gw, (int)DT_F32, BT, C, OC, (int)lp));
+    CK(gpu->matmul_backward(ctx, gdx16, gdw16, gcdb16, gdy, gx, gw16, (int)lp, BT, C, OC, (int)lp));
+    dt_kernels_cpu.matmul_forward_lp(kc, out, x, w16, cb16, lp, BT, C, OC, lp);
+    dt_kernels_cpu.matmul_backward_lp(kc, dx, dw, cdb, dy, x, w16, lp, BT, C, OC, lp);
+    float *o32 = back(go32, ny), *o16 = back(go16, ny), *x32 = back(gdx32, nx), *x16 = back(gdx16, nx);
+    float *w32h = back(gdw32, nw), *w16h = back(gdw16, nw), *b32h = back(gdb32, OC), *b16h = back(gdb16, OC);
+    char what[128];
+    snprintf(what, sizeof what, "matmul_forward %s %dx%dx%d, %s weight%s: the fp32-weight path's bits", dt_dtype_str(lp),
+             BT, C, OC, dt_dtype_str(lp), biased ? " and bias" : "");
+    report(memcmp(o16, o32, ny * 4) == 0, what, maxrel(o16, o32, ny));
+    snprintf(what, sizeof what, "matmul_backward %s %dx%dx%d, %s weight: the fp32-weight path's bits", dt_dtype_str(lp),
+             BT, C, OC, dt_dtype_str(lp));
+    int same = !memcmp(x16, x32, nx * 4) && !memcmp(w16h, w32h, nw * 4) && !memcmp(b16h, b32h, OC * 4);
+    report(same, what, fmax(maxrel(x16, x32, nx), maxrel(w16h, w32h, nw)));
+    double d = maxrel(o16, out, ny);
+    snprintf(what, sizeof what, "matmul_forward %s %dx%dx%d, %s weight, vs the CPU", dt_dtype_str(lp), BT, C, OC,
+             dt_dtype_str(lp));
+    report(d < 1e-4, what, d);
+    d = fmax(maxrel(x16, dx, nx), fmax(maxrel(w16h, dw, nw), maxrel(b16h, db, OC)));
+    snprintf(what, sizeof what, "matmul_backward %s %dx%dx%d, %s weight, vs the CPU", dt_dtype_str(lp), BT, C, OC,
+             dt_dtype_str(lp));
+    report(d < 1e-4, what, d);
+    void *all[] = {gx, gdy, gw, gb, gw16, gb16, go32, go16, gdx32, gdw32, gdb32, gdx16, gdw16, gdb16};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
+    free(x), free(w), free(b), free(dy), free(dx), free(dw), free(db), free(out), free(w16), free(b16);
+    free(o32), free(o16), free(x32), free(x16), free(w32h), free(w16h), free(b32h), free(b16h);
+}
+
 static void matmuls(void)
 {
     void *ctx = NULL;
@@ -336,11 +446,11 @@ static void matmuls(void)
             dt_kernels_cpu.matmul_forward(kc, out, x, w, cb, BT, C, OC);
             dt_kernels_cpu.matmul_backward(kc, dx, dw, cdb, dy, x, w, BT, C, OC);
         } else {
-            dt_kernels_cpu.matmul_forward_lp(kc, out, x, w, cb, BT, C, OC, lp);
-            dt_kernels_cpu.matmul_backward_lp(kc, dx, dw, cdb, dy, x, w, BT, C, OC, lp);
+            dt_kernels_cpu.matmul_forward_lp(kc, out, x, w, cb, DT_F32, BT, C, OC, lp);
+            dt_kernels_cpu.matmul_backward_lp(kc, dx, dw, cdb, dy, x, w, DT_F32, BT, C, OC, lp);
         }
-        CK(gpu->matmul_forward(ctx, gout, gx, gw, gcb, BT, C, OC, (int)lp));
-        CK(gpu->matmul_backward(ctx, gdx, gdw, gcdb, gdy, gx, gw, BT, C, OC, (int)lp));
+        CK(gpu->matmul_forward(ctx, gout, gx, gw, gcb, (int)DT_F32, BT, C, OC, (int)lp));
+        CK(gpu->matmul_backward(ctx, gdx, gdw, gcdb, gdy, gx, gw, (int)DT_F32, BT, C, OC, (int)lp));
         float *ho = back(gout, (size_t)BT * OC), *hx = back(gdx, (size_t)BT * C), *hw = back(gdw, (size_t)OC * C);
         float *hb = back(gdb, OC);
         double tol = lp == DT_F32 ? 1e-5 : 1e-4, d = maxrel(ho, out, (size_t)BT * OC);
@@ -360,6 +470,11 @@ static void matmuls(void)
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
         free(x), free(w), free(b), free(dy), free(out), free(dx), free(dw), free(db), free(ho), free(hx), free(hw), free(hb);
     }
+    for (int k = 0; k < 4; k++) matmul_16bit_weight(ctx, k % 2 ? DT_F16 : DT_BF16, shapes[k / 2], k < 2);
+    /* refused before any launch: a weight of another 16-bit type than lp, a 16-bit weight in fp32 */
+    int e1 = gpu->matmul_forward(ctx, NULL, NULL, NULL, NULL, (int)DT_F16, 4, 4, 4, (int)DT_BF16);
+    int e2 = gpu->matmul_backward(ctx, NULL, NULL, NULL, NULL, NULL, NULL, (int)DT_BF16, 4, 4, 4, (int)DT_F32);
+    report(e1 != 0 && e2 != 0, "matmuls refuse a weight type that is neither fp32 nor lp", (double)(e1 == 0) + (e2 == 0));
     gpu->ctx_destroy(ctx);
 }
 
@@ -368,12 +483,29 @@ static void updates_and_conversions(void)
     size_t N = 40001;
     float *p = randn(N, 40), *g = randn(N, 41), *b = randn(N, 42);
     float *gp = dev(p, N * 4), *gg = dev(g, N * 4), *gbuf = dev(b, N * 4);
-    dt_kernels_cpu.sgd(kc, p, g, 0.5f, b, N, 0.1f, 0.9f, 1, 0.01f, 0);
-    CK(gpu->sgd(gp, gg, 0.5f, gbuf, N, 0.1f, 0.9f, 1, 0.01f, 0));
+    dt_kernels_cpu.sgd(kc, p, g, DT_F32, 0.5f, b, N, 0.1f, 0.9f, 1, 0.01f, 0, NULL, DT_F32);
+    CK(gpu->sgd(gp, gg, (int)DT_F32, 0.5f, gbuf, N, 0.1f, 0.9f, 1, 0.01f, 0, NULL, (int)DT_F32));
     float *hp = back(gp, N), *hb = back(gbuf, N);
     double d = fmax(maxrel(hp, p, N), maxrel(hb, b, N));
     report(d < 1e-6, "sgd, nesterov momentum and weight decay", d);
     free(hp), free(hb);
+    /* an fp16 gradient, the fp16 working copy written in the same pass, from the CPU's state */
+    CK(gpu->to_device(gp, p, N * 4));
+    CK(gpu->to_device(gbuf, b, N * 4));
+    uint16_t *g16 = malloc(N * 2), *plp = malloc(N * 2), *gplp = malloc(N * 2), *own = malloc(N * 2);
+    dt_kernels_cpu.cast_to_lp(kc, g16, g, N, DT_F16);
+    uint16_t *dg16 = dev(g16, N * 2), *dplp = dev(NULL, N * 2);
+    dt_kernels_cpu.sgd(kc, p, g16, DT_F16, 0.5f, b, N, 0.1f, 0.9f, 0, 0.01f, 0, plp, DT_F16);
+    CK(gpu->sgd(gp, dg16, (int)DT_F16, 0.5f, gbuf, N, 0.1f, 0.9f, 0, 0.01f, 0, dplp, (int)DT_F16));
+    hp = back(gp, N), hb = back(gbuf, N);
+    CK(gpu->to_host(gplp, dplp, N * 2));
+    d = fmax(maxrel(hp, p, N), maxrel(hb, b, N));
+    report(d < 1e-6, "sgd, fp16 gradient: parameters and momentum", d);
+    dt_kernels_cpu.cast_to_lp(kc, own, hp, N, DT_F16);
+    int worst = max_ulps(gplp, plp, N);
+    report(memcmp(own, gplp, N * 2) == 0 && worst <= 1, "sgd, fp16 copy written in the same pass", worst);
+    free(hp), free(hb), free(g16), free(plp), free(gplp), free(own);
+    gpu->free(dg16), gpu->free(dplp);
     uint16_t *r = malloc(N * 2), *gr16 = malloc(N * 2), *gr = dev(NULL, N * 2);
     dt_kernels_cpu.round_stochastic(kc, r, g, N, 7, 1000);
     CK(gpu->round_stochastic(gr, gg, N, 7, 1000));
@@ -522,13 +654,6 @@ static void attention_shapes(void)
     int e2 = gpu->attention_forward(NULL, NULL, NULL, 1, 4, 65, 2);
     report(e1 != 0 && e2 != 0, "attention fused refuses head size 136 and heads not dividing C",
            (double)(e1 == 0) + (e2 == 0));
-}
-
-/* units in the last place between two 16-bit floats of one type (both encodings are sign-magnitude) */
-static int ulps(uint16_t a, uint16_t b)
-{
-    int x = a & 0x8000 ? -(a & 0x7fff) : a, y = b & 0x8000 ? -(b & 0x7fff) : b;
-    return abs(x - y);
 }
 
 static void loss_lp(void)

@@ -117,17 +117,87 @@ static void at_fwd(struct fd *f, float *out)
     struct at *a = f->ctx;
     K->attention_forward(KC, out, a->att, a->qkv, a->B, a->T, a->C, a->NH);
 }
-static void attention(void **state)
+/* the gradient of the whole layer against finite differences, at one shape */
+static void attention_fd(int B, int T, int C, int NH, uint64_t stream, const char *what)
 {
-    int B = 2, T = 5, C = 6, NH = 2;
-    struct at a = {rnd((size_t)B * T * 3 * C, 1, 9), calloc((size_t)B * NH * T * T, 4), B, T, C, NH};
-    float *R = rnd((size_t)B * T * C, 1, 10), *out = calloc((size_t)B * T * C, 4);
-    float *dqkv = calloc((size_t)B * T * 3 * C, 4), *scratch = calloc(K->attention_scratch(B, NH, T), 4);
+    struct at a = {rnd((size_t)B * T * 3 * C, 1, stream), calloc(K->attention_saved(B, NH, T), 4), B, T, C, NH};
+    float *R = rnd((size_t)B * T * C, 1, stream + 1), *out = calloc((size_t)B * T * C, 4);
+    float *dqkv = calloc((size_t)B * T * 3 * C, 4), *scratch = calloc(K->attention_scratch(B, NH, T) + 1, 4);
     K->attention_forward(KC, out, a.att, a.qkv, B, T, C, NH);
     K->attention_backward(KC, dqkv, R, a.qkv, out, a.att, scratch, B, T, C, NH);
     struct fd f = {at_fwd, (size_t)B * T * C, R, &a};
-    check(&f, "attention dqkv", a.qkv, (size_t)B * T * 3 * C, dqkv, 5e-3);
+    check(&f, what, a.qkv, (size_t)B * T * 3 * C, dqkv, 5e-3);
     free(a.qkv), free(a.att), free(R), free(out), free(dqkv), free(scratch);
+}
+static void attention(void **state) { attention_fd(2, 5, 6, 2, 9, "attention dqkv"); }
+/* Past one block of queries and keys (the kernel's blocks are 64 rows): T = 70 crosses a block
+ * edge, with a partial last block. */
+static void attention_blocks(void **state) { attention_fd(1, 70, 4, 2, 31, "attention dqkv across blocks"); }
+
+/* The blocked kernels against attention written out plainly in double (the whole T x T softmax,
+ * then dS = P (dP - rowsum(dP P))), at T = 150: three query blocks, the last 22 rows. */
+static void attention_plain(void **state)
+{
+    enum { B = 2, T = 150, C = 16, NH = 2, HS = C / NH };
+    float *qkv = rnd((size_t)B * T * 3 * C, 3, 33), *R = rnd((size_t)B * T * C, 1, 34);
+    float *out = calloc((size_t)B * T * C, 4), *dqkv = calloc((size_t)B * T * 3 * C, 4);
+    float *saved = calloc(K->attention_saved(B, NH, T), 4), *scratch = calloc(K->attention_scratch(B, NH, T) + 1, 4);
+    K->attention_forward(KC, out, saved, qkv, B, T, C, NH);
+    K->attention_backward(KC, dqkv, R, qkv, out, saved, scratch, B, T, C, NH);
+    static double p[T][T], dp[T][T], ref[B * T * C], dref[B * T * 3 * C];
+    memset(dref, 0, sizeof dref);
+    double sc = 1.0 / sqrt((double)HS);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+#define Q(t, d) qkv[((size_t)b * T + (t)) * 3 * C + h * HS + (d)]
+#define KK(t, d) qkv[((size_t)b * T + (t)) * 3 * C + C + h * HS + (d)]
+#define VV(t, d) qkv[((size_t)b * T + (t)) * 3 * C + 2 * C + h * HS + (d)]
+#define DY(t, d) R[((size_t)b * T + (t)) * C + h * HS + (d)]
+#define DQ(t, d) dref[((size_t)b * T + (t)) * 3 * C + h * HS + (d)]
+            for (int t = 0; t < T; t++) {
+                double mx = -INFINITY, sum = 0;
+                for (int u = 0; u <= t; u++) {
+                    double s = 0;
+                    for (int d = 0; d < HS; d++) s += (double)Q(t, d) * KK(u, d);
+                    p[t][u] = s * sc;
+                    mx = fmax(mx, p[t][u]);
+                }
+                for (int u = 0; u <= t; u++) sum += p[t][u] = exp(p[t][u] - mx);
+                for (int u = 0; u <= t; u++) p[t][u] /= sum;
+                for (int d = 0; d < HS; d++) {
+                    double o = 0;
+                    for (int u = 0; u <= t; u++) o += p[t][u] * VV(u, d);
+                    ref[((size_t)b * T + t) * C + h * HS + d] = o;
+                }
+            }
+            for (int t = 0; t < T; t++) {
+                double dot = 0;
+                for (int u = 0; u <= t; u++) {
+                    dp[t][u] = 0;
+                    for (int d = 0; d < HS; d++) dp[t][u] += (double)DY(t, d) * VV(u, d);
+                    dot += dp[t][u] * p[t][u];
+                }
+                for (int u = 0; u <= t; u++) {
+                    double ds = p[t][u] * (dp[t][u] - dot) * sc;
+                    for (int d = 0; d < HS; d++) {
+                        DQ(t, d) += ds * KK(u, d);
+                        DQ(u, d + C) += ds * Q(t, d);
+                        DQ(u, d + 2 * C) += p[t][u] * DY(t, d);
+                    }
+                }
+            }
+#undef Q
+#undef KK
+#undef VV
+#undef DY
+#undef DQ
+        }
+    double e = 0, m = 0, de = 0, dm = 0;
+    for (size_t i = 0; i < (size_t)B * T * C; i++) e = fmax(e, fabs(out[i] - ref[i])), m = fmax(m, fabs(ref[i]));
+    for (size_t i = 0; i < (size_t)B * T * 3 * C; i++)
+        de = fmax(de, fabs(dqkv[i] - dref[i])), dm = fmax(dm, fabs(dref[i]));
+    if (e / m > 1e-5 || de / dm > 1e-5) fail_msg("blocked attention vs plain: out %g, dqkv %g (relative)", e / m, de / dm);
+    free(qkv), free(R), free(out), free(dqkv), free(saved), free(scratch);
 }
 
 /* ---------------------------------------------------------------- gelu */
@@ -153,8 +223,8 @@ static void em_fwd(struct fd *f, float *out)
     struct em *e = f->ctx;
     int n = e->B * e->T;
     K->position_forward(KC, out, e->wpe, e->B, e->T, e->C);
-    K->rows_forward(KC, out, e->tok, e->wte, 0, 2, n, e->C);
-    K->rows_forward(KC, out, e->tok, e->wte + 2 * e->C, 2, 2, n, e->C);
+    K->rows_forward(KC, out, e->tok, e->wte, DT_F32, 0, 2, n, e->C);
+    K->rows_forward(KC, out, e->tok, e->wte + 2 * e->C, DT_F32, 2, 2, n, e->C);
 }
 static void embedding(void **state)
 {
@@ -173,6 +243,20 @@ static void embedding(void **state)
     uint16_t lp[20] = {0};
     K->rows_add(KC, lp, DT_BF16, 0, 20, tok, R, 6, 5);
     for (int i = 0; i < 20; i++) assert_true(fabsf(dt_f32_from_bf16(lp[i]) - dte[i]) <= 0.02f * fabsf(dte[i]) + 1e-6f);
+    /* the lookup from a 16-bit table (the strategy's storage): its rows widened exactly, each type */
+    enum dt_dtype ts[2] = {DT_BF16, DT_F16};
+    for (int k = 0; k < 2; k++) {
+        uint16_t t16[20];
+        float got[30] = {0}, want[30] = {0}, wr[20];
+        for (int i = 0; i < 20; i++) {
+            t16[i] = ts[k] == DT_BF16 ? dt_bf16_from_f32(e.wte[i]) : dt_f16_from_f32(e.wte[i]);
+            wr[i] = ts[k] == DT_BF16 ? dt_f32_from_bf16(t16[i]) : dt_f32_from_f16(t16[i]);
+        }
+        K->rows_forward(KC, got, tok, t16, ts[k], 0, 4, 6, 5);
+        K->rows_forward(KC, want, tok, wr, DT_F32, 0, 4, 6, 5);
+        assert_memory_equal(got, want, sizeof got);
+        assert_true(got[0] != 0);
+    }
     free(e.wte), free(e.wpe), free(R), free(dte), free(dpe), free(part);
 }
 
@@ -306,5 +390,5 @@ static void reductions(void **state)
     free(x);
 }
 
-DT_TESTS(T(matmul), T(layernorm), T(attention), T(gelu), T(embedding), T(softmax_xent), T(mixed_types),
+DT_TESTS(T(matmul), T(layernorm), T(attention), T(attention_blocks), T(attention_plain), T(gelu), T(embedding), T(softmax_xent), T(mixed_types),
          T(stochastic_rounding), T(reductions))

@@ -9,6 +9,7 @@
  *   parameter itself (p *= 1 - lr wd) and leaves the moments alone.
  */
 #include <math.h>
+#include "core/dtype.h"
 #include "dt_test.h"
 #include "optim/optimizer.h"
 
@@ -117,5 +118,44 @@ static void clipping_factor(void **state)
     NEAR(f, 1.0); /* 0: no clipping */
 }
 
+/* The mixed-precision update: a 16-bit gradient read as it is and the 16-bit working copy written in
+ * the same pass give the bits of widening the gradient first and rounding the parameters after, for
+ * both optimizers and both 16-bit types, over a length that ends inside a block. */
+static void fused_16bit_update(void **state)
+{
+    enum { N = 2500 };
+    static float p[N], pref[N], g32[N], m[N], v[N], mref[N], vref[N];
+    static uint16_t g16[N], out[N], outref[N];
+    struct dt_kctx *kc = dt_test_kctx();
+    const struct dt_kernels *k = &dt_kernels_cpu;
+    enum dt_dtype ts[2] = {DT_BF16, DT_F16};
+    for (int ti = 0; ti < 2; ti++)
+        for (int sgd = 0; sgd < 2; sgd++) {
+            enum dt_dtype t = ts[ti];
+            for (int i = 0; i < N; i++) {
+                p[i] = pref[i] = 0.5f + 0.001f * (float)(i % 97);
+                g16[i] = t == DT_BF16 ? dt_bf16_from_f32(0.01f * (float)(i % 13) - 0.05f)
+                                      : dt_f16_from_f32(0.01f * (float)(i % 13) - 0.05f);
+                m[i] = mref[i] = v[i] = vref[i] = 0;
+            }
+            k->convert(kc, g32, DT_F32, g16, t, N);
+            for (int step = 1; step <= 2; step++) {
+                if (sgd) {
+                    k->sgd(kc, p, g16, t, 0.5f, m, N, 0.1f, 0.9f, 1, 0.01f, step == 1, out, t);
+                    k->sgd(kc, pref, g32, DT_F32, 0.5f, mref, N, 0.1f, 0.9f, 1, 0.01f, step == 1, NULL, DT_F32);
+                } else {
+                    k->adamw(kc, p, g16, t, 0.5f, 0.0f, m, v, N, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, step, out, t);
+                    k->adamw(kc, pref, g32, DT_F32, 0.5f, 0.0f, mref, vref, N, 1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, step,
+                             NULL, DT_F32);
+                }
+                k->convert(kc, outref, t, pref, DT_F32, N);
+                assert_memory_equal(p, pref, sizeof p);
+                assert_memory_equal(m, mref, sizeof m);
+                assert_memory_equal(out, outref, sizeof out);
+            }
+            assert_true(p[1] != 0.501f); /* the update moved the parameters */
+        }
+}
+
 DT_TESTS(T(sgd_momentum), T(sgd_nesterov), T(sgd_plain_with_decay), T(adamw_decoupled_decay), T(adam_l2_decay),
-         T(clipping_factor))
+         T(clipping_factor), T(fused_16bit_update))
