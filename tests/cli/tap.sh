@@ -3,7 +3,8 @@
 #   same NAME ACTUAL EXPECTED     compares two texts, shows a diff on failure
 #   has NAME TEXT NEEDLE          TEXT contains NEEDLE
 #   signal_and_wait SIG PID JOB   signals PID, waits for background JOB; sets $rc, $secs
-#   losses DIR / maxrel DIR DIR   the runs' metrics losses / their largest relative difference
+#   losses DIR / maxrel DIR DIR [N]  the runs' metrics losses / their largest relative difference
+#                                 (over the first N records when N is given)
 #   within X LIMIT                X is a number and X <= LIMIT
 #   optimized                     this build's timings mean something (no sanitizers): only there
 #                                 may a test time anything, and then with a budget no load decides
@@ -61,12 +62,15 @@ signal_and_wait() {
 
 # losses RUN_DIR: the loss of each metrics record in RUN_DIR/events.jsonl, one a line
 losses() { grep '"type":"metrics"' "$1/events.jsonl" 2>/dev/null | sed -n 's/.*"loss":\([0-9.e+-][0-9.e+-]*\).*/\1/p'; }
-# maxrel DIR_A DIR_B: the largest relative difference between their losses, record by record.
-# Two runs without losses, or with different numbers of them, are not alike: it then prints why
-# (which `within` refuses) and fails.
+# maxrel DIR_A DIR_B [N]: the largest relative difference between their losses, record by record
+# (the first N records only, when N is given). Two runs without losses, or with different numbers
+# of them, are not alike: it then prints why (which `within` refuses) and fails.
 maxrel() {
     local a b na nb
     a=$(losses "$1") b=$(losses "$2")
+    if [ -n "${3:-}" ]; then
+        a=$(head -n "$3" <<<"$a") b=$(head -n "$3" <<<"$b")
+    fi
     na=$(printf '%s' "$a" | grep -c .) nb=$(printf '%s' "$b" | grep -c .)
     if [ "$na" = 0 ] || [ "$nb" = 0 ] || [ "$na" != "$nb" ]; then
         echo "not comparable: $na losses in $1, $nb in $2"

@@ -23,6 +23,7 @@ same "losses reads every metrics record" "$(losses c | tr '\n' ' ')" "2.5 2.0 1.
 d=$(maxrel a b) && within "$d" 0 && ok "equal runs: maxrel $d" || not_ok "equal runs: $d"
 d=$(maxrel c a) && within "$d" 1.01e-4 && ! within "$d" 0.99e-4 && ok "one step apart by 1e-4: maxrel $d" ||
     not_ok "1e-4 apart: $d"
+d=$(maxrel c a 2) && within "$d" 0 && ok "the first 2 records only: maxrel $d" || not_ok "first 2: $d"
 d=$(maxrel zero zero2) && within "$d" 0 && ok "zero losses compare without dividing by zero: $d" || not_ok "zeros: $d"
 d=$(maxrel none none) && not_ok "two runs without losses compared as equal ($d)" ||
     same "two runs without losses fail, saying why" "$d" "not comparable: 0 losses in none, 0 in none"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The sharded strategies (issue #11): zero1/2/3, fsdp's sharding strategies and the deepspeed
 # strategy with templates/'s stage 1-3 JSONs trace DDP's per-step losses on 4 ranks (fp32 within
-# 1e-5, bf16-mixed and 16-mixed within 1e-3, the loss scaler's skips on the same steps), and so does
+# 1e-5; bf16-mixed and 16-mixed within 1e-4 over the first 15 steps and 1e-2 over all 30, the loss
+# scaler's skips on the same steps), and so does
 # 1 rank accumulating 4 micro-batches; 3 ranks (parts that do not divide) and units smaller than a
 # rank's share work; bf16-true keeps bf16 parameters only and ends within 2% of fp32 on text; the
 # model state per rank is what `dtrun check --memory` says, within 10% of DeepSpeed's formulas at
@@ -21,7 +22,22 @@ full=0
 optimized && full=1
 precisions=(32-true bf16-mixed 16-mixed)
 [ $full = 1 ] || precisions=(32-true bf16-mixed)
-limit() { [ "$1" = 32-true ] && echo 1e-5 || echo 1e-3; }
+# traces NAME RUN DDP-RUN PRECISION: RUN's losses trace DDP-RUN's. The sums of the gradients
+# differ in their order (accumulation, all-reduce, reduce-scatter), by an ulp of fp32; in fp32 the
+# losses stay within 1e-5. With 16-bit weights such an ulp sometimes moves a weight by one 16-bit
+# step, and 30 steps of a tiny model at this learning rate grow that to ~1e-3 (a bf16 step is 2^-8
+# to 2^-7 of the weight): early steps are held to 1e-4, the whole run to 1e-2.
+traces() {
+    local d e
+    d=$(maxrel "$2" "$3")
+    if [ "$4" = 32-true ]; then
+        within "$d" 1e-5 && ok "$4: $1 traces ddp ($d)" || not_ok "$4: $1 differs from ddp by $d"
+        return
+    fi
+    e=$(maxrel "$2" "$3" 15)
+    within "$e" 1e-4 && within "$d" 1e-2 && ok "$4: $1 traces ddp ($e over 15 steps, $d over all)" ||
+        not_ok "$4: $1 differs from ddp by $e over 15 steps, $d over all"
+}
 four() { # NAME DIR ARGS...: a 4-rank run
     local name=$1 dir=$2
     shift 2
@@ -32,8 +48,7 @@ for p in "${precisions[@]}"; do
     four "$p: ddp on 4 ranks" "ddp-$p" compute.precision=$p
     run "$p: 1 rank, accumulation 4" 0 "$DTRUN" run "${base[@]}" compute.precision=$p \
         compute.gradient_accumulation_steps=4 run.dir="one-$p"
-    d=$(maxrel "one-$p" "ddp-$p")
-    within "$d" "$(limit $p)" && ok "$p: 1 rank x 4 micro-batches traces ddp ($d)" || not_ok "$p: 1 rank differs by $d"
+    traces "1 rank x 4 micro-batches" "one-$p" "ddp-$p" "$p"
     variants=(zero1 zero2 zero3)
     [ $full = 1 ] && variants+=(fsdp:FULL_SHARD fsdp:SHARD_GRAD_OP fsdp:NO_SHARD)
     # templates/deepspeed's stage JSONs enable bf16: against ddp in bf16-mixed
@@ -46,8 +61,7 @@ for p in "${precisions[@]}"; do
         esac
         four "$p: $v" "$v-$p" compute.precision=$p "${args[@]}"
         case $v in deepspeed:zero*) has "$v.json runs stage ${v#deepspeed:zero}" "$err" "strategy: stage ${v#deepspeed:zero} over 4 ranks" ;; esac
-        d=$(maxrel "$v-$p" "ddp-$p")
-        within "$d" "$(limit $p)" && ok "$p: $v traces ddp ($d)" || not_ok "$p: $v differs from ddp by $d"
+        traces "$v" "$v-$p" "ddp-$p" "$p"
     done
 done
 skips() { grep -o '"skipped_steps":[0-9]*' "$1/events.jsonl" | tr '\n' ' '; }
