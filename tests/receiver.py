@@ -15,6 +15,15 @@ timestamp "." body)>; a wrong or missing signature, or a timestamp more than
     stall:S       hold every request S seconds, then answer 200
     close         close the connection without answering
     status:C[:R]  answer HTTP C (e.g. 429, 500), with Retry-After: R if given
+    flaky:P       answer 500 to a random fraction P of the requests (0.5: half), 200 to the rest
+    half          take the events, then close the connection halfway through a 200 (a receiver
+                  that dies while answering: the sender retries, the ids tell the copies apart)
+    refuse:S      take this request (answering "Connection: close"), then refuse connections for
+                  S seconds (nothing listens on the port), then answer 200 again
+
+With --fail-from REGEX, requests are answered 200 until one whose body matches REGEX; that one
+and the next --fail-count - 1 get --mode (all later ones, without --fail-count), then 200 again:
+a failure that starts at a chosen event, however the run is timed.
 
 With --raw, each request's body and its X-Dtrun-* and Authorization headers are kept in DIR/N.body
 and DIR/N.headers (N counting from 1), so a test can replay or alter one.
@@ -29,6 +38,9 @@ import hashlib
 import hmac
 import json
 import os
+import re
+import socket
+import random
 import ssl
 import sys
 import threading
@@ -36,7 +48,10 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 lock = threading.Lock()
+flaky = random.Random(1)  # the flaky mode's coin, seeded: a soak's failures can be replayed
 state = {"mode": "ok", "requests": 0, "events": 0, "connections": 0, "rejected": 0}
+plan = {"from": None, "mode": "ok", "count": 0, "left": 0}  # --fail-from: when and how long the mode applies
+refuse_until = [0.0]  # time.monotonic() before which nothing is answered (refuse:S)
 
 
 def record(out, items):
@@ -93,9 +108,21 @@ class Handler(BaseHTTPRequestHandler):
         if self.path == "/_mode":
             with lock:
                 state["mode"] = body.decode().strip()
+                plan["left"] = 0
             return self.answer(200)
+        if time.monotonic() < refuse_until[0]:  # the listener is about to close (refuse:S)
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
         with lock:
+            if plan["from"] and plan["from"].search(body.decode("utf-8", "replace")):
+                plan["from"] = None
+                state["mode"], plan["left"] = plan["mode"], plan["count"]
             mode = state["mode"]
+            if plan["left"] > 0:
+                plan["left"] -= 1
+                if plan["left"] == 0:
+                    state["mode"] = "ok"  # after this one
             state["requests"] += 1
             n = state["requests"]
         if self.server.raw:
@@ -109,12 +136,37 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self.connection.shutdown(2)
             return
+        closing = ()
+        if mode.startswith("refuse:"):
+            with lock:
+                refuse_until[0] = time.monotonic() + float(mode.split(":")[1])
+                state["mode"] = "ok"  # once listening again
+            self.server.socket.shutdown(socket.SHUT_RDWR)  # connections are refused from now on
+            self.server.socket.close()
+            threading.Thread(target=self.server.shutdown, daemon=True).start()
+            closing = [("Connection", "close")]
+        if mode == "half":
+            try:
+                doc = json.loads(body)
+                items = doc if isinstance(doc, list) else [doc]
+                with lock:
+                    state["events"] += len(items)
+                record(self.server.out, items)
+            except ValueError:
+                pass
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nok")  # 98 bytes short
+            self.wfile.flush()
+            self.close_connection = True
+            self.connection.shutdown(2)
+            return
         if mode.startswith("stall:"):
             time.sleep(float(mode.split(":")[1]))
         elif mode.startswith("status:"):
             parts = mode.split(":")
             headers = [("Retry-After", parts[2])] if len(parts) > 2 else []
             return self.answer(int(parts[1]), b"receiver told to fail", headers)
+        elif mode.startswith("flaky:") and flaky.random() < float(mode.split(":")[1]):
+            return self.answer(500, b"receiver failing this one at random")
         if self.server.secret_env:
             why = self.check_signature(body)
             if why:
@@ -130,7 +182,7 @@ class Handler(BaseHTTPRequestHandler):
         with lock:
             state["events"] += len(items)
         record(self.server.out, items)
-        self.answer(200, b"ok")
+        self.answer(200, b"ok", closing)
 
 
 def main():
@@ -142,21 +194,36 @@ def main():
     ap.add_argument("--mode", default="ok")
     ap.add_argument("--raw")
     ap.add_argument("--tls", nargs=2, metavar=("CERT", "KEY"))
+    ap.add_argument("--fail-from", metavar="REGEX")
+    ap.add_argument("--fail-count", type=int, default=0)
     a = ap.parse_args()
     state["mode"] = a.mode
-    srv = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
-    srv.daemon_threads = True
-    srv.out, srv.secret_env, srv.raw = a.out, a.secret_env, a.raw
-    if a.tls:
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        ctx.load_cert_chain(a.tls[0], a.tls[1])
-        srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    if a.fail_from:
+        state["mode"] = "ok"
+        plan.update({"from": re.compile(a.fail_from), "mode": a.mode, "count": a.fail_count})
+
+    def listen(port):
+        srv = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        srv.daemon_threads = True
+        srv.out, srv.secret_env, srv.raw = a.out, a.secret_env, a.raw
+        if a.tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(a.tls[0], a.tls[1])
+            srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+        return srv
+
+    srv = listen(a.port)
+    port = srv.server_address[1]
     if a.port_file:
         with open(a.port_file + ".tmp", "w") as f:
-            f.write("%d\n" % srv.server_address[1])
+            f.write("%d\n" % port)
         os.rename(a.port_file + ".tmp", a.port_file)
     try:
-        srv.serve_forever()
+        while True:
+            srv.serve_forever()  # until a refuse:S shuts the listener
+            srv.server_close()
+            time.sleep(max(0.0, refuse_until[0] - time.monotonic()))
+            srv = listen(port)
     except KeyboardInterrupt:
         pass
     return 0

@@ -52,7 +52,9 @@ static dt_status_t sys_error(const char *path, const char *what)
                     e == ENOSPC || e == EDQUOT
                         ? "\n  hint: the disk (or your quota) is full: free space, or point checkpoint.dir elsewhere"
                     : e == EACCES || e == EROFS ? "\n  hint: make checkpoint.dir writable, or point it elsewhere"
-                                                : "");
+                    : e == EIO ? "\n  hint: the disk or file server reported an I/O error: check it (dmesg), or point "
+                                 "checkpoint.dir elsewhere"
+                               : "");
 }
 
 /* Create path (O_EXCL: a file planted there, symlink or not, is removed first, never followed). */
@@ -134,13 +136,17 @@ static dt_status_t write_file(struct dt_ckpt_writer *w)
     struct dt_xxh64 h;
     dt_xxh64_init(&h, 0);
     dt_status_t rc = DT_SUCCESS;
-    if (dt_fault_hit(DT_FAULT_ENOSPC, w->step, w->rank)) {
-        errno = ENOSPC;
+    int injected = dt_fault_hit(DT_FAULT_ENOSPC, w->step, w->rank) ? ENOSPC
+                   : dt_fault_hit(DT_FAULT_EIO, w->step, w->rank)  ? EIO
+                                                                    : 0;
+    if (injected) {
+        errno = injected;
         rc = sys_error(tmp, "writing the checkpoint failed");
     }
     size_t whole = direct ? w->size / ALIGN * ALIGN : w->size, half = whole / 2 / ALIGN * ALIGN;
     if (rc == DT_SUCCESS) rc = write_all(fd, w->image, half, tmp, &h);
     if (rc == DT_SUCCESS && dt_fault_hit(DT_FAULT_KILL_SAVE, w->step, w->rank)) raise(SIGKILL);
+    if (rc == DT_SUCCESS && dt_fault_hit(DT_FAULT_STOP_SAVE, w->step, w->rank)) raise(SIGSTOP);
     if (rc == DT_SUCCESS) rc = write_all(fd, w->image + half, whole - half, tmp, &h);
     if (rc == DT_SUCCESS && whole < w->size) { /* the tail is not a whole block: written plainly */
         undirect(fd);
@@ -355,7 +361,7 @@ static long long *list_steps(const char *dir, int *n, void (*each)(const char *p
     DIR *d = opendir(dir);
     if (!d) return NULL;
     long long *steps = NULL;
-    int cap = 0;
+    int cap = 0, count = 0; /* counted here, not in *n, which each() could reach through ctx */
     struct dirent *e;
     char path[4600];
     while ((e = readdir(d))) {
@@ -367,15 +373,16 @@ static long long *list_steps(const char *dir, int *n, void (*each)(const char *p
             if (each) each(path, e->d_name + used, ctx);
             continue;
         }
-        if (*n == cap) {
+        if (count == cap) {
             long long *g = realloc(steps, (size_t)(cap = cap ? 2 * cap : 64) * sizeof *g);
             if (!g) break;
             steps = g;
         }
-        steps[(*n)++] = s;
+        steps[count++] = s;
     }
     closedir(d);
-    if (*n > 1) qsort(steps, (size_t)*n, sizeof *steps, by_step);
+    if (count > 1) qsort(steps, (size_t)count, sizeof *steps, by_step);
+    *n = count;
     return steps;
 }
 

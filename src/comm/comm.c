@@ -171,8 +171,8 @@ static void *watchdog_main(void *arg)
     uint64_t probed = UINT64_MAX;
     pthread_mutex_lock(&s->wd_mu);
     while (!s->wd_stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
+        struct timespec ts; /* on CLOCK_MONOTONIC (wd_cv's clock): a stepped wall clock moves no timeout */
+        clock_gettime(CLOCK_MONOTONIC, &ts);
         ts.tv_nsec += 20 * 1000000;
         if (ts.tv_nsec >= 1000000000) {
             ts.tv_sec++;
@@ -217,7 +217,11 @@ static dt_status_t make(struct dt_comm **out, const struct dt_world *w, const st
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->cv, NULL);
     pthread_mutex_init(&s->wd_mu, NULL);
-    pthread_cond_init(&s->wd_cv, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->wd_cv, &ca);
+    pthread_condattr_destroy(&ca);
     dt_status_t rc = parent ? be->split(parent, c, color, key) : be->init(c);
     if (rc != DT_SUCCESS) {
         free(s);

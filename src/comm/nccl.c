@@ -261,14 +261,18 @@ static bool abort_within(struct nccl_state *st, double wait_s)
     if (!a) return false;
     *a = (struct abort_call){.nccl = st->nccl, .comm = st->comm};
     pthread_mutex_init(&a->mu, NULL);
-    pthread_cond_init(&a->cv, NULL);
+    pthread_condattr_t ca; /* the wait below is on CLOCK_MONOTONIC: a stepped wall clock moves no deadline */
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&a->cv, &ca);
+    pthread_condattr_destroy(&ca);
     pthread_t t;
     if (pthread_create(&t, NULL, abort_main, a)) {
         free(a);
         return false;
     }
     struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
+    clock_gettime(CLOCK_MONOTONIC, &until);
     until.tv_sec += (time_t)wait_s;
     pthread_mutex_lock(&a->mu);
     while (!a->done && pthread_cond_timedwait(&a->cv, &a->mu, &until) == 0) continue;

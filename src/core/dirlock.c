@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "core/clock.h"
 #include "core/dirlock.h"
 #include "core/error.h"
 #include "core/slurm_job.h"
@@ -114,7 +115,7 @@ static void me(struct holder *h)
     snprintf(h->job, sizeof h->job, "%s", job ? job : "");
     snprintf(h->node, sizeof h->node, "%s", node ? node : "");
     h->restart = rc ? atoi(rc) : 0;
-    time_t t = time(NULL);
+    time_t t = dt_wall_now().tv_sec;
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(h->since, sizeof h->since, "%Y-%m-%dT%H:%M:%SZ", &tm);

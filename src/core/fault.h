@@ -4,14 +4,30 @@
  *
  *   DTRUN_FAULT=KIND@STEP[:RANK][,KIND@STEP[:RANK]...]
  *
- * STEP counts from 1, as the metrics do; RANK defaults to 0. Kinds:
- *   grad_inf  an inf in that rank's reduced gradient (an fp16 overflow that one rank sees)
- *   kill      the rank sends itself SIGKILL as the step starts (a node lost, the OOM killer)
- *   stall     the rank stops before its first collective of the step and never gets there
- *             (a hung rank: the others' watchdog must name it)
- *   enospc    the rank's checkpoint file of that step fails to write with ENOSPC (a full disk)
- *   kill_save the rank sends itself SIGKILL halfway through writing its checkpoint file of that
- *             step (a crash mid-save)
+ * STEP counts from 1, as the metrics do; RANK defaults to 0. For kill, stop and stall, STEP one
+ * past the run's last step means at exit: after the last step's update, as its final save begins
+ * (tests/cli/test_faults.sh drives every kind). Kinds:
+ *   grad_inf     an inf in that rank's reduced gradient (an fp16 overflow that one rank sees)
+ *   kill         the rank sends itself SIGKILL as the step starts (a node lost, the OOM killer)
+ *   stop         the rank sends itself SIGSTOP as the step starts (a process frozen: a debugger,
+ *                a stuck page fault, `kill -STOP`): it never answers again, the others' watchdog
+ *                must name it
+ *   stall        the rank stops before its first collective of the step and never gets there
+ *                (a hung rank: the others' watchdog must name it)
+ *   enospc       the rank's checkpoint file of that step fails to write with ENOSPC (a full disk)
+ *   eio          the same with EIO (a failing disk or a file server gone)
+ *   kill_save    the rank sends itself SIGKILL halfway through writing its checkpoint file of that
+ *                step (a crash mid-save)
+ *   stop_save    the rank sends itself SIGSTOP at the same point
+ *   stall_save   the rank stops before the first collective that finishes its save of that step
+ *                (the checkpoint's commit) and never gets there
+ *   spool_enospc every write of the rank's webhook spool fails with ENOSPC while the rank is at that
+ *                step (the spool is written only while the endpoint does not take events)
+ *   spool_eio    the same with EIO
+ *   clock_fwd    the wall clock the rank reads (dt_wall_now: event times, saved_at, signatures)
+ *                jumps 1 h ahead as the step starts (NTP stepping a clock, an admin's date -s);
+ *                CLOCK_MONOTONIC, which every timeout and interval reads, does not move
+ *   clock_back   the same, 1 h back
  * A malformed value is refused at start (exit 2), never ignored.
  */
 #ifndef DT_FAULT_H
@@ -21,12 +37,23 @@
 #include <stdint.h>
 #include "core/status.h"
 
-enum dt_fault { DT_FAULT_GRAD_INF, DT_FAULT_KILL, DT_FAULT_STALL, DT_FAULT_ENOSPC, DT_FAULT_KILL_SAVE, DT_FAULT_NKINDS };
+enum dt_fault {
+    DT_FAULT_GRAD_INF, DT_FAULT_KILL, DT_FAULT_STOP, DT_FAULT_STALL, DT_FAULT_ENOSPC, DT_FAULT_EIO,
+    DT_FAULT_KILL_SAVE, DT_FAULT_STOP_SAVE, DT_FAULT_STALL_SAVE, DT_FAULT_SPOOL_ENOSPC, DT_FAULT_SPOOL_EIO,
+    DT_FAULT_CLOCK_FWD, DT_FAULT_CLOCK_BACK, DT_FAULT_NKINDS
+};
 
 /* Read DTRUN_FAULT (once, at start). */
 dt_status_t dt_fault_init(void);
 /* Whether fault f is asked for at step (1-based) on rank. */
 bool dt_fault_hit(enum dt_fault f, int64_t step, int rank);
+/* Where this rank is, for the code that has no step of its own (the spool, the wall clock): the
+ * trainer says so as each step starts (steps + 1 at exit). A clock fault of that step applies here. */
+void dt_fault_at(int64_t step, int rank);
+/* Whether fault f is asked for where dt_fault_at last put this rank (never before the first step). */
+bool dt_fault_now(enum dt_fault f);
+/* Seconds the clock faults have moved the wall clock by (0 without them). */
+int64_t dt_fault_wall_offset(void);
 /* For faults with no step of their own to return to: never returns. */
 _Noreturn void dt_fault_stall_forever(void);
 

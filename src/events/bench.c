@@ -42,7 +42,7 @@ dt_status_t dt_events_bench(const char *url, int n, FILE *out)
                      "\"skipped_steps\":0,\"tokens_per_s\":123456.789,\"samples_per_s\":1234.56789,\"mfu\":0.4321,"
                      "\"step_ms\":12.345678,\"peak_memory_bytes\":1234567890}", i + 1, i + 1, n, (i + 1) * 1024,
                      (i + 1) * 8);
-            dt_webhook_post(w, doc);
+            dt_webhook_post(w, doc, i + 1);
         }
         struct dt_webhook_stats st;
         dt_webhook_close(w, 60, &st); /* an endpoint that does not answer leaves the rest in "left" */

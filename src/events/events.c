@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include "dt_build_config.h"
 #include "config/schema.h"
+#include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "events/events.h"
@@ -84,8 +85,7 @@ void dt_events_config_hash(const struct dt_config *cfg, char *out, size_t n)
 
 void dt_events_iso_now(char *buf, size_t n)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
+    struct timespec ts = dt_wall_now();
     dt_json_iso_time(ts.tv_sec, (int)(ts.tv_nsec / 1000000), buf, n);
 }
 

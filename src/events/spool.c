@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "core/error.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "events/json.h"
 #include "events/spool.h"
@@ -23,16 +24,26 @@ static dt_status_t save_offset(struct dt_spool *s)
     }
     snprintf(tmp, sizeof tmp, "%s.tmp", p);
     FILE *f = fopen(tmp, "w");
-    if (!f || fprintf(f, "%lld\n", (long long)s->offset) < 0 || fclose(f) != 0 || rename(tmp, p) != 0)
-        return dt_error(DT_ERR_SYSTEM, "%s: error: cannot record how much of the spool was sent: %s", p,
-                        strerror(errno));
+    int err = 0;
+    if (!f) {
+        err = errno;
+    } else if (fprintf(f, "%lld\n", (long long)s->offset) < 0) {
+        err = errno;
+        fclose(f); /* it leaked when fprintf failed (#16) */
+    } else if (fclose(f) != 0 || rename(tmp, p) != 0) {
+        err = errno;
+    }
+    if (err)
+        return dt_error(DT_ERR_SYSTEM, "%s: error: cannot record how much of the spool was sent: %s", p, strerror(err));
     return DT_SUCCESS;
 }
 
 static dt_status_t write_all(int fd, const char *p, size_t n, const char *path)
 {
+    /* DTRUN_FAULT spool_enospc / spool_eio (fault.h): this write fails as a full or failing disk's would */
+    int injected = dt_fault_now(DT_FAULT_SPOOL_ENOSPC) ? ENOSPC : dt_fault_now(DT_FAULT_SPOOL_EIO) ? EIO : 0;
     while (n > 0) {
-        ssize_t k = write(fd, p, n);
+        ssize_t k = injected ? (errno = injected, -1) : write(fd, p, n);
         if (k < 0 && errno == EINTR) continue;
         if (k < 0) return dt_error(DT_ERR_SYSTEM, "%s: error: writing the webhook spool failed: %s", path, strerror(errno));
         p += k;
@@ -190,6 +201,9 @@ dt_status_t dt_spool_append(struct dt_spool *s, const char *line)
     dt_status_t rc = write_all(s->fd, b, n + 1, s->path); /* one write: a reader never sees half a line */
     free(b);
     if (rc == DT_SUCCESS) s->size += (int64_t)n + 1;
+    else if (ftruncate(s->fd, s->size) != 0) /* a failed write may have left part of the line */
+        DT_WARN("%s: cannot cut off a partly written record: %s (the next open sets it aside)", s->path,
+                strerror(errno));
     return rc;
 }
 
@@ -256,12 +270,13 @@ int dt_spool_read(struct dt_spool *s, int max, char ***out, char **buf, int64_t 
     char **v = malloc((size_t)max * sizeof *v);
     n = 0;
     size_t start = 0;
-    for (size_t i = 0; v && i < len && n < max; i++)
-        if (b[i] == '\n') {
-            b[i] = '\0';
-            v[n++] = b + start;
-            start = i + 1;
-        }
+    if (v)
+        for (size_t i = 0; i < len && n < max; i++)
+            if (b[i] == '\n') {
+                b[i] = '\0';
+                v[n++] = b + start;
+                start = i + 1;
+            }
     *out = v;
     *buf = b;
     *bytes = (int64_t)start;

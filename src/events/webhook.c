@@ -19,14 +19,18 @@
 #include "events/sign.h"
 #include "events/spool.h"
 #include "events/webhook.h"
+#include "events/webhook_reply.h"
 
 enum outcome { SENT, RETRY, REJECTED, ABORTED };
+_Static_assert(SENT == (int)DT_WEBHOOK_SENT && RETRY == (int)DT_WEBHOOK_RETRY && REJECTED == (int)DT_WEBHOOK_REJECTED,
+               "post() takes dt_webhook_judge's outcome as its own");
 
 struct dt_webhook {
     struct dt_webhook_cfg c;
     char *url, *secret, where[256];
     struct curl_slist *headers; /* the fixed ones */
-    CURL *curl;
+    CURL *curl;   /* the template of every request (dt_webhook_exchange) */
+    CURLSH *share; /* its connections, kept between requests */
     pthread_t thread;
     pthread_mutex_t mu;
     pthread_cond_t wake; /* work arrived, or stop */
@@ -34,16 +38,19 @@ struct dt_webhook {
     char **q;            /* ring of queue slots */
     int qhead, qlen;
     struct dt_spool spool;
+    /* events the spool could not take (a full or failing disk): newer than all it holds, so they
+     * wait here, in order, until it can (or go straight out); order: q, the spool, held */
+    char **held;
+    int nheld, held_cap;
+    bool held_flight; /* the sender is posting held[0..]: they stay until it knows */
     bool closing, down, said_rejected;
+    _Atomic int64_t last_step; /* the highest step of an event posted (-1: none said one), for messages */
     atomic_bool stop; /* read by the progress callback without the lock, many times a second */
     int attempts;
     double retry_at; /* CLOCK_MONOTONIC seconds */
     struct dt_rng rng;
     struct dt_webhook_stats st;
-    /* the request in flight */
-    char retry_after[64];
-    char reply[200];
-    size_t reply_len;
+    struct dt_webhook_reply reply; /* the request in flight's */
 };
 
 static struct timespec abs_time(double t) /* a CLOCK_MONOTONIC time for pthread_cond_timedwait */
@@ -81,24 +88,53 @@ dt_status_t dt_webhook_sign(const char *key, const char *timestamp, const char *
 
 static size_t on_header(char *p, size_t size, size_t n, void *ctx)
 {
-    struct dt_webhook *w = ctx;
+    struct dt_webhook_reply *r = ctx;
     size_t len = size * n;
     if (len > 12 && strncasecmp(p, "Retry-After:", 12) == 0) {
-        size_t k = len - 12 < sizeof w->retry_after - 1 ? len - 12 : sizeof w->retry_after - 1;
-        memcpy(w->retry_after, p + 12, k);
-        w->retry_after[k] = '\0';
+        size_t k = len - 12 < sizeof r->retry_after - 1 ? len - 12 : sizeof r->retry_after - 1;
+        memcpy(r->retry_after, p + 12, k);
+        r->retry_after[k] = '\0';
     }
     return len;
 }
 
 static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 {
-    struct dt_webhook *w = ctx;
-    size_t len = size * n, room = sizeof w->reply - 1 - w->reply_len, k = len < room ? len : room;
-    memcpy(w->reply + w->reply_len, p, k);
-    w->reply_len += k;
-    w->reply[w->reply_len] = '\0';
+    struct dt_webhook_reply *r = ctx;
+    size_t len = size * n, room = sizeof r->body - 1 - r->body_len, k = len < room ? len : room;
+    memcpy(r->body + r->body_len, p, k);
+    r->body_len += k;
+    r->body[r->body_len] = '\0';
     return len;
+}
+
+void dt_webhook_reply_attach(CURL *h, struct dt_webhook_reply *r)
+{
+    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
+    curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+    curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
+}
+
+void dt_webhook_reply_reset(struct dt_webhook_reply *r)
+{
+    r->retry_after[0] = '\0';
+    r->body_len = 0;
+    r->body[0] = '\0';
+}
+
+CURLcode dt_webhook_exchange(CURL *t, CURLSH *share, struct dt_webhook_reply *r, long *code)
+{
+    *code = 0;
+    dt_webhook_reply_reset(r);
+    CURL *h = curl_easy_duphandle(t);
+    if (!h) return CURLE_OUT_OF_MEMORY;
+    curl_easy_setopt(h, CURLOPT_SHARE, share); /* a copy does not take the template's */
+    dt_webhook_reply_attach(h, r);
+    CURLcode cc = curl_easy_perform(h);
+    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, code);
+    curl_easy_cleanup(h);
+    return cc;
 }
 
 /* Ends a request in flight when the sender is told to stop (the flush deadline passed). */
@@ -108,15 +144,34 @@ static int on_progress(void *ctx, curl_off_t a, curl_off_t b, curl_off_t c, curl
     return atomic_load(&((struct dt_webhook *)ctx)->stop);
 }
 
-/* Seconds a Retry-After value asks for (delta-seconds or an HTTP date), or -1. */
-static double retry_after(const char *v)
+double dt_webhook_retry_after(const char *v)
 {
     while (*v == ' ' || *v == '\t') v++;
     char *end;
     double s = strtod(v, &end);
     if (end != v && s >= 0) return s;
     time_t t = curl_getdate(v, NULL);
-    return t > 0 ? difftime(t, time(NULL)) : -1;
+    /* a date already past (the clocks disagree) asks for nothing: backoff as without one (#16) */
+    double d = t > 0 ? difftime(t, dt_wall_now().tv_sec) : -1;
+    return d >= 0 ? d : -1;
+}
+
+enum dt_webhook_outcome dt_webhook_judge(CURLcode cc, long code, const struct dt_webhook_reply *r, char *why,
+                                         size_t n)
+{
+    why[0] = '\0';
+    if (cc != CURLE_OK) {
+        snprintf(why, n, "%s", curl_easy_strerror(cc));
+        return DT_WEBHOOK_RETRY;
+    }
+    if (code >= 200 && code < 300) return DT_WEBHOOK_SENT;
+    size_t k = (size_t)snprintf(why, n, "HTTP %ld%s", code, r->body[0] ? ": " : "");
+    /* the receiver's words as one line: its newlines or terminal escapes must not forge lines of the
+     * log (#16, tests/fuzz/fuzz_webhook.c) */
+    for (const unsigned char *p = (const unsigned char *)r->body; *p && k + 1 < n; p++)
+        why[k++] = *p < 0x20 || *p == 0x7f ? ' ' : (char)*p;
+    if (k < n) why[k] = '\0';
+    return code == 408 || code == 429 || code >= 500 ? DT_WEBHOOK_RETRY : DT_WEBHOOK_REJECTED;
 }
 
 static enum outcome post(struct dt_webhook *w, char *const *ev, int n)
@@ -138,7 +193,7 @@ static enum outcome post(struct dt_webhook *w, char *const *ev, int n)
     for (struct curl_slist *s = w->headers; s; s = s->next) h = curl_slist_append(h, s->data);
     if (w->secret) {
         char ts[32], sig[72], line[128];
-        snprintf(ts, sizeof ts, "%lld", (long long)time(NULL));
+        snprintf(ts, sizeof ts, "%lld", (long long)dt_wall_now().tv_sec);
         if (dt_webhook_sign(w->secret, ts, body, len, sig) == DT_SUCCESS) {
             snprintf(line, sizeof line, "X-Dtrun-Timestamp: %s", ts);
             h = curl_slist_append(h, line);
@@ -146,34 +201,18 @@ static enum outcome post(struct dt_webhook *w, char *const *ev, int n)
             h = curl_slist_append(h, line);
         }
     }
-    w->retry_after[0] = '\0';
-    w->reply_len = 0;
-    w->reply[0] = '\0';
     curl_easy_setopt(w->curl, CURLOPT_HTTPHEADER, h);
     curl_easy_setopt(w->curl, CURLOPT_POSTFIELDS, body);
     curl_easy_setopt(w->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    CURLcode cc = curl_easy_perform(w->curl);
-    long code = 0;
-    curl_easy_getinfo(w->curl, CURLINFO_RESPONSE_CODE, &code);
+    long code;
+    CURLcode cc = dt_webhook_exchange(w->curl, w->share, &w->reply, &code);
     curl_easy_setopt(w->curl, CURLOPT_HTTPHEADER, NULL);
     curl_slist_free_all(h);
     free(body);
     w->st.requests++;
     if (cc == CURLE_ABORTED_BY_CALLBACK) return ABORTED;
-    enum outcome o;
     char why[300];
-    if (cc != CURLE_OK) {
-        o = RETRY;
-        snprintf(why, sizeof why, "%s", curl_easy_strerror(cc));
-    } else if (code >= 200 && code < 300) {
-        o = SENT;
-    } else if (code == 408 || code == 429 || code >= 500) {
-        o = RETRY;
-        snprintf(why, sizeof why, "HTTP %ld%s%s", code, w->reply[0] ? ": " : "", w->reply);
-    } else {
-        o = REJECTED;
-        snprintf(why, sizeof why, "HTTP %ld%s%s", code, w->reply[0] ? ": " : "", w->reply);
-    }
+    enum outcome o = (enum outcome)dt_webhook_judge(cc, code, &w->reply, why, sizeof why);
     if (o == SENT) {
         if (w->down)
             DT_WARN("webhook %s: delivering again", w->where);
@@ -185,13 +224,18 @@ static enum outcome post(struct dt_webhook *w, char *const *ev, int n)
         double d = w->c.backoff * pow(2, w->attempts < 30 ? w->attempts : 30);
         if (d > w->c.max_backoff) d = w->c.max_backoff;
         d = d / 2 + d / 2 * dt_rng_uniform(&w->rng); /* jitter: ranks that failed together retry apart */
-        double ra = w->retry_after[0] ? retry_after(w->retry_after) : -1;
+        double ra = w->reply.retry_after[0] ? dt_webhook_retry_after(w->reply.retry_after) : -1;
         if (ra >= 0) d = ra < w->c.max_backoff ? ra : w->c.max_backoff;
         w->attempts++;
         w->retry_at = dt_now() + d;
-        if (!w->down)
-            DT_WARN("webhook %s: %s; events go to %s and are re-sent in order once it answers (retrying with "
-                    "backoff; training goes on)", w->where, why, w->spool.path);
+        if (!w->down) {
+            int64_t at = atomic_load(&w->last_step);
+            char since[48] = "";
+            if (at > 0) snprintf(since, sizeof since, "noticed at step %lld; ", (long long)at);
+            else if (at == 0) snprintf(since, sizeof since, "noticed at the run's start; ");
+            DT_WARN("webhook %s: %s; events go to %s and are re-sent in order once it answers (%sretrying with "
+                    "backoff; training goes on)", w->where, why, w->spool.path, since);
+        }
         w->down = true;
     } else if (!w->said_rejected) {
         DT_WARN("webhook %s: %s; not retried (a 4xx says the request itself is wrong); the events are kept in %s.rejected"
@@ -229,12 +273,53 @@ static void spill(struct dt_webhook *w)
     free(v);
 }
 
+/* The held events into the spool, oldest first, as far as it takes them; true when all went. Called
+ * with mu held, never while the sender posts them. */
+static bool unhold(struct dt_webhook *w)
+{
+    int moved = 0;
+    while (moved < w->nheld && dt_spool_append(&w->spool, w->held[moved]) == DT_SUCCESS) free(w->held[moved++]);
+    memmove(w->held, w->held + moved, (size_t)(w->nheld - moved) * sizeof *w->held);
+    w->nheld -= moved;
+    w->st.spooled += moved;
+    if (moved && !w->nheld) DT_WARN("webhook %s: %s takes events again; the %d held in memory are in it", w->where,
+                                    w->spool.path, moved);
+    return w->nheld == 0;
+}
+
+/* GCC 12's analyzer loses a pointer stored into an array at a computed index (w->held[], w->q[])
+ * and calls it leaked: a false positive, the sender or dt_webhook_free() frees them (#16) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
+/* Keep json in memory after the spool refused it (why: the spool's error, said once per outage). */
+static void hold(struct dt_webhook *w, const char *json, int64_t step, const char *why)
+{
+    char *copy = strdup(json);
+    if (copy && w->nheld == w->held_cap) {
+        int cap = w->held_cap ? 2 * w->held_cap : 64;
+        char **g = realloc(w->held, (size_t)cap * sizeof *g);
+        if (g) w->held = g, w->held_cap = cap;
+    }
+    if (!copy || w->nheld == w->held_cap) {
+        free(copy);
+        DT_WARN("webhook %s: out of memory holding an event the spool refused: it is lost for the webhook (rank 0's "
+                "events.jsonl keeps it)", w->where);
+        return;
+    }
+    if (!w->nheld && why)
+        DT_WARN("webhook %s: the event of step %lld cannot be spooled: %s\n  it and the events after it wait in "
+                "memory, in order, until the spool can be written or the endpoint takes them (lost only if the "
+                "process ends first)", w->where, (long long)step, why);
+    w->held[w->nheld++] = copy;
+}
+#pragma GCC diagnostic pop
+
 static void *sender(void *arg)
 {
     struct dt_webhook *w = arg;
     pthread_mutex_lock(&w->mu);
     for (;;) {
-        bool pending = w->qlen > 0 || dt_spool_pending(&w->spool);
+        bool pending = w->qlen > 0 || dt_spool_pending(&w->spool) || w->nheld > 0;
         if (w->stop || (!pending && w->closing)) break;
         if (!pending) {
             pthread_cond_broadcast(&w->idle);
@@ -251,14 +336,23 @@ static void *sender(void *arg)
         char **ev = NULL, *buf = NULL;
         int64_t bytes = 0;
         int n;
-        bool from_queue = w->qlen > 0;
+        bool from_queue = w->qlen > 0, from_held = false;
         if (from_queue) {
             n = w->qlen < w->c.batch ? w->qlen : w->c.batch;
             ev = malloc((size_t)n * sizeof *ev);
             for (int i = 0; ev && i < n; i++) ev[i] = w->q[(w->qhead + i) % w->c.queue];
             if (!ev) n = 0;
-        } else {
+        } else if (dt_spool_pending(&w->spool)) {
             n = dt_spool_read(&w->spool, w->c.batch, &ev, &buf, &bytes);
+        } else if (unhold(w)) {
+            continue; /* the spool takes them again: they go out from there */
+        } else { /* it still does not: straight from memory */
+            from_held = true;
+            n = w->nheld < w->c.batch ? w->nheld : w->c.batch;
+            ev = malloc((size_t)n * sizeof *ev);
+            for (int i = 0; ev && i < n; i++) ev[i] = w->held[i];
+            if (!ev) n = 0;
+            w->held_flight = true;
         }
         pthread_mutex_unlock(&w->mu);
         enum outcome o = n ? post(w, ev, n) : RETRY;
@@ -269,12 +363,17 @@ static void *sender(void *arg)
                 for (int i = 0; i < n; i++) free(w->q[(w->qhead + i) % w->c.queue]);
                 w->qhead = (w->qhead + n) % w->c.queue;
                 w->qlen -= n;
+            } else if (from_held) {
+                for (int i = 0; i < n; i++) free(w->held[i]);
+                memmove(w->held, w->held + n, (size_t)(w->nheld - n) * sizeof *w->held);
+                w->nheld -= n;
             } else if (dt_spool_consume(&w->spool, bytes) != DT_SUCCESS) {
                 DT_WARN("%s", dt_error_msg());
             }
         } else if (o == RETRY && from_queue) {
             spill(w);
         }
+        w->held_flight = false;
         free(ev);
         free(buf);
     }
@@ -283,22 +382,29 @@ static void *sender(void *arg)
     return NULL;
 }
 
-void dt_webhook_post(struct dt_webhook *w, const char *json)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak" /* w->q[] at a computed index: as hold()'s */
+void dt_webhook_post(struct dt_webhook *w, const char *json, int64_t step)
 {
     pthread_mutex_lock(&w->mu);
+    if (step > atomic_load(&w->last_step)) atomic_store(&w->last_step, step); /* a save's event may lag */
     char *copy = NULL;
-    /* in memory only while nothing older waits in the spool */
-    if (w->qlen < w->c.queue && !dt_spool_pending(&w->spool) && (copy = strdup(json))) {
+    if (w->nheld && !w->held_flight) unhold(w);
+    /* in memory only while nothing older waits in the spool (or held) */
+    if (w->nheld) {
+        hold(w, json, step, NULL);
+    } else if (w->qlen < w->c.queue && !dt_spool_pending(&w->spool) && (copy = strdup(json))) {
         w->q[(w->qhead + w->qlen) % w->c.queue] = copy;
         w->qlen++;
     } else if (dt_spool_append(&w->spool, json) == DT_SUCCESS) {
         w->st.spooled++;
     } else {
-        DT_WARN("%s", dt_error_msg());
+        hold(w, json, step, dt_error_msg());
     }
     pthread_cond_signal(&w->wake);
     pthread_mutex_unlock(&w->mu);
 }
+#pragma GCC diagnostic pop
 
 static dt_status_t fixed_headers(struct dt_webhook *w)
 {
@@ -324,10 +430,13 @@ static void global_init(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
 static void destroy(struct dt_webhook *w)
 {
     if (w->curl) curl_easy_cleanup(w->curl);
+    if (w->share) curl_share_cleanup(w->share);
     curl_slist_free_all(w->headers);
     dt_spool_close(&w->spool);
     for (int i = 0; w->q && i < w->qlen; i++) free(w->q[(w->qhead + i) % w->c.queue]);
     free(w->q);
+    for (int i = 0; i < w->nheld; i++) free(w->held[i]);
+    free(w->held);
     free(w->url);
     free(w->secret);
     pthread_mutex_destroy(&w->mu);
@@ -355,12 +464,14 @@ dt_status_t dt_webhook_open(const struct dt_webhook_cfg *c, struct dt_webhook **
     pthread_cond_init(&w->idle, &ca);
     pthread_condattr_destroy(&ca);
     w->rng = dt_rng_make((uint64_t)time(NULL), (uint64_t)(uintptr_t)w);
+    atomic_store(&w->last_step, -1);
     dt_webhook_redact(c->url, w->where, sizeof w->where);
     w->url = strdup(c->url);
     w->secret = c->secret ? strdup(c->secret) : NULL;
     w->q = calloc((size_t)w->c.queue, sizeof *w->q);
     w->curl = curl_easy_init();
-    dt_status_t rc = !w->url || (c->secret && !w->secret) || !w->q || !w->curl
+    w->share = curl_share_init();
+    dt_status_t rc = !w->url || (c->secret && !w->secret) || !w->q || !w->curl || !w->share
                          ? dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the webhook")
                          : fixed_headers(w);
     if (rc == DT_SUCCESS) rc = dt_spool_open(&w->spool, c->spool);
@@ -371,16 +482,17 @@ dt_status_t dt_webhook_open(const struct dt_webhook_cfg *c, struct dt_webhook **
     w->c.url = w->url;
     w->c.secret = w->secret;
     CURL *h = w->curl;
+    /* one connection (and TLS session) kept across the requests' handles; only the sender thread uses them */
+    curl_share_setopt(w->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+    curl_share_setopt(w->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+    curl_share_setopt(w->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
     curl_easy_setopt(h, CURLOPT_URL, w->url);
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L); /* threads: no SIGALRM for DNS timeouts */
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)(c->connect_timeout * 1000));
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(c->timeout * 1000));
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, c->insecure ? 0L : 1L);
     curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, c->insecure ? 0L : 2L);
-    curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
-    curl_easy_setopt(h, CURLOPT_HEADERDATA, w);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, w);
+    dt_webhook_reply_attach(h, &w->reply);
     curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(h, CURLOPT_XFERINFODATA, w);
@@ -404,7 +516,7 @@ void dt_webhook_close(struct dt_webhook *w, double deadline, struct dt_webhook_s
     /* a backoff wait ends now: at exit every event gets one more try within the deadline */
     w->retry_at = 0;
     pthread_cond_signal(&w->wake);
-    while ((w->qlen > 0 || dt_spool_pending(&w->spool)) && dt_now() < end) {
+    while ((w->qlen > 0 || dt_spool_pending(&w->spool) || w->nheld > 0) && dt_now() < end) {
         struct timespec ts = abs_time(end < dt_now() + 0.05 ? end : dt_now() + 0.05);
         pthread_cond_timedwait(&w->idle, &w->mu, &ts);
     }
@@ -413,6 +525,9 @@ void dt_webhook_close(struct dt_webhook *w, double deadline, struct dt_webhook_s
     pthread_mutex_unlock(&w->mu);
     pthread_join(w->thread, NULL);
     spill(w);
+    if (w->nheld && !unhold(w))
+        DT_WARN("webhook %s: %d events were neither delivered nor taken by %s (%s): they are lost for the webhook "
+                "(rank 0's are in events.jsonl)", w->where, w->nheld, w->spool.path, dt_error_msg());
     int64_t w_left = w->st.left = dt_spool_count(&w->spool);
     if (w->st.left)
         DT_WARN("webhook %s: %lld events not delivered within %gs stay in %s\n  hint: `dtrun events flush RUN_DIR` "

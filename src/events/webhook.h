@@ -42,8 +42,9 @@ struct dt_webhook_stats {
 struct dt_webhook;
 
 dt_status_t dt_webhook_open(const struct dt_webhook_cfg *c, struct dt_webhook **out);
-/* Hand one document over; returns at once (a local file write at most). */
-void dt_webhook_post(struct dt_webhook *w, const char *json);
+/* Hand one document over (the event of step, for messages); returns at once (a local file write at
+ * most). An event the spool cannot take (a full disk) waits in memory, in order, and is said once. */
+void dt_webhook_post(struct dt_webhook *w, const char *json, int64_t step);
 /* Send what is pending for up to deadline seconds, then stop; what is left stays in the spool. */
 void dt_webhook_close(struct dt_webhook *w, double deadline, struct dt_webhook_stats *st);
 /* scheme://host[:port] of url: what logs may show (no credentials, path or query). */

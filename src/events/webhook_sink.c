@@ -121,7 +121,7 @@ struct hook_sink {
 
 static dt_status_t hook_emit(struct dt_sink *s, const struct dt_event *e)
 {
-    dt_webhook_post(((struct hook_sink *)s->ctx)->w, e->json);
+    dt_webhook_post(((struct hook_sink *)s->ctx)->w, e->json, e->step);
     return DT_SUCCESS;
 }
 

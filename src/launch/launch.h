@@ -7,6 +7,7 @@
 #define DT_LAUNCH_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include "config/config.h"
 #include "core/status.h"
@@ -14,6 +15,10 @@
 /* Run `dtrun ARGV...` as n workers through mpirun; *exit_code is the job's (the first failing
  * worker's code, 128+signal when one was killed). */
 dt_status_t dt_launch_local(int n, int argc, char **argv, int *exit_code);
+/* A worker of the local launcher notes the step it is in (1-based; 0 before the first, -N at exit
+ * after step N) on the launcher's step board, so that the launcher can say in which step a rank
+ * died; a store to shared memory, nothing elsewhere (under srun, Slurm's records say it). */
+void dt_launch_note_step(int rank, int64_t step);
 
 /* In an allocation (SLURM_JOB_ID) but not in a step, not under a launcher, and
  * DTRUN_NO_SRUN unset: the srun wrapper applies. */

@@ -6,8 +6,12 @@
  * save a checkpoint and stop (SIGUSR1, which mpirun forwards; the trainer's
  * signals.h); a second one, or a worker that has not stopped in GRACE
  * seconds, stops them at once (SIGTERM to mpirun, then SIGKILL). The
- * launcher is its descendants' subreaper: no worker outlives it.
+ * launcher is its descendants' subreaper: no worker outlives it. Each worker
+ * notes the step it is in on the launcher's step board (a memfd of one int64
+ * a rank, DTRUN_STEP_BOARD), so that a rank killed by a signal is reported
+ * with its step.
  */
+#define _GNU_SOURCE /* memfd_create */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,6 +80,46 @@ static void reap_orphans(void)
         struct timespec ts = {0, 20000000};
         nanosleep(&ts, NULL);
     }
+}
+
+/* ---- the step board */
+
+#define BOARD_ENV "DTRUN_STEP_BOARD"
+
+static volatile int64_t *map_board(int fd, size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void dt_launch_note_step(int rank, int64_t step)
+{
+    static volatile int64_t *board;
+    static size_t slots;
+    static bool tried;
+    if (!tried) {
+        tried = true;
+        const char *path = getenv(BOARD_ENV);
+        int fd = path ? open(path, O_RDWR | O_CLOEXEC) : -1;
+        struct stat st;
+        if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0) {
+            slots = (size_t)st.st_size / sizeof *board;
+            board = map_board(fd, slots * sizeof *board);
+        }
+        if (fd >= 0) close(fd);
+    }
+    if (board && rank >= 0 && (size_t)rank < slots) board[rank] = step;
+}
+
+/* " in step N" (and the like) for a rank's slot, or "" without a board */
+static void step_of(volatile const int64_t *board, int n, int rank, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (!board || rank < 0 || rank >= n) return;
+    int64_t v = board[rank];
+    if (v == 0) snprintf(buf, len, " before its first step");
+    else if (v > 0) snprintf(buf, len, " in step %lld", (long long)v);
+    else snprintf(buf, len, " at exit, after its last step (%lld)", (long long)-v);
 }
 
 struct stream {
@@ -177,12 +223,24 @@ dt_status_t dt_launch_local(int n, int argc, char **argv, int *exit_code)
         free(args);
         return dt_error(DT_ERR_SYSTEM, "dtrun: error: pipe: %s", strerror(errno));
     }
+    /* the step board: without one (no memfd), the report just has no step */
+    volatile int64_t *board = NULL;
+    size_t board_bytes = (size_t)n * sizeof *board;
+    int bfd = memfd_create("dtrun-steps", MFD_CLOEXEC);
+    if (bfd >= 0 && ftruncate(bfd, (off_t)board_bytes) == 0 && (board = map_board(bfd, board_bytes))) {
+        char path[64];
+        snprintf(path, sizeof path, "/proc/%ld/fd/%d", (long)getpid(), bfd);
+        setenv(BOARD_ENV, path, 1); /* the workers open it by that name (mpirun closes inherited fds) */
+    }
     /* the workers mpirun leaves behind become ours to reap (without it, reap_orphans has none) */
     bool subreaper = prctl(PR_SET_CHILD_SUBREAPER, 1) == 0;
     pid_t pid = fork();
     if (pid < 0) {
+        int e = errno;
         free(args);
-        return dt_error(DT_ERR_SYSTEM, "dtrun: error: fork: %s", strerror(errno));
+        if (board) munmap((void *)board, board_bytes);
+        if (bfd >= 0) close(bfd);
+        return dt_error(DT_ERR_SYSTEM, "dtrun: error: fork: %s", strerror(e));
     }
     if (pid == 0) {
         setpgid(0, 0);                    /* Ctrl-C reaches the launcher, which stops the job in order */
@@ -250,6 +308,11 @@ dt_status_t dt_launch_local(int n, int argc, char **argv, int *exit_code)
     sigaction(SIGTERM, &old_term, NULL);
     close(out[0]);
     close(err[0]);
+    char at[64];
+    step_of(board, n, f.rank, at, sizeof at);
+    if (board) munmap((void *)board, board_bytes);
+    if (bfd >= 0) close(bfd);
+    unsetenv(BOARD_ENV);
     if (forwarded) { /* the workers' verdict when they stopped by themselves (75: saved, stopped) */
         *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + forwarded;
         return DT_SUCCESS;
@@ -257,10 +320,10 @@ dt_status_t dt_launch_local(int n, int argc, char **argv, int *exit_code)
     *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     if (*exit_code == 127 && f.rank < 0) return DT_SUCCESS; /* mpirun missing: the child said so */
     if (f.rank >= 0 && f.sig)
-        fprintf(stderr, "dtrun: rank %d was killed by signal %d (%s); the other ranks were stopped (exit %d)\n",
-                f.rank, f.sig, f.signame, *exit_code);
+        fprintf(stderr, "dtrun: rank %d was killed by signal %d (%s)%s; the other ranks were stopped (exit %d)\n",
+                f.rank, f.sig, f.signame, at, *exit_code);
     else if (f.rank >= 0)
-        fprintf(stderr, "dtrun: rank %d failed first (exit code %d); the other ranks were stopped\n", f.rank,
-                f.code ? f.code : *exit_code);
+        fprintf(stderr, "dtrun: rank %d failed first (exit code %d)%s; the other ranks were stopped\n", f.rank,
+                f.code ? f.code : *exit_code, at);
     return DT_SUCCESS;
 }

@@ -15,6 +15,7 @@
 #include "config/schema.h"
 #include "core/clock.h"
 #include "core/error.h"
+#include "core/fault.h"
 #include "core/log.h"
 #include "core/mem.h"
 #include "events/jsonl.h"
@@ -241,6 +242,7 @@ dt_status_t dt_train_ckpt_finish(struct trainer *tr)
 {
     struct dt_comm *comm = tr->strategy->comm;
     struct dt_ckpt_report mine = {.ok = 1};
+    if (dt_fault_hit(DT_FAULT_STALL_SAVE, tr->pending_state.step, tr->rank)) dt_fault_stall_forever();
     DT_CHECK(await_writers(tr));
     dt_status_t rc = DT_SUCCESS;
     if (!tr->began) {
@@ -280,7 +282,7 @@ dt_status_t dt_train_ckpt_finish(struct trainer *tr)
             dt_ckpt_commit(tr->ckpt_dir, tr->tag, s, files, tr->world, (int)tr->cfg->checkpoint.keep, tr->resumed,
                            path, sizeof path) != DT_SUCCESS) {
             status = 0;
-            snprintf(why, sizeof why, "%s", dt_error_msg());
+            snprintf(why, sizeof why, "rank 0: %s", dt_error_msg());
         }
         secs += dt_now() - t0;
         if (status) {
@@ -294,7 +296,8 @@ dt_status_t dt_train_ckpt_finish(struct trainer *tr)
     }
     if (comm) DT_CHECK(dt_comm_do(comm, dt_coll_broadcast(&status, 1, DT_I32, 0, "checkpoint verdict")));
     if (status) return DT_SUCCESS;
-    if (tr->rank == 0) return dt_error(DT_ERR_CKPT, "%s", why);
+    if (tr->rank == 0)
+        return dt_error(DT_ERR_CKPT, "dtrun: error: checkpoint of step %lld failed, %s", (long long)s->step, why);
     return dt_error(DT_ERR_CKPT, "dtrun: rank %d: error: the checkpoint of step %lld failed; rank 0 says why",
                     tr->rank, (long long)s->step);
 }

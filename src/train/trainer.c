@@ -24,6 +24,7 @@
 #include "optim/optimizer.h"
 #include "kernels/backend.h"
 #include "kernels/profile.h"
+#include "launch/launch.h"
 #include "optim/sched.h"
 #include "precision/policy.h"
 #include "strategy/strategy.h"
@@ -367,6 +368,37 @@ static dt_status_t stopped(struct trainer *tr, int sig, struct dt_train_result *
     return DT_SUCCESS;
 }
 
+/* A wall clock stepped between two steps (NTP, date -s, a resumed VM) is said once, so that a gap in
+ * the events' times is not taken for a stall: nothing timed reads it (clock.h). */
+static void watch_clock(struct trainer *tr, int64_t step1, bool ending)
+{
+    struct timespec w = dt_wall_now();
+    double skew = (double)w.tv_sec + w.tv_nsec * 1e-9 - dt_now(), jump = skew - tr->wall_skew;
+    if (fabs(jump) > 60) { /* NTP's slewing moves it far less between two steps */
+        char at[64];
+        if (ending) snprintf(at, sizeof at, "at exit, after step %lld", (long long)tr->steps);
+        else snprintf(at, sizeof at, "as step %lld started", (long long)step1);
+        DT_WARN("rank %d: the wall clock jumped %+.0f s %s: event times and checkpoints' saved_at follow it; "
+                "timeouts, intervals and step times do not (they read CLOCK_MONOTONIC)", tr->rank, jump, at);
+    }
+    tr->wall_skew = skew;
+}
+
+/* As step step1 (1-based) starts on this rank; step1 one past the last step is the exit: after the
+ * last step's update, as its final save begins. DTRUN_FAULT (fault.h) strikes here, and the
+ * launcher's step board (launch.h) learns the step. */
+static void step_starts(struct trainer *tr, int64_t step1)
+{
+    bool ending = step1 > tr->steps;
+    dt_fault_at(step1, tr->rank); /* a clock fault of this step moves the wall clock now */
+    dt_launch_note_step(tr->rank, ending ? -tr->steps : step1);
+    watch_clock(tr, step1, ending);
+    if (dt_fault_hit(DT_FAULT_KILL, step1, tr->rank)) raise(SIGKILL);
+    if (dt_fault_hit(DT_FAULT_STOP, step1, tr->rank)) raise(SIGSTOP);
+    /* a stall of a step is met by its first collective (comm.c); the exit's, here */
+    if (ending && dt_fault_hit(DT_FAULT_STALL, step1, tr->rank)) dt_fault_stall_forever();
+}
+
 static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
 {
     const struct dt_config *cfg = tr->cfg;
@@ -374,6 +406,8 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
     int64_t gb = cfg->resolved.global_batch, first_step = tr->state.step;
     double start = dt_now(), since = start;
     int64_t since_step = first_step;
+    struct timespec wall = dt_wall_now();
+    tr->wall_skew = (double)wall.tv_sec + wall.tv_nsec * 1e-9 - start;
     tr->last_save = start;
     res->loss = tr->state.loss;
     res->val_loss = tr->state.val_loss;
@@ -384,7 +418,7 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
                 (long long)first_step, (long long)tr->steps);
     for (int64_t step = first_step; step < tr->steps; step++) {
         tr->step = step;
-        if (dt_fault_hit(DT_FAULT_KILL, step + 1, tr->rank)) raise(SIGKILL);
+        step_starts(tr, step + 1);
         dt_engine_begin_step(st->engine, step);
         double t = dt_now();
         /* the loss's all-reduce carries the step boundary's decisions: a signal seen by any rank, a
@@ -430,6 +464,7 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
                 if (cfg->events.wall_clock_breakdown) dt_breakdown_skip(tr->kc);
             }
         }
+        if (last) step_starts(tr, tr->steps + 1);
         bool stop = v[1] > 0;
         if (tr->ckpt_dir[0]) {
             if (tr->pending && v[3] == 0) dt_train_ckpt_finish(tr); /* every rank's file is down: commit */

@@ -44,6 +44,7 @@ struct trainer {
     bool events_open;
     struct dt_dirlock lock; /* rank 0: run.dir is this run's */
     int64_t step;           /* the step in progress, for run_failed */
+    double wall_skew;       /* the wall clock minus CLOCK_MONOTONIC at the last step's start (watch_clock) */
     /* seconds spent in each part of the step since the last metrics record */
     double t_forward, t_backward, t_comm, t_optimizer;
     double train_s;      /* seconds of the steps reported so far (metrics intervals) */

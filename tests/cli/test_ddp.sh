@@ -71,7 +71,8 @@ wait_for_steps k
 signal_and_wait 9 "$(rank_pid 1 k)" "$launcher"
 [ "$rc" = 137 ] && ok "kill -9 of rank 1: exit 137" || not_ok "kill -9 of rank 1: exit $rc" "$(cat k.err)"
 [ "$secs" -le 30 ] && ok "the job ended ${secs} s after the kill" || not_ok "the job took ${secs} s to end"
-has "the launcher names the rank" "$(cat k.err)" "dtrun: rank 1 was killed by signal 9 (Killed); the other ranks were stopped (exit 137)"
+grep -qE '^dtrun: rank 1 was killed by signal 9 \(Killed\) in step [0-9]+; the other ranks were stopped \(exit 137\)$' k.err &&
+    ok "the launcher names the rank and its step" || not_ok "the launcher names the rank and its step" "$(tail -3 k.err)"
 gone k && ok "no worker left behind" || not_ok "workers still running: $(pgrep -af run.dir=k)"
 
 # a stalled rank trips the watchdog, which names the operation and the rank
@@ -91,7 +92,7 @@ gone s && ok "the stopped worker was ended too" || { not_ok "workers left: $(pgr
 
 # the same two failures through the fault-injection point (DTRUN_FAULT), at a step chosen in advance
 DTRUN_FAULT=kill@3:1 run "rank 1 kills itself at step 3" 137 timeout 120 "$DTRUN" -n 2 "${base[@]}" run.dir=fk
-has "the launcher names the rank" "$err" "dtrun: rank 1 was killed by signal 9 (Killed); the other ranks were stopped (exit 137)"
+has "the launcher names the rank and the step" "$err" "dtrun: rank 1 was killed by signal 9 (Killed) in step 3; the other ranks were stopped (exit 137)"
 same "rank 0 got no further than step 2" "$(losses fk | wc -l)" 2
 DTRUN_FAULT=stall@3:1 run "rank 1 stalls before its first collective of step 3" 4 timeout 120 "$DTRUN" -n 2 \
     "${base[@]}" compute.comm_timeout=2 run.dir=fs
