@@ -111,9 +111,12 @@ static bool exists(const char *p)
 
 /* argv after the subcommand: an optional CONFIG (the first word without '='), then overrides.
  * w: the world this process was launched into (its geometry fills "auto" and is checked
- * against the config); NULL: the allocation's, as the srun wrapper and `check` see it. */
+ * against the config); NULL: the allocation's, as the srun wrapper and `check` see it.
+ * cfg is initialized first, so the caller can dt_config_free() it however this returns (#16:
+ * `dtrun check optimizer.lr=1e-3 stray` freed an uninitialized config). */
 static dt_status_t load_resolved(struct dt_config *cfg, int argc, char **argv, const struct dt_world *w)
 {
+    DT_CHECK(dt_config_init(cfg));
     const char *path = NULL;
     int first = 0;
     if (argc > 0 && !strchr(argv[0], '=')) {
@@ -124,7 +127,6 @@ static dt_status_t load_resolved(struct dt_config *cfg, int argc, char **argv, c
     }
     for (int i = first; i < argc; i++)
         if (!strchr(argv[i], '=')) return usage_error("'%s' is neither key=value nor the first argument", argv[i]);
-    DT_CHECK(dt_config_init(cfg));
     DT_CHECK(dt_config_load(cfg, site_config(), path, argc - first, argv + first));
     struct dt_geometry geo = {0};
     if (w && w->source != DT_WORLD_SINGLE) {

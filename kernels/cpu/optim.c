@@ -40,7 +40,7 @@ static void update(const struct upd *u, float *param, float *m, float *v, const 
         const float *g = tmp;
         if (gt == DT_F32) g = (const float *)grad + b;
         else (gt == DT_BF16 ? cv->f32_from_bf16 : cv->f32_from_f16)(tmp, (const uint16_t *)grad + b, k);
-        float *p = param + b, *mb = m + b, *vb = v ? v + b : NULL;
+        float *p = param + b, *mb = m + b;
         /* the constants in locals: read through u, the stores to p, m, v could alias them and no loop
          * would vectorize */
         const float gs = u->gscale, l2 = u->l2, lr = u->lr, b1 = u->beta1, b2 = u->beta2, eps = u->eps, wd = u->wd,
@@ -50,6 +50,7 @@ static void update(const struct upd *u, float *param, float *m, float *v, const 
             #pragma omp simd
             for (size_t i = 0; i < k; i++) dt_sgd_one(&p[i], &mb[i], g[i] * gs, lr, mu, nesterov, wd, first);
         } else {
+            float *vb = v + b; /* AdamW's second moment (SGD has none, v NULL) */
             #pragma omp simd
             for (size_t i = 0; i < k; i++)
                 dt_adamw_one(&p[i], &mb[i], &vb[i], g[i] * gs + l2 * p[i], lr, b1, b2, eps, wd, step, rbc2);

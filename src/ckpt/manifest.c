@@ -103,7 +103,9 @@ static double number(const struct dt_ynode *map, const char *key, const char **b
     if (!strcmp(s, "null")) return NAN;
     char *end;
     double v = strtod(s, &end);
-    if ((*s == '\0' || *end) && !*bad) *bad = key;
+    /* JSON has no infinity: 1e999 (or inf, which YAML reads) is a broken manifest, not a loss scale of
+     * infinity that a resumed run trains with (#16, tests/fuzz/fuzz_manifest.c) */
+    if ((*s == '\0' || *end || !isfinite(v)) && !*bad) *bad = key;
     return v;
 }
 
@@ -153,6 +155,7 @@ dt_status_t dt_manifest_read(const char *dir, struct dt_run_state *m, struct dt_
     const struct dt_ynode *rng = get(r, "rng"), *sc = get(r, "loss_scaler"), *fl = get(r, "files");
     m->seed = strtoull(text(rng, "seed", &bad), NULL, 10);
     m->scaler.scale = number(sc, "scale", &bad);
+    if (isnan(m->scaler.scale) && !bad) bad = "scale"; /* null: a loss may be unknown, the scale never */
     m->scaler.cur_hysteresis = integer(sc, "cur_hysteresis", &bad);
     m->scaler.cur_iter = integer(sc, "cur_iter", &bad);
     m->scaler.last_overflow_iter = integer(sc, "last_overflow_iter", &bad);

@@ -224,6 +224,13 @@ static const struct dt_origin *ds_origin(const struct dt_ds_config *ds, const ch
     return dt_schema_find(&dt_ds_schema, path, &i) ? &ds->origin[i] : NULL;
 }
 
+/* Where a DeepSpeed key's value came from; a path the schema does not know has no location (not NULL). */
+static struct dt_loc ds_loc(const struct dt_ds_config *ds, const char *path)
+{
+    const struct dt_origin *o = ds_origin(ds, path);
+    return o ? o->loc : (struct dt_loc){0};
+}
+
 /* Written in the JSON with a value (not "auto", not missing). */
 static bool ds_explicit(const struct dt_ds_config *ds, const char *path)
 {
@@ -362,7 +369,7 @@ static void merge_precision(struct merge *m)
     bool f16 = f16x && m->ds->fp16.enabled, bf16 = bf16x && m->ds->bf16.enabled;
     char wa[256], wb[256];
     if (f16 && bf16) {
-        dt_diag(&m->errors, ds_origin(m->ds, "bf16.enabled")->loc, "enable one of fp16 and bf16",
+        dt_diag(&m->errors, ds_loc(m->ds, "bf16.enabled"), "enable one of fp16 and bf16",
                 "fp16.enabled and bf16.enabled are both true");
         return;
     }
@@ -383,7 +390,7 @@ static void merge_precision(struct merge *m)
     if (user_set(to))
         DT_WARN("%s: %s = %s sets precision %s over compute.precision = %s (%s): with strategy deepspeed the "
                 "JSON's fp16/bf16 blocks win",
-                dt_loc_str(ds_origin(m->ds, why)->loc, wa, sizeof wa), why, (f16 || bf16) ? "true" : "false",
+                dt_loc_str(ds_loc(m->ds, why), wa, sizeof wa), why, (f16 || bf16) ? "true" : "false",
                 dt_enum_str(dt_precision_names, want), dt_enum_str(dt_precision_names, *p),
                 dt_loc_str(to->loc, wb, sizeof wb));
     *p = want;
@@ -406,7 +413,7 @@ static void merge_optimizer_type(struct merge *m)
     if (user_set(to) && want != m->cfg->optimizer.type) {
         DT_WARN("%s: optimizer.type = %s overrides optimizer.type = %s (%s): with strategy deepspeed the JSON's "
                 "optimizer wins",
-                dt_loc_str(ds_origin(m->ds, "optimizer.type")->loc, wa, sizeof wa), dt_enum_str(dt_optim_names, want),
+                dt_loc_str(ds_loc(m->ds, "optimizer.type"), wa, sizeof wa), dt_enum_str(dt_optim_names, want),
                 dt_enum_str(dt_optim_names, m->cfg->optimizer.type), dt_loc_str(to->loc, wb, sizeof wb));
     }
     m->cfg->optimizer.type = want;

@@ -4,6 +4,7 @@
  * JSON, or how "auto" was filled), then the world and the batch identity.
  */
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 #include "config/diag.h"
 #include "config/emit.h"
@@ -58,6 +59,42 @@ static void mask_credentials(char *v, size_t n)
     memcpy(s, "***", 3);
 }
 
+/*
+ * Text for a YAML comment, in place: one line of what YAML may hold, anything else '?'. Origins name
+ * files and overrides as the user wrote them, which may hold a CR, a newline or bytes YAML refuses;
+ * printed as they were, the output did not read back (#16, tests/fuzz/fuzz_overrides.c).
+ */
+static void comment_safe(char *text)
+{
+    const unsigned char *r = (const unsigned char *)text;
+    char *w = text;
+    while (*r) {
+        unsigned c = *r, cp = c;
+        int n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+        if (n > 1) cp = c & (0x7fu >> n);
+        for (int i = 1; i < n; i++) {
+            if ((r[i] & 0xc0) != 0x80) {
+                n = 0;
+                break;
+            }
+            cp = cp << 6 | (r[i] & 0x3f);
+        }
+        /* YAML's printable characters, less its line breaks (LF, CR, NEL, LS, PS) and the BOM */
+        bool ok = (n == 1 && (c == '\t' || (c >= 0x20 && c < 0x7f))) || (n == 2 && cp >= 0xa0) ||
+                  (n == 3 && cp >= 0x800 && (cp < 0xd800 || (cp >= 0xe000 && cp <= 0xfffd)) && cp != 0x2028 &&
+                   cp != 0x2029 && cp != 0xfeff) ||
+                  (n == 4 && cp >= 0x10000 && cp <= 0x10ffff);
+        if (ok) {
+            memmove(w, r, (size_t)n);
+            w += n;
+        } else {
+            *w++ = '?';
+        }
+        r += n > 0 ? n : 1;
+    }
+    *w = '\0';
+}
+
 void dt_config_emit(const struct dt_config *cfg, FILE *out)
 {
     fprintf(out, "# dtrun resolved config: every key, with where its value came from\n");
@@ -82,13 +119,22 @@ void dt_config_emit(const struct dt_config *cfg, FILE *out)
             p += len + 1;
             depth++;
         }
-        char val[2048], from[400], line[2600];
-        dt_value_format(k, DT_FIELD(cfg, k), val, sizeof val);
-        if (k->flags & DT_F_CREDENTIALS) mask_credentials(val, sizeof val);
+        /* a string whole, however long (each byte at most 6 when escaped): cut, it read back as another */
+        const char *str = k->type == DT_T_STR ? *(char *const *)DT_FIELD(cfg, k) : NULL;
+        size_t vn = str ? 6 * strlen(str) + 64 : 2048;
+        char small[2048], *val = vn > sizeof small ? malloc(vn) : small, from[400];
+        if (!val) {
+            val = small;
+            vn = sizeof small;
+        }
+        dt_value_format(k, DT_FIELD(cfg, k), val, vn);
+        if (k->flags & DT_F_CREDENTIALS) mask_credentials(val, vn);
         origin_str(&cfg->origin[i], from, sizeof from);
         if (k->flags & DT_F_CREDENTIALS) mask_credentials(from, sizeof from); /* an override repeats the value */
-        snprintf(line, sizeof line, "%*s%s: %s", 2 * depth, "", p, val);
-        fprintf(out, "%-48s # %s\n", line, from);
+        comment_safe(from);
+        int w = fprintf(out, "%*s%s: %s", 2 * depth, "", p, val);
+        fprintf(out, "%*s # %s\n", w < 48 ? 48 - w : 0, "", from);
+        if (val != small) free(val);
         prev = k->path;
     }
     const int64_t tokens = cfg->resolved.global_batch * cfg->model.seq_len;
@@ -104,6 +150,7 @@ void dt_config_emit(const struct dt_config *cfg, FILE *out)
     if (cfg->ds.present) {
         char ds[1024];
         dt_ds_describe(cfg, ds, sizeof ds);
+        comment_safe(ds);
         fprintf(out, "# %s\n", ds);
     }
 }

@@ -136,16 +136,27 @@ static void apply_env(struct dt_config *cfg, bool site, struct dt_diags *d)
     }
 }
 
+/* Where a key's value came from; a path the schema does not know has no location (not NULL). */
+static struct dt_loc key_loc(const struct dt_config *cfg, const char *path)
+{
+    const struct dt_origin *o = dt_config_origin(cfg, path);
+    return o ? o->loc : (struct dt_loc){0};
+}
+
 /* A cluster's admins may list the hosts webhooks may reach (plugstack.conf webhook_allow=). */
 static void check_allowed(struct dt_config *cfg, struct dt_diags *d)
 {
     const char *allow = getenv("DTRUN_WEBHOOK_ALLOW"), *url = cfg->events.webhook.url;
     if (!allow || !*allow || !url) return;
-    const struct dt_origin *o = dt_config_origin(cfg, "events.webhook.url");
+    struct dt_loc loc = key_loc(cfg, "events.webhook.url");
     char host[256];
-    if (!dt_url_host(url, host, sizeof host)) return; /* the webhook's own check names a malformed URL */
-    if (!dt_host_allowed(host, allow))
-        dt_diag(d, o->loc, "use a webhook on one of those hosts, or ask the cluster's admins to add it to webhook_allow= "
+    /* a host this check cannot read is refused, not waved through (libcurl may read one: #16) */
+    if (!dt_url_host(url, host, sizeof host))
+        dt_diag(d, loc, "write the URL as scheme://host[:port]/path with a plain host name (no %-escapes)",
+                "events.webhook.url: the host cannot be read, so it cannot be checked against this cluster's "
+                "webhook allow-list (%s)", allow);
+    else if (!dt_host_allowed(host, allow))
+        dt_diag(d, loc, "use a webhook on one of those hosts, or ask the cluster's admins to add it to webhook_allow= "
                 "in plugstack.conf", "events.webhook.url: the host %s is not in this cluster's webhook allow-list (%s)",
                 host, allow);
 }
@@ -154,7 +165,7 @@ static void check_slurm_time(struct dt_config *cfg, struct dt_diags *d)
 {
     long sec;
     if (cfg->slurm.time && dt_slurm_time_parse(cfg->slurm.time, &sec) != 0)
-        dt_diag(d, dt_config_origin(cfg, "slurm.time")->loc,
+        dt_diag(d, key_loc(cfg, "slurm.time"),
                 "write it as sbatch --time does: minutes (90), HH:MM:SS (04:00:00), D-HH:MM (1-12:00) or UNLIMITED",
                 "slurm.time: '%s' is not a Slurm time limit", cfg->slurm.time);
 }

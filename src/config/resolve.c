@@ -245,9 +245,17 @@ static void check_data(struct dt_config *cfg, struct dt_diags *d)
                     where(cfg, "data.train", w2, sizeof w2));
             break;
         }
-        if (!cfg->data.val && user_set(origin(cfg, "run.eval_interval")) && cfg->run.eval_interval.value > 0)
-            dt_diag(d, loc_of(cfg, "run.eval_interval"), "set data.val, or run.eval_interval: 0ba",
-                    "run.eval_interval asks for validation but data.val is not set");
+        if (!cfg->data.val && cfg->run.eval_interval.value > 0) {
+            if (user_set(origin(cfg, "run.eval_interval"))) {
+                dt_diag(d, loc_of(cfg, "run.eval_interval"), "set data.val, or run.eval_interval: 0ba",
+                        "run.eval_interval asks for validation but data.val is not set");
+            } else {
+                /* nothing to validate on: the default says so, and `dtrun check` prints what reads back
+                 * (100ba printed there was refused as asking for validation: #16, tests/fuzz/fuzz_config.c) */
+                cfg->run.eval_interval = (struct dt_duration){0, DT_TU_BA};
+                set_auto(cfg, "run.eval_interval", "data.val is not set, so no validation");
+            }
+        }
     } else {
         if (cfg->data.val)
             dt_diag(d, loc_of(cfg, "data.val"), "set data.train too, or remove data.val to use the synthetic source",

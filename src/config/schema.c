@@ -542,17 +542,30 @@ void dt_schema_release(const struct dt_schema *s, void *base)
     }
 }
 
+/* s as a YAML double-quoted scalar. Escaped: what YAML would not read back as it is, the C0 and C1
+ * controls, DEL, the line and paragraph separators, the BOM and the noncharacters U+FFFE/U+FFFF
+ * (#16, tests/fuzz/fuzz_overrides.c). */
 static const char *quote(const char *s, char *buf, size_t n)
 {
     size_t o = 0;
     buf[o++] = '"';
     for (; *s && o + 8 < n; s++) {
-        unsigned char c = (unsigned char)*s;
+        const unsigned char *u = (const unsigned char *)s;
+        unsigned char c = u[0];
         if (c == '"' || c == '\\') {
             buf[o++] = '\\';
             buf[o++] = (char)c;
-        } else if (c < 0x20) {
+        } else if (c < 0x20 || c == 0x7f) {
             o += (size_t)snprintf(buf + o, n - o, "\\x%02x", c);
+        } else if (c == 0xc2 && u[1] >= 0x80 && u[1] <= 0x9f) { /* U+0080..U+009F */
+            o += (size_t)snprintf(buf + o, n - o, "\\x%02x", u[1]);
+            s++;
+        } else if ((c == 0xe2 && u[1] == 0x80 && (u[2] == 0xa8 || u[2] == 0xa9)) ||
+                   (c == 0xef && ((u[1] == 0xbb && u[2] == 0xbf) || (u[1] == 0xbf && u[2] >= 0xbe)))) {
+            /* U+2028, U+2029, U+FEFF, U+FFFE, U+FFFF */
+            unsigned cp = (unsigned)(c & 0x0f) << 12 | (unsigned)(u[1] & 0x3f) << 6 | (u[2] & 0x3f);
+            o += (size_t)snprintf(buf + o, n - o, "\\u%04x", cp);
+            s += 2;
         } else {
             buf[o++] = (char)c;
         }

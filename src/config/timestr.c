@@ -95,6 +95,10 @@ int dt_duration_parse(const char *s, unsigned units, struct dt_duration *out, ch
         return -1;
     }
     v *= mult;
+    if (!isfinite(v)) { /* 1e306h: finite as written, not in seconds (#16, tests/fuzz/fuzz_timestr.c) */
+        snprintf(why, n, "'%s' is too large", s);
+        return -1;
+    }
     if (v < 0) {
         snprintf(why, n, "'%s' is negative", s);
         return -1;
@@ -111,7 +115,8 @@ int dt_duration_parse(const char *s, unsigned units, struct dt_duration *out, ch
 
 const char *dt_duration_str(struct dt_duration d, char *buf, size_t n)
 {
-    if (d.unit == DT_TU_EP || d.unit == DT_TU_DUR) {
+    /* wall time too: 0.5s printed with "%.0f" read back as 0sec (#16, tests/fuzz/fuzz_timestr.c) */
+    if (d.unit == DT_TU_EP || d.unit == DT_TU_DUR || d.unit == DT_TU_SEC) {
         char num[40];
         dt_double_str(d.value, num, sizeof num);
         size_t l = strlen(num);
@@ -144,6 +149,10 @@ int dt_seconds_parse(const char *s, double *out, char *why, size_t n)
     }
     if (v < 0) {
         snprintf(why, n, "'%s' is negative", s);
+        return -1;
+    }
+    if (!isfinite(v * mult)) { /* 1e306h (#16) */
+        snprintf(why, n, "'%s' is too large", s);
         return -1;
     }
     *out = v * mult;

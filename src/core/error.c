@@ -11,7 +11,7 @@ dt_status_t dt_verror(dt_status_t status, const char *fmt, va_list ap)
     return status;
 }
 
-dt_status_t dt_error(dt_status_t status, const char *fmt, ...)
+dt_status_t (dt_error)(dt_status_t status, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

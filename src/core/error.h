@@ -20,6 +20,15 @@
 
 /* Replace the current message; returns `status` so callers can `return dt_error(...)`. */
 dt_status_t dt_error(dt_status_t status, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same call, its result spelled out where it is made: GCC's analyzer (-fanalyzer, one file at
+ * a time) otherwise follows `return dt_error(DT_ERR_..., ...)` as if it could return DT_SUCCESS,
+ * and reports the out-parameters a failure leaves unset (#16). */
+#define dt_error(status, ...)                          \
+    __extension__({                                     \
+        dt_status_t dt_error_st_ = (status);            \
+        (dt_error)(dt_error_st_, __VA_ARGS__);          \
+        dt_error_st_;                                   \
+    })
 dt_status_t dt_verror(dt_status_t status, const char *fmt, va_list ap);
 /* Append a line to the current message (for hints and multi-part errors). */
 void dt_error_append(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

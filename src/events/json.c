@@ -128,7 +128,9 @@ void dt_json_obj(struct dt_json *j, const char *k)
 {
     key(j, k);
     put(j, "{", 1);
+    /* deeper than the writer tracks: its commas would be wrong, so the document fails as a whole */
     if (j->depth + 1 < DT_JSON_DEPTH) j->fields[++j->depth] = 0;
+    else j->oom = true;
 }
 
 void dt_json_close(struct dt_json *j)

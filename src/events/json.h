@@ -32,7 +32,8 @@ void dt_json_bool(struct dt_json *j, const char *key, bool v);
 void dt_json_null(struct dt_json *j, const char *key);
 void dt_json_obj(struct dt_json *j, const char *key);
 void dt_json_close(struct dt_json *j);
-/* The finished document (owned by j until dt_json_free); NULL if memory ran out. */
+/* The finished document (owned by j until dt_json_free); NULL if memory ran out or objects nested
+ * more than DT_JSON_DEPTH - 1 deep. */
 const char *dt_json_end(struct dt_json *j);
 void dt_json_free(struct dt_json *j);
 /* s as a JSON string literal, quotes included, appended to j's buffer without a key (for tests). */

@@ -11,7 +11,7 @@
 #include <stddef.h>
 
 /* The host of an http(s) URL, lower-cased, without userinfo, port or IPv6 brackets.
- * false when url is not scheme://host... */
+ * false when url is not scheme://host..., or the host is percent-encoded. */
 bool dt_url_host(const char *url, char *host, size_t n);
 
 /* Whether host is in list: comma- or space-separated entries, each a host name or address

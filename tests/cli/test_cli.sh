@@ -28,6 +28,11 @@ run "override without a key" 2 "$DTRUN" check =3
 same "override without a key: message" "$err" "override '=3': error: not a key=value override
   hint: write overrides as key.path=value, e.g. optimizer.lr=1e-3"
 
+# a stray word after an override: a usage error, not a crash (#16: the config was freed uninitialized)
+run "stray word after an override" 2 "$DTRUN" check optimizer.lr=1e-3 stray
+same "stray word after an override: message" "$err" "dtrun: error: 'stray' is neither key=value nor the first argument
+  hint: dtrun --help lists the commands"
+
 run "check the built-in default" 0 "$DTRUN" check
 has "default: batch identity shown" "$out" "# batch: micro_batch_size 8 x gradient_accumulation_steps 1 x world 1 = 8 sequences (1024 tokens) per optimizer step"
 has "default: auto values say how they were filled" "$out" "  strategy: single                               # auto: world size 1"

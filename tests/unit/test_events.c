@@ -73,6 +73,20 @@ static void documents(void **state)
     dt_json_obj(&j, "a");
     dt_json_int(&j, "b", 1);
     assert_string_equal(dt_json_end(&j), "{\"a\":{\"b\":1}}");
+    dt_json_begin(&j); /* DT_JSON_DEPTH - 1 levels nest; one more fails the document (its commas were wrong) */
+    for (int d = 1; d < DT_JSON_DEPTH; d++) {
+        dt_json_int(&j, "x", d);
+        dt_json_obj(&j, "o");
+    }
+    dt_json_int(&j, "y", 1);
+    assert_string_equal(dt_json_end(&j), "{\"x\":1,\"o\":{\"x\":2,\"o\":{\"x\":3,\"o\":{\"x\":4,\"o\":{\"x\":5,"
+                                         "\"o\":{\"x\":6,\"o\":{\"x\":7,\"o\":{\"y\":1}}}}}}}}");
+    dt_json_begin(&j);
+    for (int d = 0; d < DT_JSON_DEPTH; d++) dt_json_obj(&j, "o");
+    assert_null(dt_json_end(&j));
+    dt_json_begin(&j); /* and the writer is whole again for the next */
+    dt_json_int(&j, "z", 0);
+    assert_string_equal(dt_json_end(&j), "{\"z\":0}");
     dt_json_free(&j);
 }
 
