@@ -33,9 +33,13 @@ cd "$tmp"
 
 # the step rate of this shape here, from a short run, sets the steps that fill MINUTES with both runs side by side
 model=(model.n_layer=2 model.n_embd=64 model.n_head=4 model.seq_len=32 data.micro_batch_size=4 run.eval_interval=0ba)
-srun -N2 -n2 --mpi=pmix "$DTRUN" "${model[@]}" run.max_duration=2000ba events.interval=1000ba run.dir=cal >/dev/null 2>&1
-rate=$($PY -c "import json; e=[json.loads(l) for l in open('cal/events.jsonl')]; f=[x for x in e if x['type']=='run_finished'][0]; print(f['steps'] / f['seconds'])" 2>/dev/null ||
-    echo 200)
+if ! srun -N2 -n2 --mpi=pmix "$DTRUN" "${model[@]}" run.max_duration=2000ba events.interval=1000ba run.dir=cal \
+    >cal.out 2>&1; then
+    tail -20 cal.out >&2
+    echo "soak.sh: the calibration run failed (above)" >&2
+    exit 1
+fi
+rate=$($PY -c "import json; e=[json.loads(l) for l in open('cal/events.jsonl')]; f=[x for x in e if x['type']=='run_finished'][0]; print(f['steps'] / f['seconds'])")
 steps=${3:-$($PY -c "print(max(2000, int($rate * $minutes * 60 * 0.4) // 1000 * 1000))")}
 run=("${model[@]}" run.max_duration="${steps}"ba events.interval=1000ba checkpoint.interval=2000ba)
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); $minutes minutes; $steps steps" \

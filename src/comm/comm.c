@@ -121,9 +121,11 @@ static void trip(struct dt_comm *c, struct dt_comm_req *r, const int *ranks, con
                                   i ? "; " : "", ranks[i], (unsigned long long)at[i]);
     }
     if (!n) snprintf(who, sizeof who, "every rank reached it, so the transport itself is stuck");
-    dt_error(DT_ERR_COMM, "dtrun: rank %d: error: %s of %s (%zu %s elements, request %llu) %s at step %lld: %s\n"
-             "  hint: %s", c->world.rank, dt_coll_name(r->kind), r->what ? r->what : "?", r->count,
-             dt_dtype_str(r->dtype), (unsigned long long)r->seq + 1, why, (long long)r->step + 1, who, hint);
+    char size[64] = ""; /* a barrier carries nothing */
+    if (r->count) snprintf(size, sizeof size, "%zu %s elements, ", r->count, dt_dtype_str(r->dtype));
+    dt_error(DT_ERR_COMM, "dtrun: rank %d: error: %s of %s (%srequest %llu) %s at step %lld: %s\n"
+             "  hint: %s", c->world.rank, dt_coll_name(r->kind), r->what ? r->what : "?", size,
+             (unsigned long long)r->seq + 1, why, (long long)r->step + 1, who, hint);
     dt_log_text(dt_error_msg());
     fflush(stderr);
     dt_dirlock_release_all(); /* the abort ends the process without the normal way out */

@@ -1,5 +1,6 @@
 /* fault.c - see fault.h. */
 #include <ctype.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,9 +12,10 @@
 #define MAX_FAULTS 16
 #define CLOCK_JUMP 3600 /* seconds a clock fault moves the wall clock by */
 
-static const char *const names[DT_FAULT_NKINDS] = {
+static const char *const names[] = {
     "grad_inf", "kill", "stop", "stall", "enospc", "eio", "kill_save", "stop_save", "stall_save", "spool_enospc",
     "spool_eio", "clock_fwd", "clock_back"};
+_Static_assert(sizeof names / sizeof names[0] == DT_FAULT_NKINDS, "a name for every enum dt_fault");
 static struct {
     enum dt_fault kind;
     int64_t step;
@@ -63,7 +65,7 @@ dt_status_t dt_fault_init(void)
             colon = end + 1;
             rank = isdigit((unsigned char)*colon) ? strtol(colon, &end, 10) : -1;
         }
-        if (*end || step < 1 || rank < 0) return bad(at + 1, "STEP must be a number from 1, RANK a rank");
+        if (*end || step < 1 || rank < 0 || rank > INT_MAX) return bad(at + 1, "STEP must be a number from 1, RANK a rank");
         faults[nfaults].kind = (enum dt_fault)k;
         faults[nfaults].step = step;
         faults[nfaults++].rank = (int)rank;

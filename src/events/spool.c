@@ -24,6 +24,7 @@ static dt_status_t save_offset(struct dt_spool *s)
     }
     snprintf(tmp, sizeof tmp, "%s.tmp", p);
     FILE *f = fopen(tmp, "w");
+    bool made = f != NULL;
     int err = 0;
     if (!f) {
         err = errno;
@@ -33,8 +34,10 @@ static dt_status_t save_offset(struct dt_spool *s)
     } else if (fclose(f) != 0 || rename(tmp, p) != 0) {
         err = errno;
     }
-    if (err)
+    if (err) {
+        if (made) unlink(tmp); /* no half-written offset file left beside the spool */
         return dt_error(DT_ERR_SYSTEM, "%s: error: cannot record how much of the spool was sent: %s", p, strerror(err));
+    }
     return DT_SUCCESS;
 }
 

@@ -25,6 +25,8 @@ enum outcome { SENT, RETRY, REJECTED, ABORTED };
 _Static_assert(SENT == (int)DT_WEBHOOK_SENT && RETRY == (int)DT_WEBHOOK_RETRY && REJECTED == (int)DT_WEBHOOK_REJECTED,
                "post() takes dt_webhook_judge's outcome as its own");
 
+#define HELD_MAX 100000 /* events kept in memory while the spool refuses them (~30 MB of metrics) */
+
 struct dt_webhook {
     struct dt_webhook_cfg c;
     char *url, *secret, where[256];
@@ -43,11 +45,13 @@ struct dt_webhook {
     char **held;
     int nheld, held_cap;
     bool held_flight; /* the sender is posting held[0..]: they stay until it knows */
+    int64_t held_dropped; /* refused by the spool with HELD_MAX already held, in this outage */
     bool closing, down, said_rejected;
     _Atomic int64_t last_step; /* the highest step of an event posted (-1: none said one), for messages */
     atomic_bool stop; /* read by the progress callback without the lock, many times a second */
     int attempts;
-    double retry_at; /* CLOCK_MONOTONIC seconds */
+    double retry_at; /* CLOCK_MONOTONIC seconds; written with mu held (dt_webhook_close zeroes it) */
+    double retry_in; /* the backoff post() chose after a failure; the sender thread's own */
     struct dt_rng rng;
     struct dt_webhook_stats st;
     struct dt_webhook_reply reply; /* the request in flight's */
@@ -168,8 +172,14 @@ enum dt_webhook_outcome dt_webhook_judge(CURLcode cc, long code, const struct dt
     size_t k = (size_t)snprintf(why, n, "HTTP %ld%s", code, r->body[0] ? ": " : "");
     /* the receiver's words as one line: its newlines or terminal escapes must not forge lines of the
      * log (#16, tests/fuzz/fuzz_webhook.c) */
-    for (const unsigned char *p = (const unsigned char *)r->body; *p && k + 1 < n; p++)
-        why[k++] = *p < 0x20 || *p == 0x7f ? ' ' : (char)*p;
+    for (const unsigned char *p = (const unsigned char *)r->body; *p && k + 1 < n; p++) {
+        if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) { /* a C1 control in UTF-8 (U+009B is CSI) */
+            why[k++] = ' ';
+            p++;
+        } else {
+            why[k++] = *p < 0x20 || *p == 0x7f ? ' ' : (char)*p;
+        }
+    }
     if (k < n) why[k] = '\0';
     return code == 408 || code == 429 || code >= 500 ? DT_WEBHOOK_RETRY : DT_WEBHOOK_REJECTED;
 }
@@ -227,7 +237,7 @@ static enum outcome post(struct dt_webhook *w, char *const *ev, int n)
         double ra = w->reply.retry_after[0] ? dt_webhook_retry_after(w->reply.retry_after) : -1;
         if (ra >= 0) d = ra < w->c.max_backoff ? ra : w->c.max_backoff;
         w->attempts++;
-        w->retry_at = dt_now() + d;
+        w->retry_in = d;
         if (!w->down) {
             int64_t at = atomic_load(&w->last_step);
             char since[48] = "";
@@ -282,8 +292,11 @@ static bool unhold(struct dt_webhook *w)
     memmove(w->held, w->held + moved, (size_t)(w->nheld - moved) * sizeof *w->held);
     w->nheld -= moved;
     w->st.spooled += moved;
-    if (moved && !w->nheld) DT_WARN("webhook %s: %s takes events again; the %d held in memory are in it", w->where,
-                                    w->spool.path, moved);
+    if (moved && !w->nheld) {
+        DT_WARN("webhook %s: %s takes events again; the %d held in memory are in it%s", w->where, w->spool.path,
+                moved, w->held_dropped ? ", the ones dropped meanwhile are not" : "");
+        w->held_dropped = 0;
+    }
     return w->nheld == 0;
 }
 
@@ -291,9 +304,18 @@ static bool unhold(struct dt_webhook *w)
  * and calls it leaked: a false positive, the sender or dt_webhook_free() frees them (#16) */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
-/* Keep json in memory after the spool refused it (why: the spool's error, said once per outage). */
+/* Keep json in memory after the spool refused it (why: the spool's error, said once per outage), up
+ * to HELD_MAX events: a disk that stays full while the endpoint stays down must not take the
+ * training's memory with it. */
 static void hold(struct dt_webhook *w, const char *json, int64_t step, const char *why)
 {
+    if (w->nheld >= HELD_MAX) {
+        if (!w->held_dropped++)
+            DT_WARN("webhook %s: %d events wait in memory (the spool cannot be written, the endpoint does not "
+                    "answer): from the event of step %lld on, events are dropped for the webhook until one of "
+                    "them recovers (rank 0's events.jsonl keeps them)", w->where, HELD_MAX, (long long)step);
+        return;
+    }
     char *copy = strdup(json);
     if (copy && w->nheld == w->held_cap) {
         int cap = w->held_cap ? 2 * w->held_cap : 64;
@@ -344,8 +366,8 @@ static void *sender(void *arg)
             if (!ev) n = 0;
         } else if (dt_spool_pending(&w->spool)) {
             n = dt_spool_read(&w->spool, w->c.batch, &ev, &buf, &bytes);
-        } else if (unhold(w)) {
-            continue; /* the spool takes them again: they go out from there */
+        } else if (unhold(w) || dt_spool_pending(&w->spool)) {
+            continue; /* the spool takes them again, all or the oldest: they go out from there first */
         } else { /* it still does not: straight from memory */
             from_held = true;
             n = w->nheld < w->c.batch ? w->nheld : w->c.batch;
@@ -358,6 +380,8 @@ static void *sender(void *arg)
         enum outcome o = n ? post(w, ev, n) : RETRY;
         if (o == REJECTED) reject(w, ev, n);
         pthread_mutex_lock(&w->mu);
+        /* nothing to post (the spool's next line is not whole yet, or no memory): wait a backoff too */
+        if (o == RETRY) w->retry_at = dt_now() + (n ? w->retry_in : w->c.backoff);
         if (o == SENT || o == REJECTED) {
             if (from_queue) {
                 for (int i = 0; i < n; i++) free(w->q[(w->qhead + i) % w->c.queue]);
@@ -367,6 +391,7 @@ static void *sender(void *arg)
                 for (int i = 0; i < n; i++) free(w->held[i]);
                 memmove(w->held, w->held + n, (size_t)(w->nheld - n) * sizeof *w->held);
                 w->nheld -= n;
+                if (!w->nheld) w->held_dropped = 0;
             } else if (dt_spool_consume(&w->spool, bytes) != DT_SUCCESS) {
                 DT_WARN("%s", dt_error_msg());
             }

@@ -238,7 +238,7 @@ static dt_status_t await_writers(struct trainer *tr)
     }
 }
 
-dt_status_t dt_train_ckpt_finish(struct trainer *tr)
+dt_status_t dt_train_ckpt_finish(struct trainer *tr, bool fatal)
 {
     struct dt_comm *comm = tr->strategy->comm;
     struct dt_ckpt_report mine = {.ok = 1};
@@ -290,7 +290,7 @@ dt_status_t dt_train_ckpt_finish(struct trainer *tr)
                     secs, secs > 0 ? bytes / secs / 1e6 : 0.0);
             dt_events_checkpoint_saved(&tr->events, s->step, path, bytes, secs);
         } else {
-            DT_WARN("checkpoint of step %lld failed, %s", (long long)s->step, why);
+            if (!fatal) DT_WARN("checkpoint of step %lld failed, %s", (long long)s->step, why); /* else the error says it */
             dt_events_checkpoint_failed(&tr->events, s->step, path, why);
         }
     }

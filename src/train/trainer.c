@@ -351,9 +351,9 @@ static double forward_backward(struct trainer *tr)
  * the run stops here (the end, or a signal). A save still being written is finished first. */
 static dt_status_t checkpoint(struct trainer *tr, bool stop)
 {
-    if (tr->pending) dt_train_ckpt_finish(tr); /* its failure is reported; the newer save may work */
+    if (tr->pending) dt_train_ckpt_finish(tr, false); /* its failure is reported; the newer save may work */
     dt_train_ckpt_begin(tr);
-    return stop ? dt_train_ckpt_finish(tr) : DT_SUCCESS;
+    return stop ? dt_train_ckpt_finish(tr, true) : DT_SUCCESS;
 }
 
 /* After a signal, its state saved (unless checkpoint.dir is null): say so where the run is
@@ -467,7 +467,7 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
         if (last) step_starts(tr, tr->steps + 1);
         bool stop = v[1] > 0;
         if (tr->ckpt_dir[0]) {
-            if (tr->pending && v[3] == 0) dt_train_ckpt_finish(tr); /* every rank's file is down: commit */
+            if (tr->pending && v[3] == 0) dt_train_ckpt_finish(tr, false); /* every rank's file is down: commit */
             if (last || stop || v[2] > 0 || (tr->ckpt_every > 0 && (step + 1) % tr->ckpt_every == 0)) {
                 double t0 = dt_now();
                 DT_CHECK(checkpoint(tr, last || stop));
@@ -479,7 +479,7 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
             return stopped(tr, sig ? sig : SIGTERM, res); /* a rank that saw none stops for the others' */
         }
     }
-    if (tr->pending) DT_CHECK(dt_train_ckpt_finish(tr));
+    if (tr->pending) DT_CHECK(dt_train_ckpt_finish(tr, true));
     if (cfg->events.wall_clock_breakdown && tr->rank == 0) dt_breakdown_log(tr->kc, tr->train_steps, tr->train_s);
     double secs = dt_now() - start;
     int64_t run = tr->state.step - first_step;
@@ -549,6 +549,10 @@ dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, cons
         if (rc == DT_SUCCESS && tr.rank == 0) rc = dt_events_run_started(&tr.events, &info);
         if (rc == DT_SUCCESS) rc = loop(&tr, res);
     }
+    /* every rank at the end, under the watchdog: a rank hung at exit is named here, rather than
+     * leaving the others waiting in the communicators' teardown (MPI_Finalize waits for every rank) */
+    if (rc == DT_SUCCESS && tr.world > 1 && !res->stopped_by)
+        rc = dt_comm_do(tr.strategy->comm, dt_coll_barrier("the end of the run"));
     /* the rank that saw a failure reports it (every rank, when all saw it) */
     if (rc != DT_SUCCESS && tr.events_open) dt_events_run_failed(&tr.events, tr.step < 0 ? -1 : tr.step + 1,
                                                                  dt_error_msg());

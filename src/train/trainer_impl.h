@@ -82,7 +82,8 @@ dt_status_t dt_train_ckpt_prepare(struct trainer *tr, size_t *bytes);
  * decided to save together, so every rank goes on to finish together). */
 void dt_train_ckpt_begin(struct trainer *tr);
 /* Collective: wait for every rank's file, commit on rank 0, report checkpoint_saved or _failed.
- * Fails when the save did (every rank gets the same status). */
-dt_status_t dt_train_ckpt_finish(struct trainer *tr);
+ * Fails when the save did (every rank gets the same status). fatal: the caller ends the run on that
+ * failure, so its error is the one message; otherwise rank 0 warns and training goes on. */
+dt_status_t dt_train_ckpt_finish(struct trainer *tr, bool fatal);
 
 #endif

@@ -95,6 +95,18 @@ still_valid() {
     [ -z "$bad" ] && ok "$1: the $(($# - 1)) checkpoints valid before still verify" || not_ok "$1: $bad"
 }
 
+# kept CASE DIR: every checkpoint the run said it saved (checkpoint_saved in its events.jsonl, each
+# life's) is still committed in DIR, so the checks of their validity that follow cover them all
+kept() {
+    local k saved missing=()
+    saved=$(sed -n 's/.*"type":"checkpoint_saved".*"step":\([0-9]*\),.*/\1/p' "$2/events.jsonl" 2>/dev/null | sort -un)
+    for k in $saved; do
+        [ -d "$2/ckpt/$(printf 'step-%08d' "$k")" ] || missing+=("$k")
+    done
+    [ ${#missing[@]} = 0 ] && ok "$1: every save it reported is there (steps: $(echo ${saved:-none}))" ||
+        not_ok "$1: the reported saves of steps ${missing[*]} are gone" "$(ls "$2/ckpt" 2>&1)"
+}
+
 # stop_case ROW COL FAULT RE: DTRUN_FAULT=FAULT ends the job, saying RE (the fault, the rank, the
 # step); the same command then resumes from the newest valid checkpoint to the undisturbed loss
 stop_case() {
@@ -104,12 +116,14 @@ stop_case() {
     stopped "$dir" "$name" "$re"
     out="stop ${secs}s"
     [ "$rc" = 0 ] && out="finished (expected a stop)"
+    kept "$name, after the fault" "$dir"
     mapfile -t valid < <(committed "$dir")
     still_valid "$name, after the fault" "${valid[@]}"
     go "$dir"
     from=$(resumed_from "$dir")
     finished "$dir" "$name, run again (resumed from step $from)" && out="$out; resume@$from: same loss" ||
         out="$out; resume FAILED"
+    kept "$name, after the resume" "$dir"
     still_valid "$name, after the resume" "${valid[@]}"
     note "$row" "$col" "$out" "$fault" "${msg:-no message}"
 }
@@ -130,6 +144,7 @@ casedone() {
     [ -n "$msg" ] && ok "$name: said: $msg" || not_ok "$name: nothing said matches /$re/" \
         "$(grep -v 'step [0-9]*/' "$dir.err" | tail -15)"
     finished "$dir" "$name" && out="finished, same loss" || out="exit $rc, loss $(final_loss "$dir")"
+    kept "$name" "$dir"
     mapfile -t valid < <(committed "$dir")
     still_valid "$name" "${valid[@]}"
     note "$row" "$col" "$out" "$fault" "${msg:-nothing said}"
@@ -165,6 +180,10 @@ stop_case "collective never returns" start stall@1:1 "rank 0: error: .* did not 
 stop_case "collective never returns" mid-step stall@6:1 "rank 0: error: .* did not finish within $TO s at step 6: rank 1 has not reached it"
 stop_case "collective never returns" mid-save stall_save@8:1 "rank 0: error: all-reduce of checkpoint writers .* at step (9|1[0-2]): rank 1 has not reached it"
 stop_case "collective never returns" exit stall@13:1 "rank 0: error: all-reduce of checkpoint writers .* at step 12: rank 1 has not reached it"
+# with nothing to save, the last collective is the end of the run's barrier (else MPI_Finalize would wait)
+DTRUN_FAULT=stall@13:1 go "$TMP/nosave" compute.comm_timeout=${TO}s checkpoint.dir=null
+stopped "$TMP/nosave" "collective never returns @ exit, nothing saved" \
+    "rank 0: error: barrier of the end of the run \(request [0-9]*\) did not finish within $TO s at step 12: rank 1 has not reached it"
 
 # ---- the checkpoint's disk: a save in between fails and is said, training goes on; the final save
 # failing ends the run (exit 5), and the next start resumes from the save before
@@ -217,6 +236,7 @@ damage_case() {
     local row=$1 col=$2 how=$3 fault=$4 dir name valid newest f from out n
     dir=$TMP/c$((++ncase)) name="$row @ $col (${fault:-no fault})"
     DTRUN_FAULT=$fault go "$dir"
+    kept "$name" "$dir"
     mapfile -t valid < <(committed "$dir")
     newest=${valid[-1]}
     f=$newest/rank-00001-of-00002.bin

@@ -107,7 +107,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         dt_fuzz_fail("SENT for curl %d, HTTP %ld", cc, code);
     if (o != DT_WEBHOOK_SENT && !why[0]) dt_fuzz_fail("outcome %d without a reason", o);
     for (const unsigned char *p = (const unsigned char *)why; *p; p++)
-        if (*p < 0x20 || *p == 0x7f) dt_fuzz_fail("the reason for the log holds byte 0x%02x: %s", *p, why);
+        if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
+            dt_fuzz_fail("the reason for the log holds control byte 0x%02x: %s", *p, why);
     if (reply.retry_after[0]) {
         double ra = dt_webhook_retry_after(reply.retry_after);
         if (isnan(ra) || (ra < 0 && ra != -1)) dt_fuzz_fail("Retry-After '%s' is %g s", reply.retry_after, ra);
