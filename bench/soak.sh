@@ -65,7 +65,7 @@ gap=$((minutes * 4))
 ranks() {
     for p in $(pgrep -x dtrun); do
         tr '\0' '\n' </proc/$p/cmdline 2>/dev/null | grep -qx "run.dir=$tmp/S" || continue
-        r=$(tr '\0' '\n' </proc/$p/environ 2>/dev/null | sed -n 's/^DTRUN_RANK=//p')
+        r=$(tr '\0' '\n' </proc/$p/environ 2>/dev/null | sed -n 's/^SLURM_PROCID=//p') # srun's tasks
         [ -n "$r" ] && echo "$p $r"
     done
 }
@@ -85,7 +85,7 @@ while :; do
     esac
     if [ $((SECONDS % 10)) = 0 ]; then
         while read -r p r; do
-            rss=$(sed -n 's/^VmRSS: *\([0-9]*\) kB/\1/p' /proc/$p/status 2>/dev/null)
+            rss=$(awk '/^VmRSS:/ { print $2 }' /proc/$p/status 2>/dev/null) # "VmRSS:<tab> N kB"
             fds=$(ls /proc/$p/fd 2>/dev/null | wc -l)
             age=$(($(date +%s) - $(stat -c %Y /proc/$p)))
             [ -n "$rss" ] && echo "$p $r $age $rss $fds" >>samples
