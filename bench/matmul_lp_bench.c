@@ -19,6 +19,10 @@ static double now(void)
 int main(int argc, char **argv)
 {
     int BT = argc > 1 ? atoi(argv[1]) : 256, reps = argc > 2 ? atoi(argv[2]) : 10;
+    if (BT <= 0 || reps <= 0) {
+        fprintf(stderr, "usage: matmul_lp_bench [ROWS] [REPS]: both positive\n");
+        return 2;
+    }
     static const struct { const char *name; int C, OC; } shapes[] = {
         {"qkv", 768, 2304}, {"attproj", 768, 768}, {"fc", 768, 3072}, {"fcproj", 3072, 768}, {"lm head", 768, 50257}};
     dt_kernels_cpu.init();
@@ -32,6 +36,10 @@ int main(int argc, char **argv)
         float *x = calloc((size_t)BT * C, 4), *w = calloc((size_t)OC * C, 4), *b = calloc(OC, 4);
         float *o = calloc((size_t)BT * OC, 4), *dx = calloc((size_t)BT * C, 4), *dw = calloc((size_t)OC * C, 4);
         float *db = calloc(OC, 4);
+        if (!x || !w || !b || !o || !dx || !dw || !db) {
+            fprintf(stderr, "matmul_lp_bench: out of memory for the %s layer at %d rows\n", shapes[s].name, BT);
+            return 1;
+        }
         for (size_t i = 0; i < (size_t)OC * C; i++) w[i] = (float)(i % 7) * 0.01f;
         for (size_t i = 0; i < (size_t)BT * C; i++) x[i] = (float)(i % 5) * 0.1f;
         double best[3] = {1e30, 1e30, 1e30};

@@ -25,7 +25,15 @@ int main(int argc, char **argv)
     long M = atol(argv[1]), N = atol(argv[2]), K = atol(argv[3]);
     char ta = argc > 5 ? argv[4][0] : 'N', tb = argc > 5 ? argv[5][0] : 'N';
     int reps = argc > 6 ? atoi(argv[6]) : 10;
+    if (M <= 0 || N <= 0 || K <= 0 || reps < 2) {
+        fprintf(stderr, "sgemm_bench: M, N and K must be positive and reps at least 2 (the first run is left out)\n");
+        return 2;
+    }
     float *A = malloc(sizeof(float) * M * K), *B = malloc(sizeof(float) * K * N), *C = malloc(sizeof(float) * M * N);
+    if (!A || !B || !C) {
+        fprintf(stderr, "sgemm_bench: out of memory for a %ld x %ld x %ld product\n", M, N, K);
+        return 1;
+    }
     for (long i = 0; i < M * K; i++) A[i] = (float)(i % 7) * 0.01f;
     for (long i = 0; i < K * N; i++) B[i] = (float)(i % 5) * 0.01f;
     long lda = ta == 'N' ? K : M, ldb = tb == 'N' ? N : K;
