@@ -25,8 +25,6 @@ enum outcome { SENT, RETRY, REJECTED, ABORTED };
 _Static_assert(SENT == (int)DT_WEBHOOK_SENT && RETRY == (int)DT_WEBHOOK_RETRY && REJECTED == (int)DT_WEBHOOK_REJECTED,
                "post() takes dt_webhook_judge's outcome as its own");
 
-#define HELD_MAX 100000 /* events kept in memory while the spool refuses them (~30 MB of metrics) */
-
 struct dt_webhook {
     struct dt_webhook_cfg c;
     char *url, *secret, where[256];
@@ -45,7 +43,7 @@ struct dt_webhook {
     char **held;
     int nheld, held_cap;
     bool held_flight; /* the sender is posting held[0..]: they stay until it knows */
-    int64_t held_dropped; /* refused by the spool with HELD_MAX already held, in this outage */
+    int64_t held_dropped; /* refused by the spool with DT_WEBHOOK_HELD_MAX already held, in this outage */
     bool closing, down, said_rejected;
     _Atomic int64_t last_step; /* the highest step of an event posted (-1: none said one), for messages */
     atomic_bool stop; /* read by the progress callback without the lock, many times a second */
@@ -305,15 +303,15 @@ static bool unhold(struct dt_webhook *w)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wanalyzer-malloc-leak"
 /* Keep json in memory after the spool refused it (why: the spool's error, said once per outage), up
- * to HELD_MAX events: a disk that stays full while the endpoint stays down must not take the
- * training's memory with it. */
+ * to DT_WEBHOOK_HELD_MAX events (webhook.h). */
 static void hold(struct dt_webhook *w, const char *json, int64_t step, const char *why)
 {
-    if (w->nheld >= HELD_MAX) {
+    if (w->nheld >= DT_WEBHOOK_HELD_MAX) {
+        w->st.lost++;
         if (!w->held_dropped++)
             DT_WARN("webhook %s: %d events wait in memory (the spool cannot be written, the endpoint does not "
                     "answer): from the event of step %lld on, events are dropped for the webhook until one of "
-                    "them recovers (rank 0's events.jsonl keeps them)", w->where, HELD_MAX, (long long)step);
+                    "them recovers (rank 0's events.jsonl keeps them)", w->where, DT_WEBHOOK_HELD_MAX, (long long)step);
         return;
     }
     char *copy = strdup(json);
@@ -324,6 +322,7 @@ static void hold(struct dt_webhook *w, const char *json, int64_t step, const cha
     }
     if (!copy || w->nheld == w->held_cap) {
         free(copy);
+        w->st.lost++;
         DT_WARN("webhook %s: out of memory holding an event the spool refused: it is lost for the webhook (rank 0's "
                 "events.jsonl keeps it)", w->where);
         return;
@@ -553,6 +552,7 @@ void dt_webhook_close(struct dt_webhook *w, double deadline, struct dt_webhook_s
     if (w->nheld && !unhold(w))
         DT_WARN("webhook %s: %d events were neither delivered nor taken by %s (%s): they are lost for the webhook "
                 "(rank 0's are in events.jsonl)", w->where, w->nheld, w->spool.path, dt_error_msg());
+    w->st.lost += w->qlen + w->nheld; /* what the spool took neither from the queue nor from memory */
     int64_t w_left = w->st.left = dt_spool_count(&w->spool);
     if (w->st.left)
         DT_WARN("webhook %s: %lld events not delivered within %gs stay in %s\n  hint: `dtrun events flush RUN_DIR` "

@@ -37,7 +37,12 @@ struct dt_webhook_stats {
     int64_t delivered; /* events the endpoint accepted */
     int64_t requests, failures, spooled, rejected;
     int64_t left;      /* in the spool after close */
+    int64_t lost;      /* given up on: past DT_WEBHOOK_HELD_MAX, out of memory, or unspoolable at close */
 };
+
+/* Events kept in memory while the spool refuses them (~30 MB of metrics): a disk that stays full while
+ * the endpoint stays down must not take the training's memory with it. */
+#define DT_WEBHOOK_HELD_MAX 100000
 
 struct dt_webhook;
 

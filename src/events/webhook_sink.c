@@ -131,8 +131,8 @@ static void hook_close(struct dt_sink *s, double deadline)
     struct dt_webhook_stats st;
     dt_webhook_close(h->w, deadline, &st);
     DT_DEBUG(DT_SUB_EVENTS, "webhook: %lld events delivered in %lld requests (%lld failed), %lld spooled, %lld rejected, "
-             "%lld left", (long long)st.delivered, (long long)st.requests, (long long)st.failures,
-             (long long)st.spooled, (long long)st.rejected, (long long)st.left);
+             "%lld left, %lld lost", (long long)st.delivered, (long long)st.requests, (long long)st.failures,
+             (long long)st.spooled, (long long)st.rejected, (long long)st.left, (long long)st.lost);
     free(h->headers);
     free(h->secret);
     free(h);

@@ -2,7 +2,8 @@
  * test_events.c - the event layer's pieces: every JSON string escape, invalid
  * UTF-8 replaced so the output stays valid, nesting and non-finite numbers;
  * the spool's order across appends, prepends, partial reads and a reopen; the
- * URL shown in logs without credentials; HMAC-SHA256 against RFC 4231.
+ * URL shown in logs without credentials; HMAC-SHA256 against RFC 4231; the
+ * webhook's memory bound while both the spool and the endpoint fail.
  */
 #include <math.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "dt_build_config.h"
+#include "core/fault.h"
 #include "dt_test.h"
 #include "events/json.h"
 #include "events/spool.h"
@@ -201,4 +203,41 @@ static void hmac_sha256(void **state)
 #endif
 }
 
-DT_TESTS(T(escapes), T(documents), T(validity), T(spool), T(redact), T(hmac_sha256))
+/* The spool's disk full (DTRUN_FAULT=spool_enospc) while the endpoint refuses connections: the event in
+ * the memory queue stays there, the next DT_WEBHOOK_HELD_MAX wait in memory, the ones after are dropped
+ * with one warning naming the first one's step, and close counts every event it could not keep. */
+static void held_bound(void **state)
+{
+    (void)state;
+    setenv("DTRUN_FAULT", "spool_enospc@1:0", 1);
+    assert_int_equal(dt_fault_init(), DT_SUCCESS);
+    dt_fault_at(1, 0);
+    struct dt_webhook_cfg c = {.url = "http://127.0.0.1:1/", .batch = 1, .queue = 1, .connect_timeout = 1,
+                               .timeout = 1, .backoff = 3600, .max_backoff = 3600, .spool = "hook.spool"};
+    struct dt_webhook *w;
+    assert_int_equal(dt_webhook_open(&c, &w), DT_SUCCESS);
+    const int dropped = 5, n = 1 + DT_WEBHOOK_HELD_MAX + dropped;
+    dt_test_stderr_begin();
+    for (int i = 0; i < n; i++) dt_webhook_post(w, "{\"type\":\"metrics\"}", 1 + i);
+    struct dt_webhook_stats st;
+    dt_webhook_close(w, 0, &st);
+    char *err = dt_test_stderr_end();
+    unsetenv("DTRUN_FAULT");
+    assert_int_equal(dt_fault_init(), DT_SUCCESS);
+    assert_int_equal(st.delivered, 0);
+    assert_int_equal(st.spooled, 0);
+    assert_int_equal(st.left, 0);
+    assert_int_equal(st.lost, n);
+    char want[256];
+    snprintf(want, sizeof want, "%d events wait in memory (the spool cannot be written, the endpoint does not answer): "
+             "from the event of step %d on, events are dropped", DT_WEBHOOK_HELD_MAX, 2 + DT_WEBHOOK_HELD_MAX);
+    const char *at = strstr(err, want);
+    if (!at) fail_msg("no warning '%s' in:\n%.2000s", want, err);
+    assert_null(strstr(at + strlen(want), "events are dropped"));
+    assert_non_null(strstr(err, "the event of step 2 cannot be spooled: "));
+    snprintf(want, sizeof want, "%d events were neither delivered nor taken by hook.spool", DT_WEBHOOK_HELD_MAX);
+    if (!strstr(err, want)) fail_msg("no warning '%s' in:\n%.2000s", want, err);
+    free(err);
+}
+
+DT_TESTS(T(escapes), T(documents), T(validity), T(spool), T(redact), T(hmac_sha256), T(held_bound))
