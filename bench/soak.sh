@@ -8,7 +8,8 @@
 # of the soak's events.jsonl at the receiver (by id), and each rank's RSS and open file descriptors
 # sampled every 10 s of every life (first sample after 30 s against the last).
 # usage: bench/soak.sh [BUILD_DIR] [MINUTES] [STEPS]   (defaults: build 30, and the steps that fill the
-# minutes at the rate a short run measures first); starts and stops its own testbed
+# minutes at the rate a short run measures first, alone: on a busier machine the job takes longer, and
+# the kills go on until it ends); starts and stops its own testbed
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
@@ -64,8 +65,10 @@ gap=$((minutes * 4))
 # the soak's rank processes now: "pid rank" lines
 ranks() {
     for p in $(pgrep -x dtrun); do
-        tr '\0' '\n' </proc/$p/cmdline 2>/dev/null | grep -qx "run.dir=$tmp/S" || continue
-        r=$(tr '\0' '\n' </proc/$p/environ 2>/dev/null | sed -n 's/^SLURM_PROCID=//p') # srun's tasks
+        # a process may end between pgrep and here: its /proc files are gone (the braces take the
+        # redirection's own error)
+        { tr '\0' '\n' </proc/$p/cmdline; } 2>/dev/null | grep -qx "run.dir=$tmp/S" || continue
+        r=$({ tr '\0' '\n' </proc/$p/environ; } 2>/dev/null | sed -n 's/^SLURM_PROCID=//p') # srun's tasks
         [ -n "$r" ] && echo "$p $r"
     done
 }
@@ -87,8 +90,8 @@ while :; do
         while read -r p r; do
             rss=$(awk '/^VmRSS:/ { print $2 }' /proc/$p/status 2>/dev/null) # "VmRSS:<tab> N kB"
             fds=$(ls /proc/$p/fd 2>/dev/null | wc -l)
-            age=$(($(date +%s) - $(stat -c %Y /proc/$p)))
-            [ -n "$rss" ] && echo "$p $r $age $rss $fds" >>samples
+            start=$(stat -c %Y /proc/$p 2>/dev/null) || continue
+            [ -n "$rss" ] && echo "$p $r $(($(date +%s) - start)) $rss $fds" >>samples
         done < <(ranks)
     fi
     if [ "$st" = RUNNING ] && [ $SECONDS -ge $next_kill ]; then
