@@ -21,6 +21,7 @@ PY=/usr/bin/python3
 tmp=$(mktemp -d /tmp/dtrun-soak.XXXXXX)
 tb=$tmp/testbed
 cleanup() {
+    set +e # every step, whichever fails (set -e ended this at a receiver already gone, leaving the testbed up)
     [ -n "${job:-}" ] && scancel "$job" 2>/dev/null
     kill "${rpid:-}" 2>/dev/null
     scripts/testbed stop "$tb" >/dev/null 2>&1
