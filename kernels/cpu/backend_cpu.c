@@ -40,7 +40,21 @@ static void *cpu_alloc(struct dt_kctx *kc, size_t bytes) { return dt_alloc_big(b
 static void cpu_free(struct dt_kctx *kc, void *p) { dt_free_big(p); }
 static void *cpu_host_alloc(struct dt_kctx *kc, size_t bytes) { return dt_alloc_big(bytes); }
 static void cpu_host_free(struct dt_kctx *kc, void *p) { dt_free_big(p); }
-static void cpu_zero(struct dt_kctx *kc, void *p, size_t bytes) { memset(p, 0, bytes); }
+/* One thread's memset stops well short of the memory's bandwidth (124M fp32 gradients: 2x faster
+ * on two threads than on one); below a MiB a parallel region's start would cost what it saves. */
+static void cpu_zero(struct dt_kctx *kc, void *p, size_t bytes)
+{
+    if (bytes < ((size_t)1 << 20)) {
+        memset(p, 0, bytes);
+        return;
+    }
+    #pragma omp parallel
+    {
+        size_t nt = (size_t)omp_get_num_threads(), chunk = (bytes / nt + 4095) & ~(size_t)4095;
+        size_t lo = (size_t)omp_get_thread_num() * chunk;
+        if (lo < bytes) memset((char *)p + lo, 0, bytes - lo < chunk ? bytes - lo : chunk);
+    }
+}
 static void cpu_copy(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind)
 {
     if (bytes) memmove(dst, src, bytes);

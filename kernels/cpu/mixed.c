@@ -10,6 +10,7 @@
 #include "core/dtype.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/cpu/cpu.h"
+#include "kernels/cpu/vmath.h"
 
 static inline float get(const void *p, enum dt_dtype t, size_t i)
 {
@@ -101,44 +102,65 @@ void dt_cpu_round_stochastic(struct dt_kctx *kc, uint16_t *dst, const float *src
     for (size_t i = 0; i < n; i++) dst[i] = dt_bf16_stochastic(src[i], seed, index0 + i);
 }
 
-/* in double, so the global norm of 124M gradients does not lose digits */
-double dt_cpu_sumsq(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n)
+/* The squares of k values, in double: exact for every fp32 square, so the global norm of 124M
+ * gradients does not lose digits. Compiled per vector width (vmath.h): the order of the sum is this
+ * CPU's, the same in every call. */
+DT_CLONES static double squares(const float *f, size_t k)
 {
-    double s = 0;
-    if (t == DT_F32) {
-        const float *f = x;
-        #pragma omp parallel for simd reduction(+ : s)
-        for (size_t i = 0; i < n; i++) s += (double)f[i] * f[i];
-        return s;
-    }
-    const struct dt_convert *cv = dt_convert_fast();
-    #pragma omp parallel for schedule(static) reduction(+ : s)
-    for (size_t b = 0; b < n; b += BLOCK) {
-        float tmp[BLOCK];
-        size_t k = n - b < BLOCK ? n - b : BLOCK;
-        const float *f = widen(tmp, (const uint16_t *)x + b, t, k, cv);
-        double part = 0;
-        #pragma omp simd reduction(+ : part)
-        for (size_t i = 0; i < k; i++) part += (double)f[i] * f[i];
-        s += part;
-    }
-    return s;
+    double part = 0;
+    #pragma omp simd reduction(+ : part)
+    for (size_t i = 0; i < k; i++) part += (double)f[i] * f[i];
+    return part;
 }
 
-/* all ones in the exponent, read off the bits (a comparison the compiler vectorizes, which
- * isfinite() is not) */
-size_t dt_cpu_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n)
+/* How many of k <= BLOCK values are inf or nan: all ones in the exponent, read off the bits (a
+ * comparison the compiler vectorizes, which isfinite() is not), counted in 32 bits as the lanes are. */
+DT_CLONES static size_t count_nonfinite(const void *x, enum dt_dtype t, size_t k)
 {
-    size_t bad = 0;
+    uint32_t bad = 0;
     if (t == DT_F32) {
         const uint32_t *u = x;
-        #pragma omp parallel for simd reduction(+ : bad)
-        for (size_t i = 0; i < n; i++) bad += (u[i] & 0x7f800000u) == 0x7f800000u;
+        #pragma omp simd reduction(+ : bad)
+        for (size_t i = 0; i < k; i++) bad += (u[i] & 0x7f800000u) == 0x7f800000u;
         return bad;
     }
     const uint16_t *h = x, mask = t == DT_BF16 ? 0x7f80 : 0x7c00;
-    #pragma omp parallel for simd reduction(+ : bad)
-    for (size_t i = 0; i < n; i++) bad += (h[i] & mask) == mask;
+    #pragma omp simd reduction(+ : bad)
+    for (size_t i = 0; i < k; i++) bad += (h[i] & mask) == mask;
+    return bad;
+}
+
+/* The squares of n values of any type, in blocks from the first: one order for every type, so a
+ * 16-bit array sums to what its fp32 widening does. With bad, also how many are inf or nan, in
+ * the same read: inf and nan square to inf and nan and no 16- or 32-bit square overflows a double,
+ * so only a block whose sum is not finite is counted (a loop that also tested every element took
+ * 4x as long: 141 against 32 ms over 124M fp32 values). */
+static double sumsq_blocks(const void *x, enum dt_dtype t, size_t n, size_t *bad)
+{
+    const struct dt_convert *cv = dt_convert_fast();
+    size_t esz = dt_dtype_size(t), nb = 0;
+    double s = 0;
+    #pragma omp parallel for schedule(static) reduction(+ : s, nb)
+    for (size_t b = 0; b < n; b += BLOCK) {
+        float tmp[BLOCK];
+        size_t k = n - b < BLOCK ? n - b : BLOCK;
+        const void *at = (const char *)x + b * esz;
+        double part = squares(widen(tmp, at, t, k, cv), k);
+        if (bad && !isfinite(part)) nb += count_nonfinite(at, t, k);
+        s += part;
+    }
+    if (bad) *bad = nb;
+    return s;
+}
+
+double dt_cpu_sumsq(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n) { return sumsq_blocks(x, t, n, NULL); }
+
+size_t dt_cpu_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n)
+{
+    size_t esz = dt_dtype_size(t), bad = 0;
+    #pragma omp parallel for schedule(static) reduction(+ : bad)
+    for (size_t b = 0; b < n; b += BLOCK)
+        bad += count_nonfinite((const char *)x + b * esz, t, n - b < BLOCK ? n - b : BLOCK);
     return bad;
 }
 
@@ -147,38 +169,8 @@ size_t dt_cpu_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size
 double dt_cpu_sumsq_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n, size_t lo, size_t sn,
                               size_t *bad)
 {
-    size_t esz = dt_dtype_size(t), hi = lo + sn;
-    *bad = dt_cpu_nonfinite(kc, x, t, lo) + dt_cpu_nonfinite(kc, (const char *)x + hi * esz, t, n - hi);
-    double s = 0;
-    size_t b = 0;
-    if (t == DT_F32) {
-        const float *f = (const float *)x + lo;
-        const uint32_t *u = (const uint32_t *)x + lo;
-        #pragma omp parallel for simd reduction(+ : s, b)
-        for (size_t i = 0; i < sn; i++) {
-            s += (double)f[i] * f[i];
-            b += (u[i] & 0x7f800000u) == 0x7f800000u;
-        }
-        *bad += b;
-        return s;
-    }
-    const uint16_t *h = (const uint16_t *)x + lo, mask = t == DT_BF16 ? 0x7f80 : 0x7c00;
-    const struct dt_convert *cv = dt_convert_fast();
-    #pragma omp parallel for schedule(static) reduction(+ : s, b)
-    for (size_t c = 0; c < sn; c += BLOCK) {
-        float tmp[BLOCK];
-        size_t k = sn - c < BLOCK ? sn - c : BLOCK;
-        const float *f = widen(tmp, h + c, t, k, cv);
-        double part = 0;
-        size_t nb = 0;
-        #pragma omp simd reduction(+ : part, nb)
-        for (size_t i = 0; i < k; i++) {
-            part += (double)f[i] * f[i];
-            nb += (h[c + i] & mask) == mask;
-        }
-        s += part;
-        b += nb;
-    }
-    *bad += b;
+    size_t esz = dt_dtype_size(t), hi = lo + sn, in = 0;
+    double s = sumsq_blocks((const char *)x + lo * esz, t, sn, &in);
+    *bad = in + dt_cpu_nonfinite(kc, x, t, lo) + dt_cpu_nonfinite(kc, (const char *)x + hi * esz, t, n - hi);
     return s;
 }

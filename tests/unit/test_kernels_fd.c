@@ -378,7 +378,12 @@ static void reductions(void **state)
     assert_true(part == 25000.0 * 16 + 25000.0 * 9); /* [1000, 51000): 25000 even indices */
     x[1500] = NAN;
     assert_true(isnan(K->sumsq_nonfinite(KC, x, DT_F32, n, 1000, 50000, &bad)) && bad == 4);
-    x[1500] = -4.0f;
+    /* counted one by one, two in one block of the sum and one in another */
+    x[1501] = INFINITY;
+    x[40000] = -INFINITY;
+    assert_true(isnan(K->sumsq_nonfinite(KC, x, DT_F32, n, 1000, 50000, &bad)) && bad == 6);
+    x[1500] = -4.0f, x[1501] = 3.0f, x[40000] = -4.0f;
+    assert_true(isnan(K->sumsq_nonfinite(KC, x, DT_F32, n, 0, n, &bad)) && bad == 3);
     uint16_t *h = malloc(n * sizeof *h);
     K->convert(KC, h, DT_F16, x, DT_F32, n);
     assert_int_equal(K->nonfinite(KC, h, DT_F16, n), 3);
