@@ -17,7 +17,6 @@ AC_DEFUN([DT_ENABLE_SANITIZERS], [
   dnl apart from DT_CFLAGS: the SPANK plugin is loaded by srun and slurmstepd, which have no ASan runtime
   AC_SUBST([DT_SAN_CFLAGS])
   AC_SUBST([DT_LDFLAGS])
-  AM_CONDITIONAL([WITH_SANITIZERS], [test "x$enable_sanitizers" = "xyes"])
 ])
 dnl DT_ENABLE_FUZZ: the libFuzzer targets of tests/fuzz (clang only), ASan+UBSan. Every file is
 dnl instrumented for libFuzzer's coverage (-fsanitize=fuzzer-no-link); only the targets link its main.

@@ -50,7 +50,8 @@ static void cpu_zero(struct dt_kctx *kc, void *p, size_t bytes)
     }
     #pragma omp parallel
     {
-        size_t nt = (size_t)omp_get_num_threads(), chunk = (bytes / nt + 4095) & ~(size_t)4095;
+        /* whole pages, the last thread's share the rest: every byte cleared once for any size */
+        size_t nt = (size_t)omp_get_num_threads(), chunk = ((bytes + nt - 1) / nt + 4095) & ~(size_t)4095;
         size_t lo = (size_t)omp_get_thread_num() * chunk;
         if (lo < bytes) memset((char *)p + lo, 0, bytes - lo < chunk ? bytes - lo : chunk);
     }

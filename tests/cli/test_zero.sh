@@ -83,7 +83,7 @@ within "$d" 1e-3 && ok "and traces ddp's losses ($d)" || not_ok "skips: zero3 di
 # 3 ranks: parts of every piece differ by one element
 run "1 rank, accumulation 3" 0 "$DTRUN" run "${base[@]}" compute.gradient_accumulation_steps=3 run.dir=one3
 for s in zero1 zero3; do
-    run "zero3 on 3 ranks" 0 timeout 300 "$DTRUN" -n 3 run "${base[@]}" compute.strategy=$s run.dir=$s-3
+    run "$s on 3 ranks" 0 timeout 300 "$DTRUN" -n 3 run "${base[@]}" compute.strategy=$s run.dir=$s-3
     d=$(maxrel $s-3 one3)
     within "$d" 1e-5 && ok "$s on 3 ranks traces 1 rank x 3 ($d)" || not_ok "$s on 3 ranks differs by $d"
 done

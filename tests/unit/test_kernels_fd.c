@@ -4,6 +4,7 @@
  * small awkward shapes. Error: max |numeric - analytic| / max |analytic|.
  */
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/dtype.h"
@@ -388,7 +389,27 @@ static void reductions(void **state)
     K->convert(KC, h, DT_F16, x, DT_F32, n);
     assert_int_equal(K->nonfinite(KC, h, DT_F16, n), 3);
     assert_true(K->sumsq_nonfinite(KC, h, DT_F16, n, 8, 100, &bad) == 50.0 * 16 + 50.0 * 9 && bad == 3);
+    /* a 16-bit inf and nan inside the summed part, in one block */
+    h[2000] = 0x7c00, h[2001] = 0x7e00;
+    assert_true(isnan(K->sumsq_nonfinite(KC, h, DT_F16, n, 1000, 50000, &bad)) && bad == 5);
+    K->convert(KC, h, DT_BF16, x, DT_F32, n);
+    h[3000] = 0xff80; /* bf16 -inf */
+    assert_true(isinf(K->sumsq_nonfinite(KC, h, DT_BF16, n, 1000, 50000, &bad)) && bad == 4);
     free(h);
+    /* 4 bytes past 1 MiB: threads clearing whole pages each must still reach the last byte */
+    size_t bytes = ((size_t)1 << 20) + 4;
+    unsigned char *z = malloc(bytes);
+    int threads = omp_get_max_threads();
+    for (int nt = 1; nt <= 8; nt++) {
+        memset(z, 0xff, bytes);
+        omp_set_num_threads(nt);
+        K->zero(KC, z, bytes);
+        size_t left = 0;
+        for (size_t i = 0; i < bytes; i++) left += z[i] != 0;
+        assert_int_equal(left, 0);
+    }
+    omp_set_num_threads(threads);
+    free(z);
     float out[3] = {1, 2, 3}, target[3] = {1, 0, 6}, d[3];
     assert_true(K->mse(KC, d, out, target, 0.5f, 3) == (0 + 4 + 9) / 3.0f);
     assert_true(d[1] == 2.0f && d[2] == -3.0f); /* 2 (out - target) * 0.5 */
