@@ -14,15 +14,18 @@ if ! "$DTRUN" --version | grep -q '^comm: mpi'; then
 fi
 base=(events.interval=1ba model.n_layer=2 model.n_embd=64 model.n_head=4 model.seq_len=32 run.eval_interval=0ba data.micro_batch_size=4
     run.max_duration=50ba)
+# the processes of a job whose run.dir is $TMP/$1: the whole path, at the end of the command line,
+# so that no other test's job (tests run two at a time: test_zero's run.dir=skip-zero3) matches
+job_re() { echo "run.dir=$TMP/$1\$"; }
 # the pid of rank $1 of a running job started from directory $2
 rank_pid() {
     local p
-    for p in $(pgrep -f "run.dir=$2" 2>/dev/null); do
+    for p in $(pgrep -f "$(job_re "$2")" 2>/dev/null); do
         tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$1" && { echo "$p"; return; }
     done
 }
 wait_for_steps() { for _ in $(seq 300); do [ -s "$1/events.jsonl" ] && return; sleep 0.1; done; }
-gone() { ! pgrep -f "run.dir=$1" >/dev/null; }
+gone() { ! pgrep -f "$(job_re "$1")" >/dev/null; }
 
 run "dtrun -n 2 info" 0 timeout 60 "$DTRUN" -n 2 info
 sums=$(sed -n 's/.*bootstrap pmix: 128 bytes from rank 0, FNV-1a \([0-9a-f]*\) (.*)$/\1/p' <<<"$out" | sort -u)
@@ -65,7 +68,7 @@ d=$(maxrel m2 m1)
 within "$d" 1e-5 && ok "MLP on 2 ranks traces 1 rank (max relative difference $d)" || not_ok "MLP differs by $d"
 
 # a rank killed mid-run ends the job, named
-"$DTRUN" -n 2 "${base[@]}" run.max_duration=100000ba run.dir=k >k.out 2>k.err &
+"$DTRUN" -n 2 "${base[@]}" run.max_duration=100000ba run.dir="$TMP/k" >k.out 2>k.err &
 launcher=$!
 wait_for_steps k
 signal_and_wait 9 "$(rank_pid 1 k)" "$launcher"
@@ -73,10 +76,10 @@ signal_and_wait 9 "$(rank_pid 1 k)" "$launcher"
 [ "$secs" -le 30 ] && ok "the job ended ${secs} s after the kill" || not_ok "the job took ${secs} s to end"
 grep -qE '^dtrun: rank 1 was killed by signal 9 \(Killed\) in step [0-9]+; the other ranks were stopped \(exit 137\)$' k.err &&
     ok "the launcher names the rank and its step" || not_ok "the launcher names the rank and its step" "$(tail -3 k.err)"
-gone k && ok "no worker left behind" || not_ok "workers still running: $(pgrep -af run.dir=k)"
+gone k && ok "no worker left behind" || not_ok "workers still running: $(pgrep -af "$(job_re k)")"
 
 # a stalled rank trips the watchdog, which names the operation and the rank
-"$DTRUN" -n 2 "${base[@]}" run.max_duration=100000ba compute.comm_timeout=2 run.dir=s >s.out 2>s.err &
+"$DTRUN" -n 2 "${base[@]}" run.max_duration=100000ba compute.comm_timeout=2 run.dir="$TMP/s" >s.out 2>s.err &
 launcher=$!
 wait_for_steps s
 signal_and_wait STOP "$(rank_pid 1 s)" "$launcher"
@@ -88,7 +91,7 @@ grep -qE '^\[rank 0\] dtrun: rank 0: error: (all-reduce of gradient piece [0-9]+
     ok "the watchdog names the operation" || not_ok "the watchdog names the operation" "$msg"
 has "the watchdog names the timeout and the step" "$msg" "did not finish within 2 s at step "
 has "the watchdog names the stalled rank" "$msg" ": rank 1 did not answer (stopped, hung or dead)"
-gone s && ok "the stopped worker was ended too" || { not_ok "workers left: $(pgrep -af run.dir=s)"; pkill -9 -f run.dir=s; }
+gone s && ok "the stopped worker was ended too" || { not_ok "workers left: $(pgrep -af "$(job_re s)")"; pkill -9 -f "$(job_re s)"; }
 
 # the same two failures through the fault-injection point (DTRUN_FAULT), at a step chosen in advance
 DTRUN_FAULT=kill@3:1 run "rank 1 kills itself at step 3" 137 timeout 120 "$DTRUN" -n 2 "${base[@]}" run.dir=fk
@@ -109,7 +112,7 @@ run "-n without a number" 2 "$DTRUN" -n x
 has "usage" "$err" "dtrun: error: -n takes a number of workers from 1 to 1024, e.g. dtrun -n 2 config.yaml"
 
 # Ctrl-C (SIGINT to the launcher): every worker saves and stops at one step boundary
-"$DTRUN" -n 2 "${base[@]}" run.max_duration=100000ba run.dir=c >c.out 2>c.err &
+"$DTRUN" -n 2 "${base[@]}" run.max_duration=100000ba run.dir="$TMP/c" >c.out 2>c.err &
 launcher=$!
 wait_for_steps c
 signal_and_wait INT "$launcher" "$launcher"
@@ -117,5 +120,5 @@ signal_and_wait INT "$launcher" "$launcher"
 has "Ctrl-C is reported" "$(cat c.err)" "dtrun: Interrupt: the workers save a checkpoint and stop (Ctrl-C again to stop at once)"
 has "rank 0 names the checkpoint" "$(cat c.err)" "[rank 0] dtrun: stopped by SIGUSR1 after step "
 sleep 1
-gone c && ok "Ctrl-C left no worker" || { not_ok "workers left: $(pgrep -af run.dir=c)"; pkill -9 -f run.dir=c; }
+gone c && ok "Ctrl-C left no worker" || { not_ok "workers left: $(pgrep -af "$(job_re c)")"; pkill -9 -f "$(job_re c)"; }
 finish
