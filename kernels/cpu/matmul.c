@@ -7,6 +7,7 @@
 #include <string.h>
 #include "dt_build_config.h"
 #include "kernels/cpu/cpu.h"
+#include "kernels/cpu/vmath.h"
 #ifdef HAVE_DNNL
 #include <dnnl.h>
 #endif
@@ -56,17 +57,30 @@ void dt_cpu_gemm(char ta, char tb, int M, int N, int K, float alpha, const float
 }
 
 /* out[c] += sum over rows of x(R, C): each thread owns a range of columns and
- * streams the rows in memory order (a column-at-a-time walk misses cache). */
-void dt_cpu_colsum(float *out, const float *x, int R, int C)
+ * streams the rows in memory order (a column-at-a-time walk misses cache),
+ * CB columns at a time summed in registers and added to out once. */
+#define CB 32
+
+static inline void colsum_block(float *out, const float *x, int R, int C, int c0, int w)
+{
+    float acc[CB] = {0};
+    for (int i = 0; i < R; i++) {
+        const float *row = x + (size_t)i * C + c0;
+        #pragma omp simd
+        for (int c = 0; c < w; c++) acc[c] += row[c];
+    }
+    for (int c = 0; c < w; c++) out[c0 + c] += acc[c];
+}
+
+DT_CLONES void dt_cpu_colsum(float *out, const float *x, int R, int C)
 {
     #pragma omp parallel
     {
         int nt = omp_get_num_threads(), t = omp_get_thread_num();
         int c0 = (int)((long)C * t / nt), c1 = (int)((long)C * (t + 1) / nt);
-        for (int i = 0; i < R; i++) {
-            const float *row = x + (size_t)i * C;
-            #pragma omp simd
-            for (int c = c0; c < c1; c++) out[c] += row[c];
+        for (int c = c0; c < c1; c += CB) {
+            if (c1 - c >= CB) colsum_block(out, x, R, C, c, CB);
+            else colsum_block(out, x, R, C, c, c1 - c);
         }
     }
 }

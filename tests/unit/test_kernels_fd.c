@@ -70,17 +70,23 @@ static void mm_fwd(struct fd *f, float *out)
     struct mm *m = f->ctx;
     K->matmul_forward(KC, out, m->inp, m->w, m->b, m->BT, m->C, m->OC);
 }
+static void matmul_case(int BT, int C, int OC)
+{
+    struct mm m = {rnd(BT * C, 1, 1), rnd(OC * C, 1, 2), rnd(OC, 1, 3), BT, C, OC};
+    float *R = rnd(BT * OC, 1, 4);
+    float *di = calloc(BT * C, 4), *dw = calloc(OC * C, 4), *db = calloc(OC, 4);
+    K->matmul_backward(KC, di, dw, db, R, m.inp, m.w, BT, C, OC);
+    struct fd f = {mm_fwd, (size_t)BT * OC, R, &m};
+    check(&f, "matmul dinp", m.inp, BT * C, di, 1e-3);
+    check(&f, "matmul dweight", m.w, OC * C, dw, 1e-3);
+    check(&f, "matmul dbias", m.b, OC, db, 1e-3);
+    free(m.inp), free(m.w), free(m.b), free(R), free(di), free(dw), free(db);
+}
+/* OC 75: the bias sums run in register blocks of 32 columns per thread, with a partial one */
 static void matmul(void **state)
 {
-    struct mm m = {rnd(5 * 7, 1, 1), rnd(3 * 7, 1, 2), rnd(3, 1, 3), 5, 7, 3};
-    float *R = rnd(5 * 3, 1, 4);
-    float *di = calloc(35, 4), *dw = calloc(21, 4), *db = calloc(3, 4);
-    K->matmul_backward(KC, di, dw, db, R, m.inp, m.w, 5, 7, 3);
-    struct fd f = {mm_fwd, 15, R, &m};
-    check(&f, "matmul dinp", m.inp, 35, di, 1e-3);
-    check(&f, "matmul dweight", m.w, 21, dw, 1e-3);
-    check(&f, "matmul dbias", m.b, 3, db, 1e-3);
-    free(m.inp), free(m.w), free(m.b), free(R), free(di), free(dw), free(db);
+    matmul_case(5, 7, 3);
+    matmul_case(4, 3, 75);
 }
 
 /* ---------------------------------------------------------------- layernorm */
@@ -93,9 +99,8 @@ static void ln_fwd(struct fd *f, float *out)
     struct ln *l = f->ctx;
     K->layernorm_forward(KC, out, l->mean, l->rstd, l->inp, l->w, l->b, l->BT, l->C);
 }
-static void layernorm(void **state)
+static void layernorm_case(int BT, int C)
 {
-    int BT = 4, C = 9;
     struct ln l = {rnd(BT * C, 1, 5), rnd(C, 1, 6), rnd(C, 1, 7), calloc(BT, 4), calloc(BT, 4), BT, C};
     float *R = rnd(BT * C, 1, 8), *out = calloc(BT * C, 4);
     float *di = calloc(BT * C, 4), *dw = calloc(C, 4), *db = calloc(C, 4);
@@ -106,6 +111,12 @@ static void layernorm(void **state)
     check(&f, "layernorm dweight", l.w, C, dw, 1e-3);
     check(&f, "layernorm dbias", l.b, C, db, 1e-3);
     free(l.inp), free(l.w), free(l.b), free(l.mean), free(l.rstd), free(R), free(out), free(di), free(dw), free(db);
+}
+/* C 75: the parameter gradients run in register blocks of 32 channels per thread, with a partial one */
+static void layernorm(void **state)
+{
+    layernorm_case(4, 9);
+    layernorm_case(3, 75);
 }
 
 /* ---------------------------------------------------------------- attention */
