@@ -49,10 +49,10 @@ int main(int argc, char **argv)
                 if (lp) {
                     dt_cpu_bf16_gemm_select(kc, lp == 1);
                     dt_cpu_matmul_forward_lp(kc, o, x, w, b, DT_F32, BT, C, OC, DT_BF16);
-                    dt_cpu_matmul_backward_lp(kc, dx, dw, db, o, x, w, DT_F32, BT, C, OC, DT_BF16);
+                    dt_cpu_matmul_backward_lp(kc, dx, dw, db, o, x, w, DT_F32, BT, C, OC, DT_BF16, DT_SET_DINP | DT_SET_DPARAMS);
                 } else {
                     dt_cpu_matmul_forward(kc, o, x, w, b, BT, C, OC);
-                    dt_cpu_matmul_backward(kc, dx, dw, db, o, x, w, BT, C, OC);
+                    dt_cpu_matmul_backward(kc, dx, dw, db, o, x, w, BT, C, OC, DT_SET_DINP | DT_SET_DPARAMS);
                 }
                 double t = now() - t0;
                 if (t < best[lp]) best[lp] = t;

@@ -117,10 +117,10 @@ static void matmul_forward(struct dt_kctx *kc, float *out, const float *inp, con
          C(kc)->ops->matmul_forward(C(kc)->mm, out, inp, weight, bias, DT_F32, BT, Ch, OC, DT_F32));
 }
 static void matmul_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
-                            const float *inp, const float *weight, int BT, int Ch, int OC)
+                            const float *inp, const float *weight, int BT, int Ch, int OC, unsigned set)
 {
     note(kc, "matmul_backward",
-         C(kc)->ops->matmul_backward(C(kc)->mm, dinp, dweight, dbias, dout, inp, weight, DT_F32, BT, Ch, OC, DT_F32));
+         C(kc)->ops->matmul_backward(C(kc)->mm, dinp, dweight, dbias, dout, inp, weight, DT_F32, BT, Ch, OC, DT_F32, set));
 }
 static void matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, const void *weight, const void *bias,
                               enum dt_dtype wt, int BT, int Ch, int OC, enum dt_dtype lp)
@@ -130,10 +130,11 @@ static void matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, 
 }
 static void matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
                                const float *inp, const void *weight, enum dt_dtype wt, int BT, int Ch, int OC,
-                               enum dt_dtype lp)
+                               enum dt_dtype lp, unsigned set)
 {
     note(kc, "matmul_backward_lp",
-         C(kc)->ops->matmul_backward(C(kc)->mm, dinp, dweight, dbias, dout, inp, weight, (int)wt, BT, Ch, OC, (int)lp));
+         C(kc)->ops->matmul_backward(C(kc)->mm, dinp, dweight, dbias, dout, inp, weight, (int)wt, BT, Ch, OC, (int)lp,
+                                     set));
 }
 static void cast_to_lp(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t)
 {

@@ -29,6 +29,10 @@ struct dt_kctx;
 /* what a copy moves between: host memory and the backend's tensor memory (the same on the CPU) */
 enum dt_copy_kind { DT_COPY_TO_DEVICE, DT_COPY_TO_HOST, DT_COPY_ON_DEVICE };
 
+/* The outputs of matmul_backward to overwrite rather than add to: a gradient's first write of a
+ * step needs no zeroed buffer, and the gemm reads nothing back (the values in CUDA's module too). */
+enum { DT_SET_DINP = 1u, DT_SET_DPARAMS = 2u };
+
 struct dt_kernels {
     const char *name;
     /* device: the GPU ordinal the context drives (-1 for the CPU) */
@@ -59,9 +63,10 @@ struct dt_kernels {
     void (*describe)(struct dt_kctx *kc, char *buf, size_t n, enum dt_dtype compute);
     /* out(BT,OC) = inp(BT,C) @ weight(OC,C)^T + bias(OC); bias may be NULL */
     void (*matmul_forward)(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias, int BT, int C, int OC);
-    /* dinp += dout @ weight; dweight += dout^T @ inp; dbias += sum_BT dout (dbias may be NULL) */
+    /* dinp += dout @ weight; dweight += dout^T @ inp; dbias += sum_BT dout (dbias may be NULL);
+     * the outputs that `set` names (DT_SET_*) are overwritten instead, whatever they held */
     void (*matmul_backward)(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                            const float *weight, int BT, int C, int OC);
+                            const float *weight, int BT, int C, int OC, unsigned set);
     /* The same two with inp and dout rounded to lp (DT_BF16 or DT_F16, nearest even) and the products
      * accumulated in fp32: the matmuls of mixed precision. weight and bias are of type wt: DT_F32
      * (rounded to lp here), or lp already (a strategy's 16-bit storage, read as it is: the weights
@@ -70,7 +75,7 @@ struct dt_kernels {
                               enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype lp);
     void (*matmul_backward_lp)(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
                                const float *inp, const void *weight, enum dt_dtype wt, int BT, int C, int OC,
-                               enum dt_dtype lp);
+                               enum dt_dtype lp, unsigned set);
     /* fp32 <-> bf16/fp16 (t), round to nearest even; round_lp: dst = src rounded to t, kept in fp32 */
     void (*cast_to_lp)(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t);
     void (*cast_from_lp)(struct dt_kctx *kc, float *dst, const uint16_t *src, size_t n, enum dt_dtype t);

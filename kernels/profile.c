@@ -111,10 +111,10 @@ static void p_matmul_forward(struct dt_kctx *kc, float *out, const float *inp, c
     took(kc, OP_matmul_forward, t0);
 }
 static void p_matmul_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
-                              const float *inp, const float *weight, int BT, int C, int OC)
+                              const float *inp, const float *weight, int BT, int C, int OC, unsigned set)
 {
     double t0 = dt_now();
-    P(kc)->k->matmul_backward(P(kc)->inner, dinp, dweight, dbias, dout, inp, weight, BT, C, OC);
+    P(kc)->k->matmul_backward(P(kc)->inner, dinp, dweight, dbias, dout, inp, weight, BT, C, OC, set);
     took(kc, OP_matmul_backward, t0);
 }
 static void p_matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, const void *weight, const void *bias,
@@ -126,10 +126,10 @@ static void p_matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp
 }
 static void p_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
                                  const float *inp, const void *weight, enum dt_dtype wt, int BT, int C, int OC,
-                                 enum dt_dtype lp)
+                                 enum dt_dtype lp, unsigned set)
 {
     double t0 = dt_now();
-    P(kc)->k->matmul_backward_lp(P(kc)->inner, dinp, dweight, dbias, dout, inp, weight, wt, BT, C, OC, lp);
+    P(kc)->k->matmul_backward_lp(P(kc)->inner, dinp, dweight, dbias, dout, inp, weight, wt, BT, C, OC, lp, set);
     took(kc, OP_matmul_backward_lp, t0);
 }
 static void p_cast_to_lp(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t)

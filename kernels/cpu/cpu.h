@@ -2,21 +2,23 @@
 #ifndef DT_KERNELS_CPU_H
 #define DT_KERNELS_CPU_H
 
+#include <stdbool.h>
 #include "kernels/kernels.h"
 
 void dt_cpu_gemm(char ta, char tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                  float beta, float *C, int ldc);
 /* "oneDNN sgemm (avx512_core)" or the stand-in's name */
 const char *dt_cpu_gemm_path(void);
-void dt_cpu_colsum(float *out, const float *x, int R, int C);
+/* out[c] += (set: =) the sum over rows of x(R, C) */
+void dt_cpu_colsum(float *out, const float *x, int R, int C, bool set);
 void dt_cpu_matmul_forward(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias, int BT, int C, int OC);
 void dt_cpu_matmul_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                            const float *weight, int BT, int C, int OC);
+                            const float *weight, int BT, int C, int OC, unsigned set);
 void dt_cpu_matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, const void *weight, const void *bias,
                               enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype t);
 void dt_cpu_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
                                const float *inp, const void *weight, enum dt_dtype wt, int BT, int C, int OC,
-                               enum dt_dtype t);
+                               enum dt_dtype t, unsigned set);
 void dt_cpu_cast_to_lp(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t);
 void dt_cpu_cast_from_lp(struct dt_kctx *kc, float *dst, const uint16_t *src, size_t n, enum dt_dtype t);
 /* dst = src rounded to t, kept in fp32 (one pass) */

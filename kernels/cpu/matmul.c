@@ -56,12 +56,12 @@ void dt_cpu_gemm(char ta, char tb, int M, int N, int K, float alpha, const float
 #endif
 }
 
-/* out[c] += sum over rows of x(R, C): each thread owns a range of columns and
+/* out[c] += (set: =) sum over rows of x(R, C): each thread owns a range of columns and
  * streams the rows in memory order (a column-at-a-time walk misses cache),
  * CB columns at a time summed in registers and added to out once. */
 #define CB 32
 
-static inline void colsum_block(float *out, const float *x, int R, int C, int c0, int w)
+static inline void colsum_block(float *out, const float *x, int R, int C, int c0, int w, bool set)
 {
     float acc[CB] = {0};
     for (int i = 0; i < R; i++) {
@@ -69,18 +69,18 @@ static inline void colsum_block(float *out, const float *x, int R, int C, int c0
         #pragma omp simd
         for (int c = 0; c < w; c++) acc[c] += row[c];
     }
-    for (int c = 0; c < w; c++) out[c0 + c] += acc[c];
+    for (int c = 0; c < w; c++) out[c0 + c] = set ? acc[c] : out[c0 + c] + acc[c];
 }
 
-DT_CLONES void dt_cpu_colsum(float *out, const float *x, int R, int C)
+DT_CLONES void dt_cpu_colsum(float *out, const float *x, int R, int C, bool set)
 {
     #pragma omp parallel
     {
         int nt = omp_get_num_threads(), t = omp_get_thread_num();
         int c0 = (int)((long)C * t / nt), c1 = (int)((long)C * (t + 1) / nt);
         for (int c = c0; c < c1; c += CB) {
-            if (c1 - c >= CB) colsum_block(out, x, R, C, c, CB);
-            else colsum_block(out, x, R, C, c, c1 - c);
+            if (c1 - c >= CB) colsum_block(out, x, R, C, c, CB, set);
+            else colsum_block(out, x, R, C, c, c1 - c, set);
         }
     }
 }
@@ -97,9 +97,9 @@ void dt_cpu_matmul_forward(struct dt_kctx *kc, float *out, const float *inp, con
 }
 
 void dt_cpu_matmul_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                            const float *weight, int BT, int C, int OC)
+                            const float *weight, int BT, int C, int OC, unsigned set)
 {
-    dt_cpu_gemm('N', 'N', BT, C, OC, 1.0f, dout, OC, weight, C, 1.0f, dinp, C);
-    dt_cpu_gemm('T', 'N', OC, C, BT, 1.0f, dout, OC, inp, C, 1.0f, dweight, C);
-    if (dbias) dt_cpu_colsum(dbias, dout, BT, OC);
+    dt_cpu_gemm('N', 'N', BT, C, OC, 1.0f, dout, OC, weight, C, set & DT_SET_DINP ? 0.0f : 1.0f, dinp, C);
+    dt_cpu_gemm('T', 'N', OC, C, BT, 1.0f, dout, OC, inp, C, set & DT_SET_DPARAMS ? 0.0f : 1.0f, dweight, C);
+    if (dbias) dt_cpu_colsum(dbias, dout, BT, OC, set & DT_SET_DPARAMS);
 }

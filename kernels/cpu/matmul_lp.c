@@ -257,24 +257,24 @@ void dt_cpu_matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, 
 
 void dt_cpu_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
                                const float *inp, const void *weight, enum dt_dtype wt, int BT, int C, int OC,
-                               enum dt_dtype t)
+                               enum dt_dtype t, unsigned set)
 {
     if (widened(kc, t)) {
         float *x = grow(&kc->s_wa, (size_t)BT * C * 4), *d = grow(&kc->s_wc, (size_t)BT * OC * 4);
         dt_cpu_round_lp(kc, x, inp, (size_t)BT * C, t);
         dt_cpu_round_lp(kc, d, dout, (size_t)BT * OC, t);
         const float *w = weight_widened(kc, weight, wt, (size_t)OC * C, t);
-        dt_cpu_matmul_backward(kc, dinp, dweight, NULL, d, x, w, BT, C, OC);
-        if (dbias) dt_cpu_colsum(dbias, dout, BT, OC);
+        dt_cpu_matmul_backward(kc, dinp, dweight, NULL, d, x, w, BT, C, OC, set);
+        if (dbias) dt_cpu_colsum(dbias, dout, BT, OC, set & DT_SET_DPARAMS);
         return;
     }
     uint16_t *x = grow(&kc->s_a, (size_t)BT * C * 2), *d = grow(&kc->s_c, (size_t)BT * OC * 2);
     dt_cpu_cast_to_lp(kc, x, inp, (size_t)BT * C, t);
     dt_cpu_cast_to_lp(kc, d, dout, (size_t)BT * OC, t);
     const uint16_t *w = weight_lp(kc, weight, wt, (size_t)OC * C, t);
-    gemm_lp(kc, t, 'N', 'N', BT, C, OC, d, OC, w, C, true, dinp, C);
-    gemm_lp(kc, t, 'T', 'N', OC, C, BT, d, OC, x, C, true, dweight, C);
-    if (dbias) dt_cpu_colsum(dbias, dout, BT, OC);
+    gemm_lp(kc, t, 'N', 'N', BT, C, OC, d, OC, w, C, !(set & DT_SET_DINP), dinp, C);
+    gemm_lp(kc, t, 'T', 'N', OC, C, BT, d, OC, x, C, !(set & DT_SET_DPARAMS), dweight, C);
+    if (dbias) dt_cpu_colsum(dbias, dout, BT, OC, set & DT_SET_DPARAMS);
 }
 
 const char *dt_cpu_matmul_lp_path(struct dt_kctx *kc, enum dt_dtype t)

@@ -2,6 +2,7 @@
  * matmul.c - the matmuls through cuBLASLt, with the CPU kernels' row-major semantics (kernels.h):
  *   forward   out(BT,OC) = inp(BT,C) @ weight(OC,C)^T + bias(OC)          (bias fused: EPILOGUE_BIAS)
  *   backward  dinp += dout @ weight; dweight += dout^T @ inp; dbias += column sums of dout
+ *             (= instead of += for the outputs the DT_SET_* bits name)
  * cuBLASLt is column-major: plan.h turns each product into its gemm (tested without a GPU by
  * tests/unit/test_cuda_plan.c). With lp (bf16, fp16) the operands are rounded into the context's
  * scratch by the cast kernel (the CPU's rounding) and multiplied with fp32 accumulation into fp32;
@@ -187,7 +188,7 @@ int dt_cuda_matmul_forward(struct dt_cuda_ctx *c, float *out, const float *inp, 
 }
 
 int dt_cuda_matmul_backward(struct dt_cuda_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout,
-                            const float *inp, const void *weight, int wt, int BT, int C, int OC, int lp)
+                            const float *inp, const void *weight, int wt, int BT, int C, int OC, int lp, unsigned set)
 {
     if (!weight_type_ok(wt, lp)) return (int)cudaErrorInvalidValue;
     const void *w = weight, *x = inp, *dy = dout;
@@ -201,11 +202,13 @@ int dt_cuda_matmul_backward(struct dt_cuda_ctx *c, float *dinp, float *dweight, 
     }
     struct dt_gemm_plan p[2];
     dt_matmul_plans(true, BT, C, OC, p);
+    if (set & DT_CUDA_SET_DINP) p[0].beta = 0.0f;
+    if (set & DT_CUDA_SET_DPARAMS) p[1].beta = 0.0f;
     const void *in[] = {[DT_MM_WEIGHT] = w, [DT_MM_INP] = x, [DT_MM_DOUT] = dy};
     if (!e) e = run_plan(c, &p[0], in, dinp, NULL, ab_type(lp));
     if (!e) e = run_plan(c, &p[1], in, dweight, NULL, ab_type(lp));
     /* the bias from fp32 dout, as the CPU sums it */
-    if (!e && dbias) e = (int)dt_cuda_column_sums(dbias, dout, BT, OC);
+    if (!e && dbias) e = (int)dt_cuda_column_sums(dbias, dout, BT, OC, (set & DT_CUDA_SET_DPARAMS) != 0);
     return e;
 }
 

@@ -25,7 +25,7 @@ cublasHandle_t dt_cuda_ctx_blas(struct dt_cuda_ctx *c);
 int dt_cuda_matmul_forward(struct dt_cuda_ctx *c, float *out, const float *inp, const void *weight, const void *bias,
                            int wt, int BT, int C, int OC, int lp);
 int dt_cuda_matmul_backward(struct dt_cuda_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout,
-                            const float *inp, const void *weight, int wt, int BT, int C, int OC, int lp);
+                            const float *inp, const void *weight, int wt, int BT, int C, int OC, int lp, unsigned set);
 const char *dt_cuda_error_string(int err);
 
 #ifdef __cplusplus

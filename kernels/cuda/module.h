@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 /* Raise when this struct changes. */
-#define DT_CUDA_MODULE_ABI 4
+#define DT_CUDA_MODULE_ABI 5
 #define DT_CUDA_MODULE_SYMBOL "dt_cuda_module"
 #define DT_CUDA_MODULE_FILE "dtrun_cuda.so"
 
@@ -34,8 +34,9 @@ struct dt_cuda_ops {
      * type of weight and bias, DT_F32 (rounded to lp here) or lp (16-bit, used as it is) */
     int (*matmul_forward)(void *ctx, float *out, const float *inp, const void *weight, const void *bias, int wt, int BT,
                           int C, int OC, int lp);
+    /* set: kernels.h's DT_SET_* bits, the outputs to overwrite rather than add to */
     int (*matmul_backward)(void *ctx, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                           const void *weight, int wt, int BT, int C, int OC, int lp);
+                           const void *weight, int wt, int BT, int C, int OC, int lp, unsigned set);
     /* the GPU this thread's calls go to */
     int (*set_device)(int dev);
     /* 1: p is device (or managed) memory; 0: host memory, or NULL */

@@ -375,11 +375,11 @@ __global__ static void widen_pass_kernel(void *buf, size_t a, size_t b, int bf16
 }
 
 /* dbias += column sums of dout (BT,OC): one thread per column, rows in order */
-__global__ static void column_sums_kernel(float *dbias, const float *dout, int BT, int OC)
+__global__ static void column_sums_kernel(float *dbias, const float *dout, int BT, int OC, int set)
 {
     int o = blockIdx.x * blockDim.x + threadIdx.x;
     if (o >= OC) return;
-    float s = dbias[o];
+    float s = set ? 0.0f : dbias[o];
     for (int i = 0; i < BT; i++) s += dout[(size_t)i * OC + o];
     dbias[o] = s;
 }
@@ -615,10 +615,10 @@ cudaError_t dt_cuda_widen_inplace(void *buf, size_t n, int t)
     return e;
 }
 
-cudaError_t dt_cuda_column_sums(float *dbias, const float *dout, int BT, int OC)
+cudaError_t dt_cuda_column_sums(float *dbias, const float *dout, int BT, int OC, int set)
 {
     if (OC <= 0) return cudaSuccess;
-    column_sums_kernel<<<(OC + THREADS - 1) / THREADS, THREADS>>>(dbias, dout, BT, OC);
+    column_sums_kernel<<<(OC + THREADS - 1) / THREADS, THREADS>>>(dbias, dout, BT, OC, set);
     return cudaGetLastError();
 }
 

@@ -15,6 +15,8 @@
 #define DT_CUDA_F32 0  /* DT_F32 */
 #define DT_CUDA_BF16 2 /* DT_BF16 */
 #define DT_CUDA_F16 3  /* DT_F16 */
+#define DT_CUDA_SET_DINP 1u    /* kernels.h's DT_SET_DINP */
+#define DT_CUDA_SET_DPARAMS 2u /* DT_SET_DPARAMS */
 
 #ifdef __cplusplus
 extern "C" {
@@ -50,8 +52,8 @@ cudaError_t dt_cuda_round_stochastic(uint16_t *dst, const float *src, size_t n, 
 cudaError_t dt_cuda_convert(void *dst, int dt, const void *src, int st, size_t n, int add);
 /* *loss: the mean squared error (synchronizes) */
 cudaError_t dt_cuda_mse(float *dout, const float *out, const float *target, float dloss, size_t n, float *loss);
-/* dbias(OC) += the column sums of dout(BT, OC) (the matmul's bias gradient) */
-cudaError_t dt_cuda_column_sums(float *dbias, const float *dout, int BT, int OC);
+/* dbias(OC) += (set: =) the column sums of dout(BT, OC) (the matmul's bias gradient) */
+cudaError_t dt_cuda_column_sums(float *dbias, const float *dout, int BT, int OC, int set);
 /* mean: the mean loss, copied back (synchronizes) */
 cudaError_t dt_cuda_softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
                                  float *mean);

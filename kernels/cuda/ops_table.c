@@ -8,9 +8,12 @@
 #include "kernels/cuda/module.h"
 #include "core/dtype.h"
 #include "kernels/cuda/ops.h"
+#include "kernels/kernels.h"
 
 _Static_assert(DT_CUDA_F32 == DT_F32 && DT_CUDA_BF16 == DT_BF16 && DT_CUDA_F16 == DT_F16,
                "ops.h's dtype codes are enum dt_dtype's");
+_Static_assert(DT_CUDA_SET_DINP == DT_SET_DINP && DT_CUDA_SET_DPARAMS == DT_SET_DPARAMS,
+               "ops.h's matmul_backward bits are kernels.h's");
 
 static int ctx_create(void **ctx) { return dt_cuda_ctx_create((struct dt_cuda_ctx **)ctx); }
 static void ctx_destroy(void *ctx) { dt_cuda_ctx_destroy(ctx); }
@@ -20,9 +23,9 @@ static int matmul_forward(void *ctx, float *out, const float *inp, const void *w
     return dt_cuda_matmul_forward(ctx, out, inp, weight, bias, wt, BT, C, OC, lp);
 }
 static int matmul_backward(void *ctx, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                           const void *weight, int wt, int BT, int C, int OC, int lp)
+                           const void *weight, int wt, int BT, int C, int OC, int lp, unsigned set)
 {
-    return dt_cuda_matmul_backward(ctx, dinp, dweight, dbias, dout, inp, weight, wt, BT, C, OC, lp);
+    return dt_cuda_matmul_backward(ctx, dinp, dweight, dbias, dout, inp, weight, wt, BT, C, OC, lp, set);
 }
 static int dev_malloc(void **p, size_t bytes) { return (int)cudaMalloc(p, bytes); }
 static int dev_free(void *p) { return (int)cudaFree(p); }

@@ -220,15 +220,16 @@ static void block_forward(struct gpt *g, int l, const float *x, float *out)
     k->residual_forward(kc, out, b->res2, g->proj, BTC);
 }
 
-/* dinp = (zeroed, then) d loss / d inp of the pair's linear layer, its parameters' gradients added */
-static void linear_backward(struct gpt *g, int l, int pair, float *dinp, size_t ninp, const float *dout,
-                            const float *inp, int C, int OC)
+/* dinp = d loss / d inp of the pair's linear layer, its parameters' gradients added */
+static void linear_backward(struct gpt *g, int l, int pair, float *dinp, const float *dout, const float *inp, int C,
+                            int OC)
 {
     int u = pair_unit(g, l, pair);
     struct dt_wref w = dt_model_params_any(&g->base, u);
-    float *dw = dt_model_grads(&g->base, u);
-    g->base.k->zero(g->base.kc, dinp, ninp * sizeof(float));
-    dt_mm_backward(&g->base, dinp, dw, dw + pair_weight(g, pair), dout, inp, w, g->B * g->T, C, OC);
+    bool fresh;
+    float *dw = dt_model_grads(&g->base, u, &fresh);
+    dt_mm_backward(&g->base, dinp, dw, dw + pair_weight(g, pair), dout, inp, w, g->B * g->T, C, OC,
+                   DT_SET_DINP | (fresh ? DT_SET_DPARAMS : 0));
     dt_model_grads_done(&g->base, u);
     dt_model_params_any_done(&g->base, u, w);
 }
@@ -239,7 +240,7 @@ static void norm_backward(struct gpt *g, int l, int pair, const float *dout, con
 {
     int u = pair_unit(g, l, pair), C = g->c.n_embd;
     const float *w = dt_model_params(&g->base, u);
-    float *dw = dt_model_grads(&g->base, u);
+    float *dw = dt_model_grads_added(&g->base, u);
     g->base.k->layernorm_backward(g->base.kc, g->dres, dw, dw + C, dout, inp, w, mean, rstd, g->B * g->T, C);
     dt_model_grads_done(&g->base, u);
     dt_model_params_done(&g->base, u);
@@ -253,16 +254,16 @@ static void block_backward(struct gpt *g, int l, const float *x)
     int B = g->B, T = g->T, C = g->c.n_embd, NH = g->c.n_head;
     size_t BTC = (size_t)B * T * C;
     struct block *b = &g->blk[l];
-    linear_backward(g, l, P_FCPROJ, g->dfch_gelu, 4 * BTC, g->dres, b->fch_gelu, 4 * C, C);
+    linear_backward(g, l, P_FCPROJ, g->dfch_gelu, g->dres, b->fch_gelu, 4 * C, C);
     k->zero(kc, g->dfch, 4 * BTC * sizeof(float));
     k->gelu_backward(kc, g->dfch, b->fch, g->dfch_gelu, 4 * BTC);
-    linear_backward(g, l, P_FC, g->dln, BTC, g->dfch, b->ln2, C, 4 * C);
+    linear_backward(g, l, P_FC, g->dln, g->dfch, b->ln2, C, 4 * C);
     /* the residual path: dres becomes dL/d res2 */
     norm_backward(g, l, P_LN2, g->dln, b->res2, b->ln2_mean, b->ln2_rstd);
-    linear_backward(g, l, P_ATTPROJ, g->datty, BTC, g->dres, b->atty, C, C);
+    linear_backward(g, l, P_ATTPROJ, g->datty, g->dres, b->atty, C, C);
     k->zero(kc, g->dqkv, 3 * BTC * sizeof(float));
     k->attention_backward(kc, g->dqkv, g->datty, b->qkv, b->atty, b->att, g->attn_scratch, B, T, C, NH);
-    linear_backward(g, l, P_QKV, g->dln, BTC, g->dqkv, b->ln1, C, 3 * C);
+    linear_backward(g, l, P_QKV, g->dln, g->dqkv, b->ln1, C, 3 * C);
     norm_backward(g, l, P_LN1, g->dln, x, b->ln1_mean, b->ln1_rstd);
 }
 
@@ -324,21 +325,22 @@ static void gpt_backward(struct dt_model *m)
     struct dt_kctx *kc = m->kc;
     int B = g->B, T = g->T, C = g->c.n_embd, L = g->c.n_layer, BT = B * T;
     size_t BTC = (size_t)BT * C;
-    k->zero(kc, g->dln, BTC * sizeof(float));
     k->zero(kc, g->dres, BTC * sizeof(float));
-    /* the LM head: dln += dlogits @ wte, dwte += dlogits^T @ lnf, a vocabulary block at a time */
+    /* the LM head: dln = dlogits @ wte summed over the vocabulary blocks, dwte += dlogits^T @ lnf */
     for (int c = 0; c < g->nchunks; c++) {
         int n = chunk_rows(g, c);
         size_t at = (size_t)BT * c * g->vb;
         struct dt_wref w = dt_model_params_any(m, c);
-        float *dw = dt_model_grads(m, c), *dlogits = g->logits_lp ? g->logit_block : g->logits + at;
+        bool fresh;
+        float *dw = dt_model_grads(m, c, &fresh), *dlogits = g->logits_lp ? g->logit_block : g->logits + at;
         if (g->logits_lp) k->cast_from_lp(kc, g->logit_block, g->logits_lp + at, (size_t)BT * n, g->c.activations);
-        dt_mm_backward(m, g->dln, dw, NULL, dlogits, g->lnf, w, BT, C, n);
+        dt_mm_backward(m, g->dln, dw, NULL, dlogits, g->lnf, w, BT, C, n,
+                       (c == 0 ? DT_SET_DINP : 0) | (fresh ? DT_SET_DPARAMS : 0));
         dt_model_grads_done(m, c);
         dt_model_params_any_done(m, c, w);
     }
     const float *w = dt_model_params(m, g->u_lnf);
-    float *dw = dt_model_grads(m, g->u_lnf);
+    float *dw = dt_model_grads_added(m, g->u_lnf);
     k->layernorm_backward(kc, g->dres, dw, dw + C, g->dln, g->resid[L], w, g->lnf_mean, g->lnf_rstd, BT, C);
     dt_model_grads_done(m, g->u_lnf);
     dt_model_params_done(m, g->u_lnf);
@@ -348,7 +350,7 @@ static void gpt_backward(struct dt_model *m)
             k->cast_from_lp(kc, g->blk[0].ln1, g->packed + (size_t)l * g->per_block, g->per_block, g->c.activations);
         block_backward(g, l, g->resid[l]);
     }
-    k->position_backward(kc, dt_model_grads(m, g->u_wpe), g->dres, B, T, C);
+    k->position_backward(kc, dt_model_grads_added(m, g->u_wpe), g->dres, B, T, C);
     dt_model_grads_done(m, g->u_wpe);
     /* the input tokens' rows of the token embedding, last */
     m->mem.rows(m->mem_ctx, 0, g->inputs, g->dres, BT, C);

@@ -66,9 +66,10 @@ static void mlp_backward(struct dt_model *m)
         const float *in = l ? p->post[l - 1] : p->x;
         size_t nin = (size_t)B * p->width[l], nw = (size_t)p->width[l] * p->width[l + 1];
         struct dt_wref w = dt_model_params_any(m, l);
-        float *dw = dt_model_grads(m, l);
-        k->zero(kc, p->dpost, nin * sizeof(float));
-        dt_mm_backward(m, p->dpost, dw, dw + nw, dcur, in, w, B, p->width[l], p->width[l + 1]);
+        bool fresh;
+        float *dw = dt_model_grads(m, l, &fresh);
+        dt_mm_backward(m, p->dpost, dw, dw + nw, dcur, in, w, B, p->width[l], p->width[l + 1],
+                       DT_SET_DINP | (fresh ? DT_SET_DPARAMS : 0));
         dt_model_grads_done(m, l);
         dt_model_params_any_done(m, l, w);
         if (l == 0) break;

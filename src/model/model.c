@@ -7,9 +7,11 @@ static const float *own_params(void *ctx, int u)
     return m->params + m->units[u].offset;
 }
 
-static float *own_grads(void *ctx, int u)
+/* m->grads accumulate until their owner zeroes them */
+static float *own_grads(void *ctx, int u, bool *fresh)
 {
     struct dt_model *m = ctx;
+    *fresh = false;
     return m->grads + m->units[u].offset;
 }
 

@@ -54,8 +54,9 @@ struct dt_model_mem_i {
     const float *(*params)(void *ctx, int u);
     void (*params_done)(void *ctx, int u);
     /* where unit u's gradients of this backward are added (+=), valid until grads_done(u), which says
-     * they are final for this micro-batch */
-    float *(*grads)(void *ctx, int u);
+     * they are final for this micro-batch. *fresh: they hold nothing yet, not even zeros, so the
+     * ops must write every element (=), which spares a pass that zeroes them */
+    float *(*grads)(void *ctx, int u, bool *fresh);
     void (*grads_done)(void *ctx, int u);
     /* Gradients that arrive as rows after their units were done (the token embedding: the LM head
      * finishes its units, the input tokens' rows come last): row rows[i] of the (.., width) table
@@ -132,13 +133,22 @@ static inline void dt_mm_forward(const struct dt_model *m, float *out, const flo
     else m->k->matmul_forward_lp(m->kc, out, inp, w.p, b, w.t, BT, C, OC, m->compute);
 }
 
+/* set: the DT_SET_* outputs to overwrite (kernels.h) */
 static inline void dt_mm_backward(const struct dt_model *m, float *dinp, float *dw, float *db, const float *dout,
-                                  const float *inp, struct dt_wref w, int BT, int C, int OC)
+                                  const float *inp, struct dt_wref w, int BT, int C, int OC, unsigned set)
 {
-    if (m->compute == DT_F32) m->k->matmul_backward(m->kc, dinp, dw, db, dout, inp, w.p, BT, C, OC);
-    else m->k->matmul_backward_lp(m->kc, dinp, dw, db, dout, inp, w.p, w.t, BT, C, OC, m->compute);
+    if (m->compute == DT_F32) m->k->matmul_backward(m->kc, dinp, dw, db, dout, inp, w.p, BT, C, OC, set);
+    else m->k->matmul_backward_lp(m->kc, dinp, dw, db, dout, inp, w.p, w.t, BT, C, OC, m->compute, set);
 }
-static inline float *dt_model_grads(struct dt_model *m, int u) { return m->mem.grads(m->mem_ctx, u); }
+static inline float *dt_model_grads(struct dt_model *m, int u, bool *fresh) { return m->mem.grads(m->mem_ctx, u, fresh); }
+/* unit u's gradients, zeroed when fresh: for the ops that only add */
+static inline float *dt_model_grads_added(struct dt_model *m, int u)
+{
+    bool fresh;
+    float *g = dt_model_grads(m, u, &fresh);
+    if (fresh) m->k->zero(m->kc, g, m->units[u].numel * sizeof(float));
+    return g;
+}
 static inline void dt_model_grads_done(struct dt_model *m, int u) { m->mem.grads_done(m->mem_ctx, u); }
 
 /* Use m->params and m->grads for every unit (no strategy; model.c). */

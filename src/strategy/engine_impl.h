@@ -30,6 +30,7 @@ struct unit_state {
     int first, npieces;
     bool persistent; /* stage 3: kept whole */
     int slot;        /* the parameter slot holding its fp32 values, -1: none */
+    bool written;    /* direct gradients: the model has written them this step */
 };
 
 /* a unit's parameters in fp32 for the model (widened, and gathered under stage 3) */
@@ -120,5 +121,10 @@ void *dt_engine_owned_grads(const struct dt_engine *e, const struct piece *p);
 /* element i of a parameter buffer (the working type), of a gradient buffer (gdt) */
 static inline void *dt_engine_at(const struct dt_engine *e, void *buf, size_t i) { return (char *)buf + i * e->esz; }
 static inline void *dt_engine_gat(const struct dt_engine *e, void *buf, size_t i) { return (char *)buf + i * e->gsz; }
+/* fp32 under stages 0-1: the model's ops write the gradients into full_g themselves, the first
+ * micro-batch of a step overwriting what the last step left (no zeroing pass) */
+static inline bool dt_engine_direct_grads(const struct dt_engine *e) { return e->c.stage <= 1 && e->c.pdt == DT_F32; }
+/* zero the direct gradients of the units in [lo, hi) the model has not written this step */
+void dt_engine_zero_unwritten(struct dt_engine *e, size_t lo, size_t hi);
 
 #endif

@@ -327,17 +327,32 @@ dt_status_t dt_engine_wait_gslot(struct dt_engine *e, struct gslot *s)
     return DT_SUCCESS;
 }
 
-static float *e_grads(void *ctx, int u)
+static float *e_grads(void *ctx, int u, bool *fresh)
 {
     struct dt_engine *e = ctx;
     const struct dt_unit *un = unit_of(e, u);
-    if (e->c.stage <= 1 && e->c.pdt == DT_F32) return (float *)e->full_g + un->offset; /* fp32: no rounding */
+    if (dt_engine_direct_grads(e)) { /* fp32: no rounding */
+        *fresh = !e->units[u].written;
+        e->units[u].written = true;
+        return (float *)e->full_g + un->offset;
+    }
+    /* a slot for this micro-batch's gradients, which the model writes: added in at grads_done */
     struct gslot *s = &e->gslots[e->next_gslot];
     e->next_gslot = (e->next_gslot + 1) % e->ngslots;
     fail(e, dt_engine_wait_gslot(e, s));
     s->unit = u;
-    e->k->zero(e->kc, s->f32, un->numel * sizeof(float));
+    *fresh = true;
     return s->f32;
+}
+
+void dt_engine_zero_unwritten(struct dt_engine *e, size_t lo, size_t hi)
+{
+    for (int u = 0; u < e->nunits; u++) {
+        const struct dt_unit *un = unit_of(e, u);
+        if (e->units[u].written || un->offset + un->numel <= lo || un->offset >= hi) continue;
+        e->units[u].written = true;
+        e->k->zero(e->kc, (float *)e->full_g + un->offset, un->numel * sizeof(float));
+    }
 }
 
 static struct gslot *gslot_of(struct dt_engine *e, int u)
@@ -377,6 +392,7 @@ static void add_rows(struct dt_engine *e, size_t table, const int32_t *rows, con
                      bool whole)
 {
     if (whole) { /* stages 0-1 between reductions: every element is here */
+        if (dt_engine_direct_grads(e)) dt_engine_zero_unwritten(e, table, e->m->nparams);
         e->k->rows_add(e->kc, dt_engine_gat(e, e->full_g, table), e->gdt, 0, e->m->nparams - table, rows, vals, nrows,
                        width);
         return;

@@ -393,10 +393,10 @@ static void matmul_16bit_weight(void *ctx, enum dt_dtype lp, const int shape[3],
     float *cdb = biased ? db : NULL, *gcdb32 = biased ? gdb32 : NULL, *gcdb16 = biased ? gdb16 : NULL;
     CK(gpu->matmul_forward(ctx, go32, gx, gw, gcb, (int)DT_F32, BT, C, OC, (int)lp));
     CK(gpu->matmul_forward(ctx, go16, gx, gw16, gcb16, (int)lp, BT, C, OC, (int)lp));
-    CK(gpu->matmul_backward(ctx, gdx32, gdw32, gcdb32, gdy, gx, gw, (int)DT_F32, BT, C, OC, (int)lp));
-    CK(gpu->matmul_backward(ctx, gdx16, gdw16, gcdb16, gdy, gx, gw16, (int)lp, BT, C, OC, (int)lp));
+    CK(gpu->matmul_backward(ctx, gdx32, gdw32, gcdb32, gdy, gx, gw, (int)DT_F32, BT, C, OC, (int)lp, 0));
+    CK(gpu->matmul_backward(ctx, gdx16, gdw16, gcdb16, gdy, gx, gw16, (int)lp, BT, C, OC, (int)lp, 0));
     dt_kernels_cpu.matmul_forward_lp(kc, out, x, w16, cb16, lp, BT, C, OC, lp);
-    dt_kernels_cpu.matmul_backward_lp(kc, dx, dw, cdb, dy, x, w16, lp, BT, C, OC, lp);
+    dt_kernels_cpu.matmul_backward_lp(kc, dx, dw, cdb, dy, x, w16, lp, BT, C, OC, lp, 0);
     float *o32 = back(go32, ny), *o16 = back(go16, ny), *x32 = back(gdx32, nx), *x16 = back(gdx16, nx);
     float *w32h = back(gdw32, nw), *w16h = back(gdw16, nw), *b32h = back(gdb32, OC), *b16h = back(gdb16, OC);
     char what[128];
@@ -435,7 +435,8 @@ static void matmuls(void)
         bool biased = k < 3;
         float *x = randn((size_t)BT * C, 30), *w = randn((size_t)OC * C, 31), *b = randn(OC, 32);
         float *dy = randn((size_t)BT * OC, 33), *out = randn((size_t)BT * OC, 37); /* overwritten, not added to */
-        /* backward accumulates: start from values */
+        /* backward accumulates, or with set overwrites: start from values */
+        unsigned set = k % 2 ? DT_SET_DINP | DT_SET_DPARAMS : 0;
         float *dx = randn((size_t)BT * C, 34), *dw = randn((size_t)OC * C, 35), *db = randn(OC, 36);
         float *gx = dev(x, (size_t)BT * C * 4), *gw = dev(w, (size_t)OC * C * 4), *gb = dev(b, OC * 4);
         float *gdy = dev(dy, (size_t)BT * OC * 4), *gout = dev(out, (size_t)BT * OC * 4);
@@ -444,13 +445,13 @@ static void matmuls(void)
         float *cdb = biased ? db : NULL, *gcdb = biased ? gdb : NULL;
         if (lp == DT_F32) {
             dt_kernels_cpu.matmul_forward(kc, out, x, w, cb, BT, C, OC);
-            dt_kernels_cpu.matmul_backward(kc, dx, dw, cdb, dy, x, w, BT, C, OC);
+            dt_kernels_cpu.matmul_backward(kc, dx, dw, cdb, dy, x, w, BT, C, OC, set);
         } else {
             dt_kernels_cpu.matmul_forward_lp(kc, out, x, w, cb, DT_F32, BT, C, OC, lp);
-            dt_kernels_cpu.matmul_backward_lp(kc, dx, dw, cdb, dy, x, w, DT_F32, BT, C, OC, lp);
+            dt_kernels_cpu.matmul_backward_lp(kc, dx, dw, cdb, dy, x, w, DT_F32, BT, C, OC, lp, set);
         }
         CK(gpu->matmul_forward(ctx, gout, gx, gw, gcb, (int)DT_F32, BT, C, OC, (int)lp));
-        CK(gpu->matmul_backward(ctx, gdx, gdw, gcdb, gdy, gx, gw, (int)DT_F32, BT, C, OC, (int)lp));
+        CK(gpu->matmul_backward(ctx, gdx, gdw, gcdb, gdy, gx, gw, (int)DT_F32, BT, C, OC, (int)lp, set));
         float *ho = back(gout, (size_t)BT * OC), *hx = back(gdx, (size_t)BT * C), *hw = back(gdw, (size_t)OC * C);
         float *hb = back(gdb, OC);
         double tol = lp == DT_F32 ? 1e-5 : 1e-4, d = maxrel(ho, out, (size_t)BT * OC);
@@ -459,8 +460,8 @@ static void matmuls(void)
                  biased ? "bias fused" : "no bias");
         report(d < tol, what, d);
         d = fmax(maxrel(hx, dx, (size_t)BT * C), maxrel(hw, dw, (size_t)OC * C));
-        snprintf(what, sizeof what, "matmul_backward %s %dx%dx%d: dinp, dweight accumulate", dt_dtype_str(lp), BT, C,
-                 OC);
+        snprintf(what, sizeof what, "matmul_backward %s %dx%dx%d: dinp, dweight %s", dt_dtype_str(lp), BT, C, OC,
+                 set ? "overwritten" : "accumulate");
         report(d < tol, what, d);
         d = maxrel(hb, db, OC);
         snprintf(what, sizeof what, "matmul_backward %s %dx%dx%d: dbias%s", dt_dtype_str(lp), BT, C, OC,
@@ -473,7 +474,7 @@ static void matmuls(void)
     for (int k = 0; k < 4; k++) matmul_16bit_weight(ctx, k % 2 ? DT_F16 : DT_BF16, shapes[k / 2], k < 2);
     /* refused before any launch: a weight of another 16-bit type than lp, a 16-bit weight in fp32 */
     int e1 = gpu->matmul_forward(ctx, NULL, NULL, NULL, NULL, (int)DT_F16, 4, 4, 4, (int)DT_BF16);
-    int e2 = gpu->matmul_backward(ctx, NULL, NULL, NULL, NULL, NULL, NULL, (int)DT_BF16, 4, 4, 4, (int)DT_F32);
+    int e2 = gpu->matmul_backward(ctx, NULL, NULL, NULL, NULL, NULL, NULL, (int)DT_BF16, 4, 4, 4, (int)DT_F32, 0);
     report(e1 != 0 && e2 != 0, "matmuls refuse a weight type that is neither fp32 nor lp", (double)(e1 == 0) + (e2 == 0));
     gpu->ctx_destroy(ctx);
 }

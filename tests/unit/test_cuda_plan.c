@@ -96,7 +96,7 @@ static void matmul_plans(void **state)
         for (int i = 0; i < 6; i++) ref[i] = malloc(n[i] * sizeof(float)), memcpy(ref[i], buf[i], n[i] * sizeof(float));
         dt_kernels_cpu.matmul_forward(kc, ref[DT_MM_OUT], buf[DT_MM_INP], buf[DT_MM_WEIGHT], NULL, BT, C, OC);
         dt_kernels_cpu.matmul_backward(kc, ref[DT_MM_DINP], ref[DT_MM_DWEIGHT], NULL, buf[DT_MM_DOUT], buf[DT_MM_INP],
-                                       buf[DT_MM_WEIGHT], BT, C, OC);
+                                       buf[DT_MM_WEIGHT], BT, C, OC, 0);
         struct dt_gemm_plan p[2];
         for (int backward = 0; backward < 2; backward++) {
             int np = dt_matmul_plans(backward, BT, C, OC, p);

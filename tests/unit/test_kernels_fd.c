@@ -46,6 +46,8 @@ static void check(struct fd *f, const char *name, float *x, size_t n, const floa
     double err = 0, scale = 1e-6;
     const float eps = 1e-2f;
     for (size_t i = 0; i < n; i++) {
+        /* fmax below would pass over a NaN: one left in a gradient is a failure of its own */
+        if (!isfinite(analytic[i])) fail_msg("%s[%zu] = %g: not a finite gradient", name, i, (double)analytic[i]);
         float save = x[i];
         x[i] = save + eps;
         double lp = objective(f);
@@ -70,12 +72,16 @@ static void mm_fwd(struct fd *f, float *out)
     struct mm *m = f->ctx;
     K->matmul_forward(KC, out, m->inp, m->w, m->b, m->BT, m->C, m->OC);
 }
-static void matmul_case(int BT, int C, int OC)
+/* the gradients from zeros, added to; or (set) from NaN, which only an overwrite leaves behind */
+static void matmul_case(int BT, int C, int OC, unsigned set)
 {
     struct mm m = {rnd(BT * C, 1, 1), rnd(OC * C, 1, 2), rnd(OC, 1, 3), BT, C, OC};
     float *R = rnd(BT * OC, 1, 4);
     float *di = calloc(BT * C, 4), *dw = calloc(OC * C, 4), *db = calloc(OC, 4);
-    K->matmul_backward(KC, di, dw, db, R, m.inp, m.w, BT, C, OC);
+    for (int i = 0; set && i < BT * C; i++) di[i] = NAN;
+    for (int i = 0; set && i < OC * C; i++) dw[i] = NAN;
+    for (int i = 0; set && i < OC; i++) db[i] = NAN;
+    K->matmul_backward(KC, di, dw, db, R, m.inp, m.w, BT, C, OC, set);
     struct fd f = {mm_fwd, (size_t)BT * OC, R, &m};
     check(&f, "matmul dinp", m.inp, BT * C, di, 1e-3);
     check(&f, "matmul dweight", m.w, OC * C, dw, 1e-3);
@@ -85,8 +91,10 @@ static void matmul_case(int BT, int C, int OC)
 /* OC 75: the bias sums run in register blocks of 32 columns per thread, with a partial one */
 static void matmul(void **state)
 {
-    matmul_case(5, 7, 3);
-    matmul_case(4, 3, 75);
+    matmul_case(5, 7, 3, 0);
+    matmul_case(4, 3, 75, 0);
+    matmul_case(5, 7, 3, DT_SET_DINP | DT_SET_DPARAMS);
+    matmul_case(4, 3, 75, DT_SET_DINP | DT_SET_DPARAMS);
 }
 
 /* ---------------------------------------------------------------- layernorm */

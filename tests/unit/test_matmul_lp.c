@@ -32,11 +32,12 @@ static float *rounded(const float *x, size_t n, enum dt_dtype t)
     return y;
 }
 
-/* max |a - b| / max |b| */
+/* max |a - b| / max |b|; infinite where a is not finite (fmax would pass over a NaN) */
 static double rel(const float *a, const float *b, size_t n)
 {
     double d = 0, m = 0;
     for (size_t i = 0; i < n; i++) {
+        if (!isfinite(a[i])) return INFINITY;
         d = fmax(d, fabs((double)a[i] - b[i]));
         m = fmax(m, fabs((double)b[i]));
     }
@@ -60,13 +61,23 @@ static void check(enum dt_dtype t)
     for (int i = 0; i < BT * C; i++) dx[i] = rdx[i] = 0.5f; /* backward accumulates */
     for (int i = 0; i < OC * C; i++) dw[i] = rdw[i] = -0.25f;
     for (int i = 0; i < OC; i++) db[i] = rdb[i] = 1.0f;
-    dt_cpu_matmul_backward_lp(kc, dx, dw, db, dout, x, w, DT_F32, BT, C, OC, t);
+    dt_cpu_matmul_backward_lp(kc, dx, dw, db, dout, x, w, DT_F32, BT, C, OC, t, 0);
     /* the bias gradient sums the fp32 output gradient */
-    dt_cpu_matmul_backward(kc, rdx, rdw, NULL, dr, xr, wr, BT, C, OC);
-    dt_cpu_colsum(rdb, dout, BT, OC);
+    dt_cpu_matmul_backward(kc, rdx, rdw, NULL, dr, xr, wr, BT, C, OC, 0);
+    dt_cpu_colsum(rdb, dout, BT, OC, false);
     if ((e = rel(dx, rdx, BT * C)) > 1e-6) fail_msg("%s dinp differs by %g", dt_dtype_str(t), e);
     if ((e = rel(dw, rdw, OC * C)) > 1e-6) fail_msg("%s dweight differs by %g", dt_dtype_str(t), e);
     assert_memory_equal(db, rdb, sizeof db);
+    /* overwritten (DT_SET_*): from NaN, what the reference adds to zeros */
+    for (int i = 0; i < BT * C; i++) dx[i] = NAN, rdx[i] = 0;
+    for (int i = 0; i < OC * C; i++) dw[i] = NAN, rdw[i] = 0;
+    for (int i = 0; i < OC; i++) db[i] = NAN, rdb[i] = 0;
+    dt_cpu_matmul_backward_lp(kc, dx, dw, db, dout, x, w, DT_F32, BT, C, OC, t, DT_SET_DINP | DT_SET_DPARAMS);
+    dt_cpu_matmul_backward(kc, rdx, rdw, NULL, dr, xr, wr, BT, C, OC, 0);
+    dt_cpu_colsum(rdb, dout, BT, OC, false);
+    if ((e = rel(dx, rdx, BT * C)) > 1e-6) fail_msg("%s dinp overwritten differs by %g", dt_dtype_str(t), e);
+    if ((e = rel(dw, rdw, OC * C)) > 1e-6) fail_msg("%s dweight overwritten differs by %g", dt_dtype_str(t), e);
+    if ((e = rel(db, rdb, OC)) > 1e-6) fail_msg("%s dbias overwritten differs by %g", dt_dtype_str(t), e);
 
     /* the weight and bias stored in t (a strategy's 16-bit storage, wt = t): the same bits as from fp32 */
     uint16_t *w16 = malloc((OC * C + OC) * sizeof *w16);
@@ -79,8 +90,8 @@ static void check(enum dt_dtype t)
     static float dx16[BT * C], dw16[OC * C];
     for (int i = 0; i < BT * C; i++) dx[i] = dx16[i] = 0.5f;
     for (int i = 0; i < OC * C; i++) dw[i] = dw16[i] = -0.25f;
-    dt_cpu_matmul_backward_lp(kc, dx, dw, NULL, dout, x, w, DT_F32, BT, C, OC, t);
-    dt_cpu_matmul_backward_lp(kc, dx16, dw16, NULL, dout, x, w16, t, BT, C, OC, t);
+    dt_cpu_matmul_backward_lp(kc, dx, dw, NULL, dout, x, w, DT_F32, BT, C, OC, t, 0);
+    dt_cpu_matmul_backward_lp(kc, dx16, dw16, NULL, dout, x, w16, t, BT, C, OC, t, 0);
     assert_memory_equal(dx16, dx, sizeof dx);
     assert_memory_equal(dw16, dw, sizeof dw);
     /* and a stored weight really is read: another weight gives another output */
