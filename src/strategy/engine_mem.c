@@ -392,7 +392,6 @@ static void add_rows(struct dt_engine *e, size_t table, const int32_t *rows, con
                      bool whole)
 {
     if (whole) { /* stages 0-1 between reductions: every element is here */
-        if (dt_engine_direct_grads(e)) dt_engine_zero_unwritten(e, table, e->m->nparams);
         e->k->rows_add(e->kc, dt_engine_gat(e, e->full_g, table), e->gdt, 0, e->m->nparams - table, rows, vals, nrows,
                        width);
         return;
