@@ -34,6 +34,48 @@ static inline int visible(int i0, int r, int j0, int nk)
     return n < nk ? n : nk;
 }
 
+/* The loops over a row's n visible entries run in chunks of LW lanes, the last chunk masked, so
+ * that none has a scalar remainder: over exactly n, GCC left each row's last n % 16 to scalar expf
+ * calls and the max reduction wholly scalar, half of attention's time at T = 64. A masked lane
+ * takes exp(0), never -inf, which libmvec's vector expf would hand to its scalar fallback. */
+#define LW 16
+
+/* the larger of mx and the max of row[0, n) */
+static inline float masked_max(const float *row, int n, float mx)
+{
+    float lane[LW];
+    for (int l = 0; l < LW; l++) lane[l] = mx;
+    for (int c0 = 0; c0 < n; c0 += LW) {
+        #pragma omp simd
+        for (int l = 0; l < LW; l++) {
+            float x = c0 + l < n ? row[c0 + l] : mx;
+            lane[l] = x > lane[l] ? x : lane[l];
+        }
+    }
+    for (int l = 0; l < LW; l++) mx = lane[l] > mx ? lane[l] : mx;
+    return mx;
+}
+
+/* row[c] = exp(row[c] - sub) for c < n, 0 for n <= c < nk; returns their sum, the lanes added in order */
+static inline float masked_exp(float *row, int n, int nk, float sub)
+{
+    float acc[LW] = {0}, sum = 0;
+    int c0 = 0;
+    for (; c0 < n; c0 += LW) {
+        #pragma omp simd
+        for (int l = 0; l < LW; l++) {
+            bool in = c0 + l < n;
+            float e = expf(in ? row[c0 + l] - sub : 0.0f);
+            e = in ? e : 0.0f;
+            row[c0 + l] = e;
+            acc[l] += e;
+        }
+    }
+    for (int c = c0; c < nk; c++) row[c] = 0;
+    for (int l = 0; l < LW; l++) sum += acc[l];
+    return sum;
+}
+
 DT_CLONES void dt_cpu_attention_forward(struct dt_kctx *kc, float *out, float *lse, const float *qkv, int B, int T,
                                         int C, int NH)
 {
@@ -56,16 +98,8 @@ DT_CLONES void dt_cpu_attention_forward(struct dt_kctx *kc, float *out, float *l
                     for (int r = 0; r < nq; r++) {
                         float *row = s + (size_t)r * KB, *orow = o + (size_t)(i0 + r) * C;
                         int n = visible(i0, r, j0, nk);
-                        float mx = m[r];
-                        #pragma omp simd reduction(max : mx)
-                        for (int c = 0; c < n; c++) mx = row[c] > mx ? row[c] : mx;
-                        float sum = 0;
-                        #pragma omp simd reduction(+ : sum)
-                        for (int c = 0; c < n; c++) {
-                            row[c] = expf(row[c] - mx);
-                            sum += row[c];
-                        }
-                        for (int c = n; c < nk; c++) row[c] = 0;
+                        float mx = masked_max(row, n, m[r]);
+                        float sum = masked_exp(row, n, nk, mx);
                         /* the sums so far were taken against the old max: rescale them */
                         float corr = j0 ? expf(m[r] - mx) : 0.0f;
                         l[r] = l[r] * corr + sum;
@@ -126,10 +160,7 @@ DT_CLONES void dt_cpu_attention_backward(struct dt_kctx *kc, float *dqkv, const 
                                 3 * C, 0.0f, p, KB);
                     for (int r = 0; r < nq; r++) {
                         float *row = p + (size_t)r * KB, lr = lrow[i0 + r];
-                        int n = visible(i0, r, j0, nk);
-                        #pragma omp simd
-                        for (int c = 0; c < n; c++) row[c] = expf(row[c] - lr);
-                        for (int c = n; c < nk; c++) row[c] = 0;
+                        masked_exp(row, visible(i0, r, j0, nk), nk, lr);
                     }
                     dt_cpu_gemm('T', 'N', nk, hs, nq, 1.0f, p, KB, dy + (size_t)i0 * C, C, 1.0f,
                                 dv + (size_t)j0 * 3 * C, 3 * C);
