@@ -124,8 +124,8 @@ static inline void *dt_engine_gat(const struct dt_engine *e, void *buf, size_t i
 /* fp32 under stages 0-1: the model's ops write the gradients into full_g themselves, the first
  * micro-batch of a step overwriting what the last step left (no zeroing pass) */
 static inline bool dt_engine_direct_grads(const struct dt_engine *e) { return e->c.stage <= 1 && e->c.pdt == DT_F32; }
-/* zero the direct gradients of the units in [lo, hi) the model has not written this step (a unit
- * its backward never asks for has zero gradients, as under the other strategies) */
-void dt_engine_zero_unwritten(struct dt_engine *e, size_t lo, size_t hi);
+/* zero the direct gradients of the units the model has not written this step (a unit its backward
+ * never asks for has zero gradients, as under the other strategies) */
+void dt_engine_zero_unwritten(struct dt_engine *e);
 
 #endif

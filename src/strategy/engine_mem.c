@@ -345,11 +345,11 @@ static float *e_grads(void *ctx, int u, bool *fresh)
     return s->f32;
 }
 
-void dt_engine_zero_unwritten(struct dt_engine *e, size_t lo, size_t hi)
+void dt_engine_zero_unwritten(struct dt_engine *e)
 {
     for (int u = 0; u < e->nunits; u++) {
         const struct dt_unit *un = unit_of(e, u);
-        if (e->units[u].written || un->offset + un->numel <= lo || un->offset >= hi) continue;
+        if (e->units[u].written) continue;
         e->units[u].written = true;
         e->k->zero(e->kc, (float *)e->full_g + un->offset, un->numel * sizeof(float));
     }

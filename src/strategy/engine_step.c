@@ -35,7 +35,7 @@ void dt_engine_before_backward(struct dt_engine *e, bool last)
 dt_status_t dt_engine_reduce_grads(struct dt_engine *e)
 {
     dt_status_t rc = e->error;
-    if (dt_engine_direct_grads(e)) dt_engine_zero_unwritten(e, 0, e->m->nparams);
+    if (dt_engine_direct_grads(e)) dt_engine_zero_unwritten(e);
     if (e->c.stage <= 1 && e->shard && rc == DT_SUCCESS) rc = dt_engine_start_reduce(e, -1); /* what backward left */
     if (e->c.stage <= 1 && e->shard && rc == DT_SUCCESS) rc = dt_engine_wait_reduce(e, -1);
     for (int i = 0; i < e->ngslots && rc == DT_SUCCESS; i++) rc = dt_engine_wait_gslot(e, &e->gslots[i]);
