@@ -17,6 +17,7 @@
 #include "comm/comm.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "launch/bootstrap.h"
 
 enum { TAG_QUERY = 1, TAG_ANSWER = 2 };
 
@@ -106,6 +107,16 @@ static dt_status_t mpi_init(struct dt_comm *c)
                             "through `dtrun -n N`, mpirun, or `srun --mpi=pmix`", c->world.rank);
         }
         m->we_initialized = true;
+        /* Under srun's PMIx, Open MPI 4.1 lets a rank leave MPI_Init (and send: MPI_Comm_dup below)
+         * while a slower one still waits there for the address exchange, its TCP transport already
+         * accepting but its PML's receive callbacks not yet registered: the slower rank died in
+         * MPI_Init calling a NULL callback for the message (tag 0x41, ob1's MATCH; core dumps on
+         * the testbed, about one 2-node start in 60 under load). No rank sends before all are out. */
+        dt_status_t rc = dt_bootstrap_barrier(&c->world, "every rank out of MPI_Init", (int)c->timeout);
+        if (rc != DT_SUCCESS) {
+            free(m);
+            return rc;
+        }
     } else {
         MPI_Query_thread(&provided);
     }

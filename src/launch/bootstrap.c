@@ -19,3 +19,9 @@ dt_status_t dt_bootstrap_share(const struct dt_world *w, const char *key, void *
                     "PMIx)%s", w->rank, w->size, dt_world_source_str(w->source), key,
                     dt_pmix_compiled() ? "" : "; this dtrun was also built without PMIx (install libpmix-dev)");
 }
+
+dt_status_t dt_bootstrap_barrier(const struct dt_world *w, const char *what, int timeout_s)
+{
+    if (w->size == 1 || w->source != DT_WORLD_PMIX) return DT_SUCCESS;
+    return dt_pmix_barrier(what, timeout_s);
+}

@@ -14,5 +14,8 @@
 /* On return blob holds rank root's n bytes on every rank; *how names the mechanism. */
 dt_status_t dt_bootstrap_share(const struct dt_world *w, const char *key, void *blob, size_t n, int root,
                                int timeout_s, const char **how);
+/* Every rank has reached this point, where PMIx can tell (a world from PMIx); elsewhere nothing
+ * to wait on, and a no-op. */
+dt_status_t dt_bootstrap_barrier(const struct dt_world *w, const char *what, int timeout_s);
 
 #endif

@@ -116,6 +116,25 @@ dt_status_t dt_pmix_share(const char *key, void *blob, size_t n, int root, int t
     return DT_SUCCESS;
 }
 
+dt_status_t dt_pmix_barrier(const char *what, int timeout_s)
+{
+    if (!initialized)
+        return dt_error(DT_ERR_INTERNAL, "dtrun: error: a PMIx fence (%s) was asked for before PMIx_Init", what);
+    pmix_proc_t all;
+    PMIX_PROC_CONSTRUCT(&all);
+    memcpy(all.nspace, me.nspace, sizeof all.nspace);
+    all.rank = PMIX_RANK_WILDCARD;
+    pmix_info_t info;
+    PMIX_INFO_CONSTRUCT(&info);
+    PMIX_INFO_LOAD(&info, PMIX_TIMEOUT, &timeout_s, PMIX_INT);
+    pmix_status_t rc = PMIx_Fence(&all, 1, &info, 1);
+    if (rc != PMIX_SUCCESS)
+        return dt_error(DT_ERR_COMM, "dtrun: rank %u: error: PMIx_Fence (%s) failed after at most %d s: %s\n  hint: "
+                        "a rank did not get there; look for its own error", me.rank, what, timeout_s,
+                        PMIx_Error_string(rc));
+    return DT_SUCCESS;
+}
+
 void dt_pmix_finalize(void)
 {
     if (initialized) PMIx_Finalize(NULL, 0);

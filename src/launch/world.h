@@ -44,6 +44,8 @@ dt_status_t dt_pmix_world(struct dt_world *w);
 /* The key-value bootstrap (put, commit, fence collecting data, get): rank root's n bytes
  * reach every rank under key; how NCCL's ncclUniqueId travels. Waits at most timeout_s. */
 dt_status_t dt_pmix_share(const char *key, void *blob, size_t n, int root, int timeout_s);
+/* A fence without data: every rank of the job has reached it (`what` names it in the error). */
+dt_status_t dt_pmix_barrier(const char *what, int timeout_s);
 void dt_pmix_finalize(void);
 
 #endif
