@@ -30,7 +30,7 @@ struct unit_state {
     int first, npieces;
     bool persistent; /* stage 3: kept whole */
     int slot;        /* the parameter slot holding its fp32 values, -1: none */
-    bool written;    /* direct gradients: the model has written them this step */
+    bool written;    /* stages 0-1: this step's gradients are in full_g (the first write overwrote it) */
 };
 
 /* a unit's parameters in fp32 for the model (widened, and gathered under stage 3) */
@@ -124,8 +124,9 @@ static inline void *dt_engine_gat(const struct dt_engine *e, void *buf, size_t i
 /* fp32 under stages 0-1: the model's ops write the gradients into full_g themselves, the first
  * micro-batch of a step overwriting what the last step left (no zeroing pass) */
 static inline bool dt_engine_direct_grads(const struct dt_engine *e) { return e->c.stage <= 1 && e->c.pdt == DT_F32; }
-/* zero the direct gradients of the units the model has not written this step (a unit its backward
- * never asks for has zero gradients, as under the other strategies) */
+/* zero full_g in the units the model has not written this step (stages 0-1, where full_g is never
+ * zeroed as a whole: a unit's first write of a step overwrites it; a unit its backward never asks
+ * for has zero gradients, as under the other strategies) */
 void dt_engine_zero_unwritten(struct dt_engine *e);
 
 #endif

@@ -351,7 +351,7 @@ void dt_engine_zero_unwritten(struct dt_engine *e)
         const struct dt_unit *un = unit_of(e, u);
         if (e->units[u].written) continue;
         e->units[u].written = true;
-        e->k->zero(e->kc, (float *)e->full_g + un->offset, un->numel * sizeof(float));
+        e->k->zero(e->kc, dt_engine_gat(e, e->full_g, un->offset), un->numel * e->gsz);
     }
 }
 
@@ -372,9 +372,12 @@ static void e_grads_done(void *ctx, int u)
         return;
     }
     struct gslot *s = gslot_of(e, u);
-    if (s) { /* this micro-batch's gradients rounded to the working type, then added in */
+    if (s) { /* this micro-batch's gradients rounded to the working type, then added in (stored: the step's first) */
+        void *g = dt_engine_gat(e, e->full_g, un->offset);
         if (e->gdt != e->c.pdt) e->k->round_lp(e->kc, s->f32, s->f32, un->numel, e->c.pdt);
-        e->k->accumulate(e->kc, dt_engine_gat(e, e->full_g, un->offset), e->gdt, s->f32, DT_F32, un->numel);
+        if (e->units[u].written) e->k->accumulate(e->kc, g, e->gdt, s->f32, DT_F32, un->numel);
+        else e->k->convert(e->kc, g, e->gdt, s->f32, DT_F32, un->numel);
+        e->units[u].written = true;
         s->unit = -1;
     }
     if (!e->comm_now || !e->c.overlap || !e->shard) return;

@@ -19,7 +19,6 @@ void dt_engine_begin_step(struct dt_engine *e, int64_t step)
     /* the first step's order of units is the order prefetching follows */
     if (e->ntrace > 0) e->traced = true;
     e->tracing = !e->traced;
-    if (e->full_g && !dt_engine_direct_grads(e)) e->k->zero(e->kc, e->full_g, e->m->nparams * e->gsz);
     for (int u = 0; u < e->nunits; u++) e->units[u].written = false;
     if (e->shard_g) e->k->zero(e->kc, e->shard_g, e->shard_n * e->gsz);
     e->error = DT_SUCCESS;
@@ -35,7 +34,7 @@ void dt_engine_before_backward(struct dt_engine *e, bool last)
 dt_status_t dt_engine_reduce_grads(struct dt_engine *e)
 {
     dt_status_t rc = e->error;
-    if (dt_engine_direct_grads(e)) dt_engine_zero_unwritten(e);
+    if (e->c.stage <= 1) dt_engine_zero_unwritten(e);
     if (e->c.stage <= 1 && e->shard && rc == DT_SUCCESS) rc = dt_engine_start_reduce(e, -1); /* what backward left */
     if (e->c.stage <= 1 && e->shard && rc == DT_SUCCESS) rc = dt_engine_wait_reduce(e, -1);
     for (int i = 0; i < e->ngslots && rc == DT_SUCCESS; i++) rc = dt_engine_wait_gslot(e, &e->gslots[i]);
