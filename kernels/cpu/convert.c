@@ -72,6 +72,18 @@ __attribute__((target("avx512f"))) static void f16_from_f32_avx512(uint16_t *dst
     _mm256_zeroupper(); /* the SSE code that may run next pays for dirty upper halves: 4x in AdamW */
 }
 
+/* the shift of f32_from_bf16_any 16 lanes wide: built for the baseline ISA, that one runs 4 wide
+ * (124M bf16-mixed: cast_from_lp 10.4-11.5 -> 9.1-9.9 ms a step) */
+__attribute__((target("avx512f"))) static void f32_from_bf16_avx512(float *dst, const uint16_t *src, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(dst + i, _mm512_castsi512_ps(_mm512_slli_epi32(
+                                      _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + i))), 16)));
+    f32_from_bf16_any(dst + i, src + i, n - i);
+    _mm256_zeroupper(); /* the SSE code that may run next pays for dirty upper halves: 4x in AdamW */
+}
+
 __attribute__((target("avx512f"))) static void f32_from_f16_avx512(float *dst, const uint16_t *src, size_t n)
 {
     size_t i = 0;
@@ -103,7 +115,7 @@ __attribute__((target("avx512f"))) static void f16_round_avx512(float *dst, cons
     _mm256_zeroupper(); /* the SSE code that may run next pays for dirty upper halves: 4x in AdamW */
 }
 
-static const struct dt_convert convert_avx512 = {"avx512",          bf16_from_f32_avx512, f32_from_bf16_any,
+static const struct dt_convert convert_avx512 = {"avx512",          bf16_from_f32_avx512, f32_from_bf16_avx512,
                                                  f16_from_f32_avx512, f32_from_f16_avx512,  bf16_round_avx512,
                                                  f16_round_avx512};
 #endif
