@@ -13,6 +13,10 @@
  */
 #include <math.h>
 #include <stdbool.h>
+#include <string.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 #include "core/dtype.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/formulas.h"
@@ -27,35 +31,64 @@ struct upd {
     int nesterov, first_step;
 };
 
+/* n bytes to dst past the caches (streaming stores on x86-64, SSE2 being its baseline): the next
+ * forward reads the 16-bit copy from memory anyway, and a plain store would first read each line it
+ * writes. The caller fences (sfence) before another thread reads dst. */
+static void store_past_cache(void *dst, const void *src, size_t n)
+{
+#if defined(__x86_64__)
+    char *d = dst;
+    const char *s = src;
+    size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+    if (head > n) head = n;
+    memcpy(d, s, head);
+    size_t i = head;
+    for (; i + 16 <= n; i += 16) _mm_stream_si128((__m128i *)(d + i), _mm_loadu_si128((const __m128i *)(s + i)));
+    memcpy(d + i, s + i, n - i);
+#else
+    memcpy(dst, src, n);
+#endif
+}
+
 /* p, m, v and the gradient a block at a time: the gradient widened into the block's buffer as it
  * is read, the 16-bit copy of the parameters written while the block is in cache */
 static void update(const struct upd *u, float *param, float *m, float *v, const void *grad, enum dt_dtype gt,
                    size_t n, void *plp, enum dt_dtype pt)
 {
     const struct dt_convert *cv = dt_convert_fast();
-    #pragma omp parallel for schedule(static)
-    for (size_t b = 0; b < n; b += BLOCK) {
-        float tmp[BLOCK];
-        size_t k = n - b < BLOCK ? n - b : BLOCK;
-        const float *g = tmp;
-        if (gt == DT_F32) g = (const float *)grad + b;
-        else (gt == DT_BF16 ? cv->f32_from_bf16 : cv->f32_from_f16)(tmp, (const uint16_t *)grad + b, k);
-        float *p = param + b, *mb = m + b;
-        /* the constants in locals: read through u, the stores to p, m, v could alias them and no loop
-         * would vectorize */
-        const float gs = u->gscale, l2 = u->l2, lr = u->lr, b1 = u->beta1, b2 = u->beta2, eps = u->eps, wd = u->wd,
-                    step = u->step, rbc2 = u->rbc2, mu = u->momentum;
-        const int nesterov = u->nesterov, first = u->first_step;
-        if (u->sgd) {
-            #pragma omp simd
-            for (size_t i = 0; i < k; i++) dt_sgd_one(&p[i], &mb[i], g[i] * gs, lr, mu, nesterov, wd, first);
-        } else {
-            float *vb = v + b; /* AdamW's second moment (SGD has none, v NULL) */
-            #pragma omp simd
-            for (size_t i = 0; i < k; i++)
-                dt_adamw_one(&p[i], &mb[i], &vb[i], g[i] * gs + l2 * p[i], lr, b1, b2, eps, wd, step, rbc2);
+    #pragma omp parallel
+    {
+        #pragma omp for schedule(static)
+        for (size_t b = 0; b < n; b += BLOCK) {
+            float tmp[BLOCK];
+            size_t k = n - b < BLOCK ? n - b : BLOCK;
+            const float *g = tmp;
+            if (gt == DT_F32) g = (const float *)grad + b;
+            else (gt == DT_BF16 ? cv->f32_from_bf16 : cv->f32_from_f16)(tmp, (const uint16_t *)grad + b, k);
+            float *p = param + b, *mb = m + b;
+            /* the constants in locals: read through u, the stores to p, m, v could alias them and no loop
+             * would vectorize */
+            const float gs = u->gscale, l2 = u->l2, lr = u->lr, b1 = u->beta1, b2 = u->beta2, eps = u->eps,
+                        wd = u->wd, step = u->step, rbc2 = u->rbc2, mu = u->momentum;
+            const int nesterov = u->nesterov, first = u->first_step;
+            if (u->sgd) {
+                #pragma omp simd
+                for (size_t i = 0; i < k; i++) dt_sgd_one(&p[i], &mb[i], g[i] * gs, lr, mu, nesterov, wd, first);
+            } else {
+                float *vb = v + b; /* AdamW's second moment (SGD has none, v NULL) */
+                #pragma omp simd
+                for (size_t i = 0; i < k; i++)
+                    dt_adamw_one(&p[i], &mb[i], &vb[i], g[i] * gs + l2 * p[i], lr, b1, b2, eps, wd, step, rbc2);
+            }
+            if (plp) {
+                uint16_t t16[BLOCK];
+                (pt == DT_BF16 ? cv->bf16_from_f32 : cv->f16_from_f32)(t16, p, k);
+                store_past_cache((uint16_t *)plp + b, t16, k * sizeof *t16);
+            }
         }
-        if (plp) (pt == DT_BF16 ? cv->bf16_from_f32 : cv->f16_from_f32)((uint16_t *)plp + b, p, k);
+#if defined(__x86_64__)
+        _mm_sfence(); /* this thread's streaming stores, before the region's end lets others read them */
+#endif
     }
 }
 
