@@ -104,13 +104,21 @@ void dt_cpu_round_stochastic(struct dt_kctx *kc, uint16_t *dst, const float *src
 }
 
 /* The squares of k values, in double: exact for every fp32 square, so the global norm of 124M
- * gradients does not lose digits. Compiled per vector width (vmath.h): the order of the sum is this
- * CPU's, the same in every call. */
+ * gradients does not lose digits. LANES running sums, element i in sum i % LANES, added in lane
+ * order: one order on every CPU (a fused multiply-add rounds an exact product as the add does), and
+ * independent chains, where one vector accumulator waited on its own adds (124M values: fp32 17.5
+ * -> 16.2 ms, bf16 19.2 -> 16.5 ms). Compiled per vector width (vmath.h). */
+#define LANES 32
 DT_CLONES static double squares(const float *f, size_t k)
 {
-    double part = 0;
-    #pragma omp simd reduction(+ : part)
-    for (size_t i = 0; i < k; i++) part += (double)f[i] * f[i];
+    double acc[LANES] = {0}, part = 0;
+    size_t i = 0;
+    for (; i + LANES <= k; i += LANES) {
+        #pragma omp simd
+        for (size_t j = 0; j < LANES; j++) acc[j] += (double)f[i + j] * f[i + j];
+    }
+    for (; i < k; i++) acc[i % LANES] += (double)f[i] * f[i];
+    for (size_t j = 0; j < LANES; j++) part += acc[j];
     return part;
 }
 
