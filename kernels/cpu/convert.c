@@ -120,30 +120,6 @@ static const struct dt_convert convert_avx512 = {"avx512",          bf16_from_f3
                                                  f16_round_avx512};
 #endif
 
-/* SSE2, x86-64's baseline: every x86-64 CPU has the 16-byte streaming store */
-void dt_store_past_cache(void *dst, const void *src, size_t n)
-{
-#if defined(__x86_64__)
-    char *d = dst;
-    const char *s = src;
-    size_t head = (16 - ((uintptr_t)d & 15)) & 15;
-    if (head > n) head = n;
-    memcpy(d, s, head);
-    size_t i = head;
-    for (; i + 16 <= n; i += 16) _mm_stream_si128((__m128i *)(d + i), _mm_loadu_si128((const __m128i *)(s + i)));
-    memcpy(d + i, s + i, n - i);
-#else
-    memcpy(dst, src, n);
-#endif
-}
-
-void dt_store_fence(void)
-{
-#if defined(__x86_64__)
-    _mm_sfence();
-#endif
-}
-
 const struct dt_convert *dt_convert_fast(void)
 {
 #if defined(__x86_64__)

@@ -20,11 +20,6 @@ struct dt_convert {
     void (*f16_round)(float *dst, const float *src, size_t n);
 };
 extern const struct dt_convert dt_convert_portable;
-/* n bytes to dst past the caches (streaming stores on x86-64; elsewhere memcpy): for storage not
- * read again soon, where a plain store would first read every line it writes. Each thread that
- * stored calls dt_store_fence before another thread may read dst. */
-void dt_store_past_cache(void *dst, const void *src, size_t n);
-void dt_store_fence(void);
 /* the fastest this CPU runs (x86-64 with AVX-512 and AVX512_BF16: "avx512"; else "portable") */
 const struct dt_convert *dt_convert_fast(void);
 

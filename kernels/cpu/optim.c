@@ -13,6 +13,10 @@
  */
 #include <math.h>
 #include <stdbool.h>
+#include <string.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 #include "core/dtype.h"
 #include "kernels/cpu/convert.h"
 #include "kernels/formulas.h"
@@ -26,6 +30,25 @@ struct upd {
     float gscale, l2, lr, beta1, beta2, eps, wd, step, rbc2, momentum;
     int nesterov, first_step;
 };
+
+/* n bytes to dst past the caches (streaming stores on x86-64, SSE2 being its baseline): the next
+ * forward reads the 16-bit copy from memory anyway, and a plain store would first read each line it
+ * writes. The caller fences (sfence) before another thread reads dst. */
+static void store_past_cache(void *dst, const void *src, size_t n)
+{
+#if defined(__x86_64__)
+    char *d = dst;
+    const char *s = src;
+    size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+    if (head > n) head = n;
+    memcpy(d, s, head);
+    size_t i = head;
+    for (; i + 16 <= n; i += 16) _mm_stream_si128((__m128i *)(d + i), _mm_loadu_si128((const __m128i *)(s + i)));
+    memcpy(d + i, s + i, n - i);
+#else
+    memcpy(dst, src, n);
+#endif
+}
 
 /* p, m, v and the gradient a block at a time: the gradient widened into the block's buffer as it
  * is read, the 16-bit copy of the parameters written while the block is in cache */
@@ -60,11 +83,12 @@ static void update(const struct upd *u, float *param, float *m, float *v, const 
             if (plp) {
                 uint16_t t16[BLOCK];
                 (pt == DT_BF16 ? cv->bf16_from_f32 : cv->f16_from_f32)(t16, p, k);
-                /* past the caches: the next forward reads the copy from memory anyway */
-                dt_store_past_cache((uint16_t *)plp + b, t16, k * sizeof *t16);
+                store_past_cache((uint16_t *)plp + b, t16, k * sizeof *t16);
             }
         }
-        dt_store_fence();
+#if defined(__x86_64__)
+        _mm_sfence(); /* this thread's streaming stores, before the region's end lets others read them */
+#endif
     }
 }
 

@@ -339,10 +339,6 @@ static void mixed_types(void **state)
         assert_int_equal(h[i], dt_f16_from_f32(dt_f32_from_bf16(b[i])));
         assert_true(back[i] == dt_f32_from_f16(h[i]));
     }
-    /* to a 16-bit dst off a 16-byte boundary: the streaming stores' head and tail */
-    _Alignas(16) uint16_t off[N + 1];
-    K->convert(KC, off + 1, DT_BF16, x, DT_F32, N);
-    assert_memory_equal(off + 1, b, sizeof b);
     memcpy(b2, b, sizeof b);
     K->accumulate(KC, b2, DT_BF16, y, DT_F32, N); /* bf16 += fp32: summed in fp32, rounded once */
     for (int i = 0; i < N; i++) assert_int_equal(b2[i], dt_bf16_from_f32(dt_f32_from_bf16(b[i]) + y[i]));
