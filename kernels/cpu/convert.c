@@ -72,8 +72,7 @@ __attribute__((target("avx512f"))) static void f16_from_f32_avx512(uint16_t *dst
     _mm256_zeroupper(); /* the SSE code that may run next pays for dirty upper halves: 4x in AdamW */
 }
 
-/* the shift of f32_from_bf16_any 16 lanes wide: built for the baseline ISA, that one runs 4 wide
- * (124M bf16-mixed: cast_from_lp 10.4-11.5 -> 9.1-9.9 ms a step) */
+/* the shift of f32_from_bf16_any 16 lanes wide: built for the baseline ISA, that one runs 4 wide */
 __attribute__((target("avx512f"))) static void f32_from_bf16_avx512(float *dst, const uint16_t *src, size_t n)
 {
     size_t i = 0;

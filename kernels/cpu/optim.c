@@ -58,7 +58,7 @@ static void update(const struct upd *u, float *param, float *m, float *v, const 
     const struct dt_convert *cv = dt_convert_fast();
     #pragma omp parallel
     {
-        #pragma omp for schedule(static)
+        #pragma omp for schedule(static) nowait
         for (size_t b = 0; b < n; b += BLOCK) {
             float tmp[BLOCK];
             size_t k = n - b < BLOCK ? n - b : BLOCK;

@@ -86,7 +86,8 @@ dt_status_t dt_engine_create(const struct dt_engine_config *c, struct dt_comm *c
                              struct dt_model *m, const struct dt_optim_config *oc, struct dt_engine **out);
 void dt_engine_free(struct dt_engine *e, bool clean);
 
-/* One optimizer step: zero the gradients ... */
+/* One optimizer step: begin (under stages 0-1 the first write of a unit's gradients overwrites the
+ * last step's; stages 2-3 zero the shard's) ... */
 void dt_engine_begin_step(struct dt_engine *e, int64_t step);
 /* ... before each micro-batch's backward (last: the step's final one) ... */
 void dt_engine_before_backward(struct dt_engine *e, bool last);
