@@ -3,7 +3,8 @@
 # the same thread count, fp32, AdamW with clipping:
 #   - the GPT-2 124M shape (12 layers, 12 heads, 768 wide, vocab 50257, seq_len 64,
 #     micro-batch 4): tokens/s of both, their ratio, and dtrun's achieved GFLOP/s
-#     (6 x parameters x tokens/s) against a oneDNN sgemm ceiling measured now;
+#     (6 x parameters x tokens/s) against a oneDNN sgemm ceiling measured just before and
+#     just after dtrun's run (the higher of the two);
 #   - the tiny shape (2 layers, 128 wide, vocab 256, B8 T64): steps/s of both, ROUNDS (3) times
 #     interleaved, and the median ratio.
 # Medians over the steps after the first two. Both flush denormals to zero
@@ -36,13 +37,18 @@ torch_step_ms() { /usr/bin/python3 bench/torch_gpt2.py "$@" "$threads"; }
 params() { echo $(($4 * $3 + $5 * $3 + $1 * (12 * $3 * $3 + 13 * $3) + 2 * $3)); }
 
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $threads threads, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"
-ceiling=$("$build/bench/sgemm_bench" 1024 3072 768 N N 10)
-echo "oneDNN sgemm 1024x3072x768: $ceiling GFLOP/s (ceiling)"
+sgemm() { "$build/bench/sgemm_bench" 1024 3072 768 N N 10; }
 
 shape=(12 12 768 50257 64 4)
 n=$(params "${shape[@]}")
 tokens=$((shape[4] * shape[5]))
+# the ceiling just before and just after dtrun's run, the higher of the two: this machine's speed
+# drifts by a quarter within minutes, and one reading taken in a slow moment flatters dtrun
+c1=$(sgemm)
 d=$(dtrun_step_ms "${shape[@]}" 12)
+c2=$(sgemm)
+ceiling=$(awk -v a="$c1" -v b="$c2" 'BEGIN { print (a > b) ? a : b }')
+echo "oneDNN sgemm 1024x3072x768: $c1 GFLOP/s before dtrun's 124M run, $c2 after; the ceiling is the higher, $ceiling"
 echo "124M dtrun loss over 12 steps (synthetic source): $(cat "$tmp/loss")"
 t=$(torch_step_ms "${shape[@]}" 8)
 awk -v d="$d" -v t="$t" -v tok="$tokens" -v n="$n" -v c="$ceiling" 'BEGIN {
