@@ -7,7 +7,13 @@ import statistics
 import sys
 import time
 
-import torch
+# Debian's torch multiplies on OpenBLAS's own pthread pool, beside the libgomp pool of its other ops,
+# whose idle threads spin: on 2 cores the pools took turns and a tiny step swung between 22 and 140 ms
+# within one process (most of its time in libgomp's spin and sched_yield). Passive waiting lets both
+# run at full speed (tiny: 22-23 ms every step). Set before torch loads libgomp; a caller's value wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import torch  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "reference"))
 from gpt_torch import GPT  # noqa: E402

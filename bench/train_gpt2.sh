@@ -9,8 +9,9 @@
 #     interleaved, and the median ratio.
 # Medians over the steps after the first two. Both flush denormals to zero
 # (dtrun always does; PyTorch through torch.set_flush_denormal), since otherwise
-# PyTorch's steps slow ~4x as Adam's moments decay. Timings on a shared machine
-# are noisy: compare the ratios, not the absolute figures.
+# PyTorch's steps slow ~4x as Adam's moments decay; PyTorch's OpenMP threads wait
+# passively, since otherwise they spin against its OpenBLAS threads (torch_gpt2.py).
+# Timings on a shared machine are noisy: compare the ratios, not the absolute figures.
 # usage: [ROUNDS=3] bench/train_gpt2.sh [BUILD_DIR]   (default: build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +37,7 @@ dtrun_step_ms() {
 torch_step_ms() { /usr/bin/python3 bench/torch_gpt2.py "$@" "$threads"; }
 params() { echo $(($4 * $3 + $5 * $3 + $1 * (12 * $3 * $3 + 13 * $3) + 2 * $3)); }
 
-echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $threads threads, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}"
+echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $threads threads, OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}, PyTorch's OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-PASSIVE} (bench/torch_gpt2.py)"
 sgemm() { "$build/bench/sgemm_bench" 1024 3072 768 N N 10; }
 
 shape=(12 12 768 50257 64 4)
@@ -59,8 +60,8 @@ awk -v d="$d" -v t="$t" -v tok="$tokens" -v n="$n" -v c="$ceiling" 'BEGIN {
 }'
 
 tiny=(2 4 128 256 64 8)
-# PyTorch's tiny steps swing up to 3x from one process to the next (16.6 to 45 steps/s seen on one
-# machine within minutes): ROUNDS runs of each, interleaved, and the median of the rounds' ratios
+# this machine's speed drifts within minutes: ROUNDS runs of each, interleaved, and the median of the
+# rounds' ratios
 ratios=()
 for r in $(seq "${ROUNDS:-3}"); do
     d=$(dtrun_step_ms "${tiny[@]}" 300)
