@@ -6,6 +6,7 @@
 #ifndef DT_TEST_H
 #define DT_TEST_H
 
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -26,6 +27,10 @@ struct dt_kctx *dt_test_kctx(void);
 /* Collect what is written to stderr between begin and end (malloc'd). */
 void dt_test_stderr_begin(void);
 char *dt_test_stderr_end(void);
+
+/* the larger of worst and x, a NaN x counting as infinite: fmax passes over a NaN, so a worst error
+ * taken with it cannot fail on a NaN result */
+static inline double dt_test_worst(double worst, double x) { return isnan(x) ? INFINITY : x > worst ? x : worst; }
 
 #define DT_TESTS(...)                                                                                   \
     int main(void)                                                                                      \

@@ -159,7 +159,7 @@ static void xent_lp(enum dt_dtype t)
             int b = v / VB, n = V - b * VB < VB ? V - b * VB : VB;
             uint16_t h = lp[R * b * VB + i * n + v - b * VB];
             float d = t == DT_BF16 ? dt_f32_from_bf16(h) : dt_f32_from_f16(h), r = ref[i * V + v];
-            worst = fmax(worst, fabs((double)d - r) / (fabs(r) * 2 * step + 6e-8));
+            worst = dt_test_worst(worst, fabs((double)d - r) / (fabs(r) * 2 * step + 6e-8));
             if (v == targets[i] && !(d < 0)) fail_msg("row %d: dlogit of the target is %g, not negative", i, d);
         }
     if (worst > 1) fail_msg("%s dlogits differ from fp32 by %g rounding steps", dt_dtype_str(t), worst);

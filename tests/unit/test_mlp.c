@@ -36,7 +36,7 @@ static void fd(bool regression)
         m->params[i] = save - eps;
         double lm = m->iface.forward(m, &b, 0.0f);
         m->params[i] = save;
-        err = fmax(err, fabs((lp - lm) / (2 * eps) - m->grads[i]));
+        err = dt_test_worst(err, fabs((lp - lm) / (2 * eps) - m->grads[i]));
         scale = fmax(scale, fabs(m->grads[i]));
     }
     print_message("# mlp %s: %zu parameters, max error %.2e (relative %.2e)\n",
