@@ -44,16 +44,11 @@ static void cpu_host_free(struct dt_kctx *kc, void *p) { dt_free_big(p); }
  * on two threads than on one); below a MiB a parallel region's start would cost what it saves. */
 static void cpu_zero(struct dt_kctx *kc, void *p, size_t bytes)
 {
-    if (bytes < ((size_t)1 << 20)) {
-        memset(p, 0, bytes);
-        return;
-    }
-    #pragma omp parallel
+    #pragma omp parallel if (bytes >= DT_CPU_PARALLEL_BYTES)
     {
-        /* whole pages, the last thread's share the rest: every byte cleared once for any size */
-        size_t nt = (size_t)omp_get_num_threads(), chunk = ((bytes + nt - 1) / nt + 4095) & ~(size_t)4095;
-        size_t lo = (size_t)omp_get_thread_num() * chunk;
-        if (lo < bytes) memset((char *)p + lo, 0, bytes - lo < chunk ? bytes - lo : chunk);
+        size_t lo, hi;
+        dt_cpu_byte_share(bytes, &lo, &hi);
+        memset((char *)p + lo, 0, hi - lo);
     }
 }
 static void cpu_copy(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind)

@@ -2,8 +2,23 @@
 #ifndef DT_KERNELS_CPU_H
 #define DT_KERNELS_CPU_H
 
+#include <omp.h>
 #include <stdbool.h>
 #include "kernels/kernels.h"
+
+/* clears and copies of at least this many bytes run on every thread: one thread's memset or memcpy
+ * leaves memory bandwidth unused */
+#define DT_CPU_PARALLEL_BYTES ((size_t)1 << 20)
+
+/* Inside a parallel region, this thread's share [*lo, *hi) of bytes: whole pages, the last thread's
+ * the rest, every byte in one share for any size. */
+static inline void dt_cpu_byte_share(size_t bytes, size_t *lo, size_t *hi)
+{
+    size_t nt = (size_t)omp_get_num_threads(), chunk = ((bytes + nt - 1) / nt + 4095) & ~(size_t)4095;
+    size_t a = (size_t)omp_get_thread_num() * chunk;
+    *lo = a < bytes ? a : bytes;
+    *hi = a + chunk < bytes ? a + chunk : bytes;
+}
 
 void dt_cpu_gemm(char ta, char tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                  float beta, float *C, int ldc);

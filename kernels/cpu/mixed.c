@@ -29,13 +29,13 @@ static inline void put(void *p, enum dt_dtype t, size_t i, float v)
 
 void dt_cpu_convert(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n)
 {
-    if (dt == st) { /* on every thread from a MiB, as cpu_zero: one thread's memcpy leaves bandwidth unused */
+    if (dt == st) {
         size_t bytes = n * dt_dtype_size(dt);
-        #pragma omp parallel if (bytes >= ((size_t)1 << 20))
+        #pragma omp parallel if (bytes >= DT_CPU_PARALLEL_BYTES)
         {
-            size_t nt = (size_t)omp_get_num_threads(), th = (size_t)omp_get_thread_num();
-            size_t a = bytes * th / nt, b = bytes * (th + 1) / nt;
-            memcpy((char *)dst + a, (const char *)src + a, b - a);
+            size_t lo, hi;
+            dt_cpu_byte_share(bytes, &lo, &hi);
+            memcpy((char *)dst + lo, (const char *)src + lo, hi - lo);
         }
     } else if (st == DT_F32) {
         dt_cpu_cast_to_lp(kc, dst, src, n, dt);
