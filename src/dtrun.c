@@ -54,10 +54,12 @@ static const char usage[] =
     "       dtrun bench events URL [--events N]    events/s the webhook sender delivers to URL\n"
     "       dtrun events flush RUN_DIR [key=value] send the events a run left spooled (its webhook was down)\n"
     "       dtrun events example [CONFIG]          one record of each event type, as JSON lines\n"
-    "       dtrun ckpt inspect DIR                 a checkpoint's manifest, every file checked\n"
-    "       dtrun ckpt consolidate DIR OUT         its whole fp32 state as one file (OUT/step-N)\n"
-    "       dtrun ckpt export DIR --format llmc|safetensors --out PATH\n"
+    "       dtrun ckpt inspect CKPT                a checkpoint's manifest, every file checked\n"
+    "       dtrun ckpt consolidate CKPT OUT        its whole fp32 state as one file (OUT/step-N)\n"
+    "       dtrun ckpt export CKPT --format llmc|safetensors --out PATH\n"
     "                                              llm.c's model file, or Hugging Face GPT-2\n"
+    "                                              (CKPT: a checkpoint step-N/, a checkpoint.dir or its\n"
+    "                                              latest file, or a run.dir: the newest valid one)\n"
     "       dtrun help config                      the config reference (every key, default, range)\n"
     "       dtrun --help | --version\n"
     "\n"
@@ -273,9 +275,17 @@ static dt_status_t cmd_run(int argc, char **argv)
         char floor[64] = "", val[64] = "", events[4200];
         dt_events_jsonl_path(&cfg, events, sizeof events);
         if (!isnan(res.val_loss)) snprintf(val, sizeof val, ", validation %.4f", res.val_loss);
-        if (!isnan(res.loss_floor)) snprintf(floor, sizeof floor, " (best possible %.4f)", res.loss_floor);
-        DT_INFO(DT_SUB_TRAIN, "done: %lld steps, loss %.4f%s%s, %.0f tokens/s; events in %s", (long long)res.steps,
-                res.loss, val, floor, res.tokens_per_s, events[0] ? events : "(off: events.jsonl is null)");
+        if (res.trained > 0) {
+            if (!isnan(res.loss_floor)) snprintf(floor, sizeof floor, " (best possible %.4f)", res.loss_floor);
+            DT_INFO(DT_SUB_TRAIN, "done: %lld steps, loss %.4f%s%s, %.0f tokens/s; events in %s",
+                    (long long)res.steps, res.loss, val, floor, res.tokens_per_s,
+                    events[0] ? events : "(off: events.jsonl is null)");
+        } else {
+            if (!isnan(res.loss_floor)) snprintf(floor, sizeof floor, ", best possible %.4f", res.loss_floor);
+            DT_INFO(DT_SUB_TRAIN, "done: nothing trained: the run was complete at step %lld (loss %.4f%s%s); events "
+                    "in %s", (long long)res.steps, res.loss, val, floor,
+                    events[0] ? events : "(off: events.jsonl is null)");
+        }
     }
     dt_config_free(&cfg);
     dt_pmix_finalize();
@@ -398,13 +408,42 @@ static dt_status_t cmd_events(int argc, char **argv)
     return rc;
 }
 
-/* dtrun ckpt inspect DIR | consolidate DIR OUT | export DIR --format llmc|safetensors --out PATH */
+/* The checkpoint a `dtrun ckpt` argument names (ckpt.h: dt_ckpt_resolve). A run.dir is told by the
+ * config.yaml its run saved at start, whose checkpoint.dir (relative: under the run.dir) is read here. */
+static dt_status_t ckpt_of(const char *arg, char *path, size_t n)
+{
+    char yaml[4200], manifest[4200], dir[4200];
+    snprintf(yaml, sizeof yaml, "%s/config.yaml", arg);
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", arg);
+    if (!exists(yaml) || exists(manifest)) return dt_ckpt_resolve(arg, NULL, path, n, stderr);
+    struct dt_config cfg;
+    DT_CHECK(dt_config_init(&cfg));
+    dt_status_t rc = dt_config_load(&cfg, NULL, yaml, 0, NULL);
+    if (rc == DT_SUCCESS) {
+        const char *c = cfg.checkpoint.dir ? cfg.checkpoint.dir : "";
+        if (c[0] == '/' || !c[0]) snprintf(dir, sizeof dir, "%s", c);
+        else snprintf(dir, sizeof dir, "%s/%s", arg, c);
+        rc = dt_ckpt_resolve(arg, dir, path, n, stderr);
+    }
+    dt_config_free(&cfg);
+    return rc;
+}
+
+/* dtrun ckpt inspect CKPT | consolidate CKPT OUT | export CKPT --format llmc|safetensors --out PATH */
 static dt_status_t cmd_ckpt(int argc, char **argv)
 {
-    const char *how = "usage: dtrun ckpt inspect DIR, dtrun ckpt consolidate DIR OUT, or dtrun ckpt export DIR "
-                      "--format llmc|safetensors --out PATH";
-    if (argc == 2 && !strcmp(argv[0], "inspect")) return dt_ckpt_inspect(argv[1], stdout);
-    if (argc == 3 && !strcmp(argv[0], "consolidate")) return dt_ckpt_consolidate(argv[1], argv[2], stdout);
+    const char *how = "usage: dtrun ckpt inspect CKPT, dtrun ckpt consolidate CKPT OUT, or dtrun ckpt export CKPT "
+                      "--format llmc|safetensors --out PATH (CKPT: a checkpoint, a checkpoint.dir, its latest file, "
+                      "or a run.dir)";
+    char path[4096];
+    if (argc == 2 && !strcmp(argv[0], "inspect")) {
+        DT_CHECK(ckpt_of(argv[1], path, sizeof path));
+        return dt_ckpt_inspect(path, stdout);
+    }
+    if (argc == 3 && !strcmp(argv[0], "consolidate")) {
+        DT_CHECK(ckpt_of(argv[1], path, sizeof path));
+        return dt_ckpt_consolidate(path, argv[2], stdout);
+    }
     if (argc >= 2 && !strcmp(argv[0], "export")) {
         const char *format = NULL, *out = NULL;
         for (int i = 2; i < argc; i++) {
@@ -413,7 +452,8 @@ static dt_status_t cmd_ckpt(int argc, char **argv)
             else return usage_error("ckpt export: unexpected '%s'; %s", argv[i], how);
         }
         if (!format || !out) return usage_error("ckpt export needs --format and --out; %s", how);
-        return dt_ckpt_export(argv[1], format, out, stdout);
+        DT_CHECK(ckpt_of(argv[1], path, sizeof path));
+        return dt_ckpt_export(path, format, out, stdout);
     }
     return usage_error("%s", how);
 }

@@ -117,15 +117,22 @@ dt_status_t dt_ckpt_find(const char *dir, const char *resume, char *path, size_t
 /* Manifest text and the file list (inspect). */
 dt_status_t dt_ckpt_describe(const struct dt_ckpt *c, FILE *out);
 
-/* ---- tools.c: `dtrun ckpt ...`. DIR is a checkpoint (step-<N>/) or a checkpoint.dir (its newest
- * valid checkpoint); every file is checked first. */
-dt_status_t dt_ckpt_resolve(const char *dir, char *path, size_t n);
-dt_status_t dt_ckpt_inspect(const char *dir, FILE *out);
+/* ---- resolve.c: the checkpoint a path names for `dtrun ckpt ...`. arg is a checkpoint (step-<N>/),
+ * a checkpoint.dir (its newest valid checkpoint, the others named and skipped), its `latest` file
+ * (the checkpoint it names), or a run.dir: then run_ckpt_dir is the run's checkpoint.dir, which the
+ * caller read from its config.yaml ("": the run saved none; NULL: arg is no run.dir). path gets the
+ * checkpoint; log, when not NULL, is told which one was chosen. None found: an error saying what was
+ * looked for, and where. */
+dt_status_t dt_ckpt_resolve(const char *arg, const char *run_ckpt_dir, char *path, size_t n, FILE *log);
+
+/* ---- tools.c: `dtrun ckpt ...` on one checkpoint (path from dt_ckpt_resolve); every file is checked
+ * first. */
+dt_status_t dt_ckpt_inspect(const char *path, FILE *out);
 /* One file holding every array whole: OUT/step-<N>/, a checkpoint of world 1 (DeepSpeed's
  * zero_to_fp32, and resumable). */
-dt_status_t dt_ckpt_consolidate(const char *dir, const char *out, FILE *log);
+dt_status_t dt_ckpt_consolidate(const char *path, const char *out, FILE *log);
 /* format "llmc": llm.c's gpt2 model file at out (model.init_from reads it); "safetensors": out/
  * model.safetensors and out/config.json, Hugging Face GPT-2's names and layouts. */
-dt_status_t dt_ckpt_export(const char *dir, const char *format, const char *out, FILE *log);
+dt_status_t dt_ckpt_export(const char *path, const char *format, const char *out, FILE *log);
 
 #endif

@@ -18,22 +18,6 @@
 #include "kernels/kernels.h"
 #include "model/gpt.h"
 
-dt_status_t dt_ckpt_resolve(const char *dir, char *path, size_t n)
-{
-    char manifest[4200];
-    snprintf(manifest, sizeof manifest, "%s/manifest.json", dir);
-    if (access(manifest, F_OK) == 0 || access(dir, F_OK) != 0) {
-        snprintf(path, n, "%s", dir); /* a checkpoint, or an error naming what is missing */
-        return DT_SUCCESS;
-    }
-    bool found;
-    DT_CHECK(dt_ckpt_find(dir, "auto", path, n, &found));
-    if (!found)
-        return dt_error(DT_ERR_CKPT, "%s: error: no valid checkpoint here (neither a step-<N> directory with a "
-                        "manifest.json nor a checkpoint.dir holding one)", dir);
-    return DT_SUCCESS;
-}
-
 /* The whole of array a, read from the checkpoint (malloc'd). */
 static dt_status_t read_all(const struct dt_ckpt *c, int a, float **out)
 {
@@ -52,10 +36,8 @@ static dt_status_t read_range(void *ctx, int array, size_t off, size_t n, float 
     return dt_ckpt_read(ctx, array, off, n, dst);
 }
 
-dt_status_t dt_ckpt_consolidate(const char *dir, const char *out, FILE *log)
+dt_status_t dt_ckpt_consolidate(const char *path, const char *out, FILE *log)
 {
-    char path[4096];
-    DT_CHECK(dt_ckpt_resolve(dir, path, sizeof path));
     struct dt_ckpt *c;
     DT_CHECK(dt_ckpt_open(path, true, &c));
     struct dt_run_state s = *dt_ckpt_state(c);
@@ -217,14 +199,12 @@ static dt_status_t export_safetensors(struct dt_model *m, const struct dt_gpt_co
     return write_out(path, cp, cs, 1);
 }
 
-dt_status_t dt_ckpt_export(const char *dir, const char *format, const char *out, FILE *log)
+dt_status_t dt_ckpt_export(const char *path, const char *format, const char *out, FILE *log)
 {
     bool llmc = !strcmp(format, "llmc"), st = !strcmp(format, "safetensors");
     if (!llmc && !st)
         return dt_error(DT_ERR_USAGE, "dtrun ckpt export: error: --format '%s': use llmc (llm.c's model file) or "
                         "safetensors (Hugging Face GPT-2)", format);
-    char path[4096];
-    DT_CHECK(dt_ckpt_resolve(dir, path, sizeof path));
     struct dt_ckpt *c;
     DT_CHECK(dt_ckpt_open(path, true, &c));
     struct dt_gpt_config gc;
@@ -246,10 +226,8 @@ dt_status_t dt_ckpt_export(const char *dir, const char *format, const char *out,
     return rc;
 }
 
-dt_status_t dt_ckpt_inspect(const char *dir, FILE *out)
+dt_status_t dt_ckpt_inspect(const char *path, FILE *out)
 {
-    char path[4096];
-    DT_CHECK(dt_ckpt_resolve(dir, path, sizeof path));
     struct dt_ckpt *c;
     DT_CHECK(dt_ckpt_open(path, true, &c));
     dt_status_t rc = dt_ckpt_describe(c, out);

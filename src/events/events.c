@@ -53,15 +53,18 @@ void dt_events_hash(const char *text, char *out, size_t n)
     snprintf(out, n, "fnv1a64:%016llx", (unsigned long long)h);
 }
 
-/* The training config as path=value lines: events.* (where the records go) and run.dir stay
+/* Whether key k is part of the training config: events.* (where the records go) and run.dir stay
  * out, so the same training hashes the same wherever it reports. */
+static bool trains(const struct dt_key *k) { return strncmp(k->path, "events.", 7) && strcmp(k->path, "run.dir"); }
+
+/* The training config as path=value lines. */
 static char *config_text(const struct dt_config *cfg)
 {
     size_t cap = 1 << 14, len = 0;
     char *s = malloc(cap);
     for (size_t i = 0; s && i < dt_config_schema.n; i++) {
         const struct dt_key *k = &dt_config_schema.keys[i];
-        if (!strncmp(k->path, "events.", 7) || !strcmp(k->path, "run.dir")) continue;
+        if (!trains(k)) continue;
         char val[2048];
         dt_value_format(k, DT_FIELD(cfg, k), val, sizeof val);
         size_t need = strlen(k->path) + strlen(val) + 3;
@@ -81,6 +84,25 @@ void dt_events_config_hash(const struct dt_config *cfg, char *out, size_t n)
     out[0] = '\0';
     if (text) dt_events_hash(text, out, n);
     free(text);
+}
+
+int dt_events_config_diff(const struct dt_config *was, const struct dt_config *now, char *out, size_t n)
+{
+    int count = 0;
+    size_t len = 0;
+    out[0] = '\0';
+    for (size_t i = 0; i < dt_config_schema.n; i++) {
+        const struct dt_key *k = &dt_config_schema.keys[i];
+        char a[2048], b[2048];
+        if (!trains(k)) continue;
+        dt_value_format(k, DT_FIELD(was, k), a, sizeof a);
+        dt_value_format(k, DT_FIELD(now, k), b, sizeof b);
+        if (!strcmp(a, b)) continue;
+        if (++count <= 4 && len < n)
+            len += (size_t)snprintf(out + len, n - len, "%s%s: %s there, %s here", count > 1 ? "; " : "", k->path, a, b);
+    }
+    if (count > 4 && len < n) snprintf(out + len, n - len, "; and %d more", count - 4);
+    return count;
 }
 
 void dt_events_iso_now(char *buf, size_t n)

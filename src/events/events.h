@@ -133,6 +133,9 @@ dt_status_t dt_events_bench(const char *url, int n, FILE *out);
 
 /* The config's hash as run_started and checkpoints carry it ("" when out of memory). */
 void dt_events_config_hash(const struct dt_config *cfg, char *out, size_t n);
+/* The training keys (those the hash covers) whose values differ, as "key: A there, B here; ..." (the
+ * first four, then how many more) in out; how many differ. */
+int dt_events_config_diff(const struct dt_config *was, const struct dt_config *now, char *out, size_t n);
 /* The wall clock now, ISO-8601 UTC with milliseconds. */
 void dt_events_iso_now(char *buf, size_t n);
 /* A fresh run id: 16 hex digits from the kernel's random source. */

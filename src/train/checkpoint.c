@@ -63,6 +63,27 @@ static void supersede(struct trainer *tr, const char *from)
                 names, tr->tag, from ? "goes on from an older checkpoint" : "starts afresh", n == 1 ? "it" : "them");
 }
 
+/* How this run's config differs from the one whose hash a checkpoint holds, in out ("": it does not).
+ * The keys that differ are named when run.dir's config.yaml, saved by the last start, is that config
+ * (its hash says so); else the two hashes. */
+static void config_diff(const struct trainer *tr, const char *was_hash, char *out, size_t n)
+{
+    char hash[80], path[4200];
+    out[0] = '\0';
+    dt_events_config_hash(tr->cfg, hash, sizeof hash);
+    if (!strcmp(hash, was_hash)) return;
+    snprintf(out, n, "its hash %s, now %s", was_hash, hash);
+    snprintf(path, sizeof path, "%s/config.yaml", tr->cfg->run.dir);
+    struct dt_config was;
+    if (access(path, R_OK) != 0 || dt_config_init(&was) != DT_SUCCESS) return;
+    char was_saved[80];
+    if (dt_config_load(&was, NULL, path, 0, NULL) == DT_SUCCESS) {
+        dt_events_config_hash(&was, was_saved, sizeof was_saved);
+        if (!strcmp(was_saved, was_hash)) dt_events_config_diff(&was, tr->cfg, out, n);
+    }
+    dt_config_free(&was);
+}
+
 dt_status_t dt_train_ckpt_choose(struct trainer *tr, const char *shape)
 {
     const struct dt_config *cfg = tr->cfg;
@@ -87,11 +108,9 @@ dt_status_t dt_train_ckpt_choose(struct trainer *tr, const char *shape)
         return dt_error(DT_ERR_CKPT, "%s: error: this checkpoint holds %s state; this config's optimizer is %s\n"
                         "  hint: resume with optimizer.type: %s, or start afresh: checkpoint.resume: none", path,
                         s.optimizer, opt, s.optimizer);
-    char hash[80];
-    dt_events_config_hash(cfg, hash, sizeof hash);
-    if (strcmp(hash, s.config_hash))
-        DT_INFO(DT_SUB_TRAIN, "resuming with a config other than the one that wrote %s (its hash %s, now %s)", path,
-                s.config_hash, hash);
+    config_diff(tr, s.config_hash, tr->config_diff, sizeof tr->config_diff);
+    if (tr->config_diff[0])
+        DT_INFO(DT_SUB_TRAIN, "resuming with a config other than the one that wrote %s: %s", path, tr->config_diff);
     snprintf(tr->resumed, sizeof tr->resumed, "%s", path);
     tr->resumed_step = s.step;
     struct dt_run_state *st = &tr->state;

@@ -412,10 +412,17 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
     res->loss = tr->state.loss;
     res->val_loss = tr->state.val_loss;
     res->steps = tr->state.step;
-    if (first_step >= tr->steps && tr->rank == 0)
-        DT_INFO(DT_SUB_TRAIN, "the run is complete: %s holds step %lld of %lld; nothing to train (raise "
-                "run.max_duration to go on, or set checkpoint.resume: none to start afresh)", tr->resumed,
-                (long long)first_step, (long long)tr->steps);
+    if (first_step >= tr->steps && tr->rank == 0) {
+        if (tr->config_diff[0])
+            DT_INFO(DT_SUB_TRAIN, "the run is complete: %s holds step %lld of %lld, trained with a config other than "
+                    "this one (%s); nothing to train\n  hint: raise run.max_duration to go on with this config, or "
+                    "set checkpoint.resume: none (or another run.dir) to train it afresh", tr->resumed,
+                    (long long)first_step, (long long)tr->steps, tr->config_diff);
+        else
+            DT_INFO(DT_SUB_TRAIN, "the run is complete: %s holds step %lld of %lld; nothing to train (raise "
+                    "run.max_duration to go on, or set checkpoint.resume: none to start afresh)", tr->resumed,
+                    (long long)first_step, (long long)tr->steps);
+    }
     for (int64_t step = first_step; step < tr->steps; step++) {
         tr->step = step;
         step_starts(tr, step + 1);
@@ -483,6 +490,7 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
     if (cfg->events.wall_clock_breakdown && tr->rank == 0) dt_breakdown_log(tr->kc, tr->train_steps, tr->train_s);
     double secs = dt_now() - start;
     int64_t run = tr->state.step - first_step;
+    res->trained = run;
     res->tokens_per_s = secs > 0 ? (double)run * gb * tr->T / secs : 0;
     if (tr->rank == 0)
         DT_CHECK(dt_events_run_finished(&tr->events, tr->state.step, res->loss, res->val_loss, secs, tr->state.tokens));

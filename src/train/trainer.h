@@ -12,7 +12,8 @@
 #include "launch/world.h"
 
 struct dt_train_result {
-    int64_t steps;
+    int64_t steps;      /* the run's steps so far (a resumed run's earlier lives included) */
+    int64_t trained;    /* of them, those this start trained */
     double loss;        /* mean training loss of the last step */
     double val_loss;    /* last validation (NAN when none ran) */
     double loss_floor;  /* synthetic source: the least achievable loss (NAN for files) */

@@ -53,6 +53,7 @@ struct trainer {
     char ckpt_dir[4096];
     char resumed[4096]; /* the checkpoint this run resumed from ("": none) */
     int64_t resumed_step;
+    char config_diff[1100]; /* rank 0: how this config differs from the one that wrote it ("": the same) */
     char tag[24];       /* this start of the run: names its partial saves */
     int64_t ckpt_every; /* steps between saves; 0: none in between */
     double ckpt_secs;   /* or wall-clock seconds between saves */

@@ -46,8 +46,45 @@ has "... checks the newest and describes it" "$out" "a/ckpt/step-00000020: a val
 run "the same command again" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=20ba checkpoint.interval=5ba \
     checkpoint.keep=2 run.dir=a
 has "... finds the run complete" "$err" "the run is complete: a/ckpt/step-00000020 holds step 20 of 20; nothing to train"
-run "checkpoint.dir: null saves nothing" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=3ba checkpoint.dir=null run.dir=n
-[ ! -e n/ckpt ] && ok "... no ckpt directory" || not_ok "n/ckpt exists"
+has "... and says that nothing was trained" "$err" "dtrun: done: nothing trained: the run was complete at step 20 (loss "
+has "... not as a speed" "$(grep -c 'tokens/s' <<<"$err")" 0
+run "the same run again with another seed and weight decay" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=20ba \
+    checkpoint.interval=5ba checkpoint.keep=2 run.dir=a optimizer.weight_decay=0.05 run.seed=7
+has "... says the config differs, key by key" "$err" "the run is complete: a/ckpt/step-00000020 holds step 20 of 20, trained with a config other than this one (run.seed: 1234 there, 7 here; optimizer.weight_decay: 0.1 there, 0.05 here); nothing to train
+  hint: raise run.max_duration to go on with this config, or set checkpoint.resume: none (or another run.dir) to train it afresh"
+has "... as a resume does" "$err" "resuming with a config other than the one that wrote a/ckpt/step-00000020: run.seed: 1234 there, 7 here; optimizer.weight_decay: 0.1 there, 0.05 here"
+run "checkpoint.dir: null saves nothing" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=3ba checkpoint.dir=null run.dir=n0
+[ ! -e n0/ckpt ] && ok "... no ckpt directory" || not_ok "n0/ckpt exists"
+
+# ---- what a user has at hand names a checkpoint: a step directory, a checkpoint.dir, its latest file, a run.dir
+for arg in a/ckpt/step-00000020 a/ckpt a/ckpt/latest a; do
+    run "dtrun ckpt inspect $arg" 0 "$DTRUN" ckpt inspect $arg
+    has "... describes step 20" "$out" "a/ckpt/step-00000020: a valid dtrun checkpoint"
+done
+run "dtrun ckpt inspect a/ckpt/latest" 0 "$DTRUN" ckpt inspect a/ckpt/latest
+same "... says which it took" "$err" "dtrun: ckpt: a/ckpt/latest names a/ckpt/step-00000020: step 20"
+run "dtrun ckpt export a/ckpt/latest" 0 "$DTRUN" ckpt export a/ckpt/latest --format safetensors --out hf-latest
+has "... exports step 20" "$out" "hf-latest: model.safetensors and config.json (GPT2LMHeadModel) of step 20"
+run "dtrun ckpt export a (the run.dir)" 0 "$DTRUN" ckpt export a --format llmc --out run-dir.bin
+same "... says which it took" "$err" "dtrun: ckpt: a is a run.dir: its checkpoint.dir a/ckpt holds the newest valid checkpoint a/ckpt/step-00000020"
+has "... exports step 20" "$out" "run-dir.bin: llm.c model file (version 3) of step 20"
+run "dtrun ckpt consolidate a/ckpt" 0 "$DTRUN" ckpt consolidate a/ckpt cons
+same "... says which it took" "$err" "dtrun: ckpt: a/ckpt: its newest valid checkpoint is a/ckpt/step-00000020"
+run "a run whose checkpoint.dir is elsewhere" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=5ba run.dir=o \
+    checkpoint.dir="$TMP/elsewhere"
+run "... inspected by its run.dir" 0 "$DTRUN" ckpt inspect o
+has "... finds it there" "$out" "$TMP/elsewhere/step-00000005: a valid dtrun checkpoint"
+run "a run.dir whose run saved nothing" 5 "$DTRUN" ckpt inspect n0
+has "... says so" "$err" "n0: error: this run saved no checkpoints (checkpoint.dir: null in n0/config.yaml)"
+mkdir -p m/ckpt && cp a/config.yaml m/
+run "a run.dir with an empty checkpoint.dir" 5 "$DTRUN" ckpt export m --format llmc --out m.bin
+same "... says what it looked for, and where" "$(head -1 <<<"$err")" "m: error: no valid checkpoint here: looked for step-<N>/manifest.json in m/ckpt (the checkpoint.dir of run.dir m, from its config.yaml) and found none"
+printf 'nonsense\n' >notlatest
+run "a file that names no checkpoint" 2 "$DTRUN" ckpt inspect notlatest
+has "... says what a latest file holds" "$err" "notlatest: error: this file names no checkpoint (a checkpoint.dir's latest holds one line, step-<N>)"
+run "a path that does not exist" 2 "$DTRUN" ckpt inspect nowhere
+same "... says so, and what to give" "$err" "nowhere: error: No such file or directory
+  hint: give a checkpoint (step-<N>/), a checkpoint.dir, its latest file, or a run.dir"
 
 # ---- exact resume, one rank: killed at step 13, resumed from step 10
 run "uninterrupted, 20 steps" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=20ba checkpoint.interval=5ba run.dir=u
