@@ -14,7 +14,7 @@
 
 static const char *const names[] = {
     "grad_inf", "kill", "stop", "stall", "enospc", "eio", "kill_save", "stop_save", "stall_save", "spool_enospc",
-    "spool_eio", "clock_fwd", "clock_back"};
+    "spool_eio", "clock_fwd", "clock_back", "slow"};
 _Static_assert(sizeof names / sizeof names[0] == DT_FAULT_NKINDS, "a name for every enum dt_fault");
 static struct {
     enum dt_fault kind;
@@ -77,6 +77,13 @@ bool dt_fault_hit(enum dt_fault f, int64_t step, int rank)
 {
     for (int i = 0; i < nfaults; i++)
         if (faults[i].kind == f && faults[i].step == step && faults[i].rank == rank) return true;
+    return false;
+}
+
+bool dt_fault_since(enum dt_fault f, int64_t step, int rank)
+{
+    for (int i = 0; i < nfaults; i++)
+        if (faults[i].kind == f && faults[i].step <= step && faults[i].rank == rank) return true;
     return false;
 }
 

@@ -29,6 +29,9 @@
  *                jumps 1 h ahead as the step starts (NTP stepping a clock, an admin's date -s);
  *                CLOCK_MONOTONIC, which every timeout and interval reads, does not move
  *   clock_back   the same, 1 h back
+ *   slow         from that step on, the rank sleeps 10 ms as each step starts (a straggler: a
+ *                throttled or shared core); training is slower, not different, so a test can keep
+ *                a run going for a wall-clock while (a Slurm time limit) at no cost in CPU
  * A malformed value is refused at start (exit 2), never ignored.
  */
 #ifndef DT_FAULT_H
@@ -41,13 +44,15 @@
 enum dt_fault {
     DT_FAULT_GRAD_INF, DT_FAULT_KILL, DT_FAULT_STOP, DT_FAULT_STALL, DT_FAULT_ENOSPC, DT_FAULT_EIO,
     DT_FAULT_KILL_SAVE, DT_FAULT_STOP_SAVE, DT_FAULT_STALL_SAVE, DT_FAULT_SPOOL_ENOSPC, DT_FAULT_SPOOL_EIO,
-    DT_FAULT_CLOCK_FWD, DT_FAULT_CLOCK_BACK, DT_FAULT_NKINDS
+    DT_FAULT_CLOCK_FWD, DT_FAULT_CLOCK_BACK, DT_FAULT_SLOW, DT_FAULT_NKINDS
 };
 
 /* Read DTRUN_FAULT (once, at start). */
 dt_status_t dt_fault_init(void);
 /* Whether fault f is asked for at step (1-based) on rank. */
 bool dt_fault_hit(enum dt_fault f, int64_t step, int rank);
+/* Whether fault f is asked for at step or an earlier one on rank (the faults that last: slow). */
+bool dt_fault_since(enum dt_fault f, int64_t step, int rank);
 /* Where this rank is, for the code that has no step of its own (the spool, the wall clock): the
  * trainer says so as each step starts (steps + 1 at exit). A clock fault of that step applies here. */
 void dt_fault_at(int64_t step, int rank);

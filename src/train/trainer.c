@@ -395,6 +395,7 @@ static void step_starts(struct trainer *tr, int64_t step1)
     watch_clock(tr, step1, ending);
     if (dt_fault_hit(DT_FAULT_KILL, step1, tr->rank)) raise(SIGKILL);
     if (dt_fault_hit(DT_FAULT_STOP, step1, tr->rank)) raise(SIGSTOP);
+    if (!ending && dt_fault_since(DT_FAULT_SLOW, step1, tr->rank)) nanosleep(&(struct timespec){0, 10000000}, NULL);
     /* a stall of a step is met by its first collective (comm.c); the exit's, here */
     if (ending && dt_fault_hit(DT_FAULT_STALL, step1, tr->rank)) dt_fault_stall_forever();
 }

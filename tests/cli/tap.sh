@@ -8,6 +8,8 @@
 #   within X LIMIT                X is a number and X <= LIMIT
 #   optimized                     this build's timings mean something (no sanitizers): only there
 #                                 may a test time anything, and then with a budget no load decides
+#   need_testbed                  skips the whole test (exit 0) without a Slurm testbed (SLURM_CONF) or
+#                                 a dtrun with MPI and PMIx
 #   finish                        prints the plan; exits 0 (failures are counted by the harness)
 set -u
 : "${DTRUN:?DTRUN must name the built dtrun}"
@@ -86,5 +88,16 @@ within() {
 }
 
 optimized() { ! "$DTRUN" --version | grep -q -e '--enable-sanitizers'; }
+
+need_testbed() {
+    if [ -z "${SLURM_CONF:-}" ] || ! sinfo -h >/dev/null 2>&1; then
+        echo "1..0 # SKIP no Slurm testbed (scripts/testbed start, then export SLURM_CONF)"
+        exit 0
+    fi
+    if ! "$DTRUN" --version | grep -q '^comm: mpi' || ! "$DTRUN" --version | grep -q '^bootstrap: pmix'; then
+        echo "1..0 # SKIP this dtrun was built without MPI or PMIx"
+        exit 0
+    fi
+}
 
 finish() { echo "1..$tap_n"; exit 0; }

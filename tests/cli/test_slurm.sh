@@ -4,20 +4,12 @@
 # `srun --mpi=pmix` against the 1-rank run, FSDP's HYBRID_SHARD and zero3 against it, the PMIx bootstrap over 3 nodes,
 # the device map, what is refused (no PMIx, ranks sharing a GPU, more nodes
 # than the allocation), the srun wrapper in a batch script, a rank killed
-# under --kill-on-bad-exit, one run.dir wanted by runs on two nodes, and a
-# --requeue --signal=USR1 job with a short --time that is signalled, saves,
-# requeues itself and ends with the uninterrupted run's loss. scripts/test starts the testbed and exports
-# SLURM_CONF; without it these tests are skipped.
+# under --kill-on-bad-exit, and one run.dir wanted by runs on two nodes (the
+# preempted and requeued job: test_slurm_requeue.sh). scripts/test starts the
+# testbed and exports SLURM_CONF; without it these tests are skipped.
 . "$(dirname "$0")/tap.sh"
 cd "$TMP" || exit 1
-if [ -z "${SLURM_CONF:-}" ] || ! sinfo -h >/dev/null 2>&1; then
-    echo "1..0 # SKIP no Slurm testbed (scripts/testbed start, then export SLURM_CONF)"
-    exit 0
-fi
-if ! "$DTRUN" --version | grep -q '^comm: mpi' || ! "$DTRUN" --version | grep -q '^bootstrap: pmix'; then
-    echo "1..0 # SKIP this dtrun was built without MPI or PMIx"
-    exit 0
-fi
+need_testbed
 # Open MPI's shared-memory transport is confused by two "nodes" on one host (TESTBED.md)
 export OMPI_MCA_btl=self,tcp OMP_NUM_THREADS=1
 base=(events.interval=1ba model.n_layer=2 model.n_embd=64 model.n_head=4 model.seq_len=32 run.eval_interval=0ba data.micro_batch_size=4
@@ -40,10 +32,13 @@ run "srun -N2 -n4, fsdp HYBRID_SHARD" 0 timeout 300 srun -N2 -n4 --ntasks-per-no
 has "sharded within the node" "$err" "strategy: stage 3 (sharded within each node, replicated across nodes) over 2 ranks"
 d=$(maxrel hy s4)
 within "$d" 1e-5 && ok "HYBRID_SHARD traces ddp across the nodes ($d)" || not_ok "HYBRID_SHARD differs from ddp by $d"
-run "srun -N2 -n4, zero3 over all four" 0 timeout 300 srun -N2 -n4 --ntasks-per-node=2 --mpi=pmix "$DTRUN" "${base[@]}" \
-    compute.strategy=zero3 run.dir=$TMP/z3
-d=$(maxrel z3 s4)
-within "$d" 1e-5 && ok "zero3 across two nodes traces ddp ($d)" || not_ok "zero3 across nodes differs by $d"
+# zero3 runs the code test_zero.sh runs under the sanitizers: across nodes, in the optimized build
+if optimized; then
+    run "srun -N2 -n4, zero3 over all four" 0 timeout 300 srun -N2 -n4 --ntasks-per-node=2 --mpi=pmix "$DTRUN" \
+        "${base[@]}" compute.strategy=zero3 run.dir=$TMP/z3
+    d=$(maxrel z3 s4)
+    within "$d" 1e-5 && ok "zero3 across two nodes traces ddp ($d)" || not_ok "zero3 across nodes differs by $d"
+fi
 
 run "dtrun info on 3 nodes" 0 timeout 60 srun -N3 -n3 --mpi=pmix "$DTRUN" info
 sums=$(sed -n 's/.*bootstrap pmix: 128 bytes from rank 0, FNV-1a \([0-9a-f]*\) (.*)$/\1/p' <<<"$out" | sort -u)
@@ -146,62 +141,4 @@ run "a holder on another machine whose Slurm job runs" 2 timeout 120 srun -N1 -w
 has "is refused, on Slurm's word" "$err" "is in use by dtrun pid 4242 on host elsewhere (Slurm job $live, restart 0, node n9), since 2026-01-01T00:00:00Z: Slurm job $live is RUNNING"
 scancel "$live"
 
-# ---- preemption: a 1-minute job with --signal=USR1@50 --requeue and 40 s of training. Slurm signals
-# it (or, failing that, SIGTERMs it at the limit); every rank stops at one step boundary, saves, and
-# rank 0 requeues the job, which resumes by itself (restart_count 1) until the run is done.
-if optimized; then
-    . "$DT_SRCDIR/tests/cli/receiver.sh"
-    receiver ok --out hook.jsonl
-    pre=(events.interval=1000ba model.n_layer=2 model.n_embd=64 model.n_head=4 model.seq_len=32 run.eval_interval=0ba
-        data.micro_batch_size=4 run.max_duration=16000ba checkpoint.interval=5000ba)
-    # the same world outside the job, meanwhile: the run it must end like
-    timeout 600 srun -N2 -n2 --mpi=pmix "$DTRUN" "${pre[@]}" run.dir=$TMP/PU >pu.out 2>pu.err &
-    uninterrupted=$!
-    cat >pre.sh <<EOS
-#!/bin/bash
-srun --mpi=pmix "$DTRUN" ${pre[*]} run.dir=$TMP/P events.webhook.url=http://127.0.0.1:$port/
-EOS
-    job=$(sbatch --parsable -N2 --ntasks-per-node=1 --time=1 --signal=USR1@50 --requeue --open-mode=append \
-        -o pre.out pre.sh)
-    # a requeued job waits ~120 s for its begin time: start it 3 s after it is pending again (sooner,
-    # slurmd may still hold the last start's revoked credential: "Job credential revoked"); give up
-    # after 10 minutes
-    # scontrol, not squeue: on a loaded machine either may time out, and an empty answer must not
-    # read as "the job has ended"
-    state=running pending=0 seen=
-    for _ in $(seq 1200); do
-        st=$(scontrol show job -o "$job" 2>/dev/null | grep -o 'JobState=[A-Z_]*' | cut -d= -f2)
-        [ "$st" != "${seen##* }" ] && seen="$seen $st"
-        case "$st" in
-        '') sleep 0.5; continue ;;
-        COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | PREEMPTED | OUT_OF_MEMORY | BOOT_FAIL | DEADLINE)
-            state= && break ;;
-        esac
-        if [ "$st" = PENDING ] && grep -q '"type":"preempted"' P/events.jsonl 2>/dev/null; then
-            pending=$((pending + 1))
-            [ $pending = 6 ] && scontrol update jobid="$job" starttime=now 2>/dev/null
-        else
-            pending=0
-        fi
-        sleep 0.5
-    done
-    wait $uninterrupted
-    same "the job ended" "$state" ""
-    echo "# the job's states:$seen"
-    same "... COMPLETED" "$(scontrol show job -o "$job" | grep -o 'JobState=[A-Z_]*')" JobState=COMPLETED
-    has "a signal stopped it at a step boundary, saved" "$(cat pre.out)" "[rank 0] dtrun: checkpoint saved: $TMP/P/ckpt/step-"
-    has "... and requeued it" "$(cat pre.out)" "[rank 0] dtrun: job $job requeued: it resumes from $TMP/P/ckpt/step-"
-    has "the requeued job resumed from it" "$(cat pre.out)" "[rank 0] dtrun: resuming from $TMP/P/ckpt/step-"
-    has "... restart_count 1 in its run_started" "$(grep '"type":"run_started"' P/events.jsonl | sed -n 2p)" \
-        '"restart_count":1,'
-    same "... with the run id of the first start" "$(grep -o '"type":"run_started","time":"[^"]*","run_id":"[0-9a-f]*"' P/events.jsonl | sed 's/.*run_id//' | sort -u | wc -l)" 1
-    same "the final loss is the uninterrupted run's" "$($PY "$DT_SRCDIR/tests/ckpt_check.py" compare P/events.jsonl PU/events.jsonl 16000 16000)" bitwise
-    stop_receiver
-    types=$($PY -c "import json, sys; print(' '.join(sorted({json.loads(l).get('type', '?') for l in open('hook.jsonl')})))")
-    has "the webhook saw checkpoint_saved" "$types" checkpoint_saved
-    has "... preempted" "$types" preempted
-    has "... and run_finished" "$types" run_finished
-else
-    ok "# SKIP preemption and requeue: in the optimized build only (the job runs 40 s of training)"
-fi
 finish
