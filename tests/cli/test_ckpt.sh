@@ -2,7 +2,8 @@
 # Checkpoints (issue #12): a save is a directory step-<N>/ of one file per rank plus a manifest,
 # written atomically (0640, the manifest last, `latest` replaced), the keep newest kept; a run
 # killed at any moment (a rank, the whole job, halfway through a save) resumes from the newest
-# valid checkpoint and ends with the uninterrupted run's loss, bitwise on the same world; a
+# valid checkpoint and ends with the uninterrupted run's loss, bitwise on the same world (20 kills at
+# random moments: test_ckpt_kills.sh); a
 # checkpoint written by one strategy and world continues under another; a corrupt, truncated,
 # incomplete or foreign checkpoint is named and skipped (or refused when asked for by path); a
 # full or unwritable disk is reported and loses nothing; SIGTERM saves, stops and resumes; the
@@ -119,14 +120,12 @@ run "... resumed to step $end" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=${en
 run "... uninterrupted to step $end" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=${end}ba run.dir=tu
 same "... the same losses after the stop" "$(compare t tu $((stopped + 1)) $end)" bitwise
 
-# ---- wall-clock intervals
-# a few seconds of steps: 3000 optimized, 600 under the sanitizers (6x slower)
-clock_steps=3000
-[ $full = 1 ] || clock_steps=600
-run "checkpoint.interval 0.3sec" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=${clock_steps}ba checkpoint.interval=0.3sec \
-    events.interval=100ba checkpoint.keep=0 run.dir=w
+# ---- wall-clock intervals: 100 steps of at least 10 ms each (DTRUN_FAULT=slow), so a second or more of
+# training however fast the machine, and a save every 0.3 s of it
+DTRUN_FAULT=slow@1 run "checkpoint.interval 0.3sec" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=100ba \
+    checkpoint.interval=0.3sec events.interval=10ba checkpoint.keep=0 run.dir=w
 n=$(grep -c '"type":"checkpoint_saved"' w/events.jsonl)
-[ "$n" -ge 2 ] && ok "... saves on the clock as well as at the end ($n saves)" || not_ok "only $n saves"
+[ "$n" -ge 3 ] && ok "... saves on the clock as well as at the end ($n saves)" || not_ok "only $n saves"
 
 # ---- bad input: each named, nothing lost, auto-resume falls back
 cp -r a bad && rm -f bad/dtrun.lock
@@ -252,8 +251,15 @@ done
 
 # ---- (c) resharding: zero3 on 4 ranks -> ddp on 2 -> single -> zero1 on 4, one global batch of 8
 rs=("${tiny[@]}" checkpoint.interval=10ba checkpoint.keep=0 data.micro_batch_size=2)
-run "zero3 on 4 ranks, 40 steps" 0 timeout 300 "$DTRUN" -n 4 run "${rs[@]}" compute.strategy=zero3 \
-    run.max_duration=40ba run.dir=rs-u
+# the uninterrupted run, which the four legs must trace (under the sanitizers, the legs alone: the code
+# that reads another world's checkpoint, whose arithmetic the optimized build checks)
+u=rs-u
+if [ $full = 1 ]; then
+    run "zero3 on 4 ranks, 40 steps" 0 timeout 300 "$DTRUN" -n 4 run "${rs[@]}" compute.strategy=zero3 \
+        run.max_duration=40ba run.dir=rs-u
+else
+    u=rs
+fi
 run "zero3 on 4 ranks to step 10" 0 timeout 300 "$DTRUN" -n 4 run "${rs[@]}" compute.strategy=zero3 \
     run.max_duration=10ba run.dir=rs
 run "... then ddp on 2 ranks (accumulation 2) to step 20" 0 timeout 300 "$DTRUN" -n 2 run "${rs[@]}" \
@@ -264,61 +270,18 @@ run "... then one rank (accumulation 4) to step 30" 0 "$DTRUN" run "${rs[@]}" co
 has "... from ddp's" "$err" "resuming from rs/ckpt/step-00000020: step 20, 160 samples, written by ddp on 2 ranks"
 run "... and back to zero1 on 4 ranks to step 40" 0 timeout 300 "$DTRUN" -n 4 run "${rs[@]}" compute.strategy=zero1 \
     run.max_duration=40ba run.dir=rs
-d=$(compare rs rs-u 11 40)
-within "$d" 1e-5 && ok "the four-leg run traces the uninterrupted one within fp32 tolerance ($d)" ||
-    not_ok "resharded losses differ by $d"
-run "consolidate zero3's 4 files into one" 0 "$DTRUN" ckpt consolidate rs-u/ckpt/step-00000010 one
+if [ $full = 1 ]; then
+    d=$(compare rs rs-u 11 40)
+    within "$d" 1e-5 && ok "the four-leg run traces the uninterrupted one within fp32 tolerance ($d)" ||
+        not_ok "resharded losses differ by $d"
+fi
+run "consolidate zero3's 4 files into one" 0 "$DTRUN" ckpt consolidate $u/ckpt/step-00000010 one
 has "... says what it wrote" "$out" "one/step-00000010: step 10, "
-has "... from where" "$out" "from rs-u/ckpt/step-00000010 (zero3 on 4 ranks)"
+has "... from where" "$out" "from $u/ckpt/step-00000010 (zero3 on 4 ranks)"
 run "... resumed by one rank" 0 "$DTRUN" run "${rs[@]}" compute.gradient_accumulation_steps=4 run.max_duration=20ba \
     checkpoint.resume=one/step-00000010 run.dir=c1
 run "... and the 4 files resumed by one rank" 0 "$DTRUN" run "${rs[@]}" compute.gradient_accumulation_steps=4 \
-    run.max_duration=20ba checkpoint.resume=rs-u/ckpt/step-00000010 run.dir=c2
+    run.max_duration=20ba checkpoint.resume=$u/ckpt/step-00000010 run.dir=c2
 same "... give the same losses, bitwise" "$(compare c1 c2 11 20)" bitwise
 
-# ---- (a) kill -9 at random moments, mid-save included, 20 times; then the run ends as the uninterrupted one
-kills=20 steps=6000
-[ $full = 1 ] || kills=5 steps=1500
-loop=("${tiny[@]}" compute.strategy=ddp data.micro_batch_size=2 run.max_duration=${steps}ba checkpoint.interval=20ba
-    events.interval=100ba)
-run "ddp on 2 ranks, uninterrupted" 0 timeout 300 "$DTRUN" -n 2 run "${loop[@]}" run.dir=loop-u
-resumed=0 bad=0
-for i in $(seq $kills); do
-    latest=$(sed 's/step-0*//' loop/ckpt/latest 2>/dev/null)
-    fault=
-    [ $((i % 5)) = 0 ] && fault=kill_save@$((${latest:-0} + 20)):$((i % 2)) # halfway through its next save
-    DTRUN_FAULT=$fault timeout 300 "$DTRUN" -n 2 run "${loop[@]}" run.dir=loop >life.out 2>life.err &
-    job=$!
-    if [ -z "$fault" ]; then
-        # the kill comes a random moment after this life committed a checkpoint of its own, so
-        # every life makes progress however loaded the machine is
-        for _ in $(seq 1200); do
-            kill -0 $job 2>/dev/null || break
-            [ "$(cat loop/ckpt/latest 2>/dev/null)" != "${latest:+step-$(printf %08d "$latest")}" ] && break
-            sleep 0.05
-        done
-        sleep "0.$((RANDOM % 3))$((RANDOM % 10))"
-        if [ $((i % 2)) = 0 ]; then
-            pkill -9 -f "run.dir=loop\$" # the whole job: launcher, mpirun, ranks
-        else
-            pkill -9 -n -f "dtrun run .*run.dir=loop\$" # the newest rank
-        fi
-    fi
-    wait $job
-    rc=$?
-    # the next life starts once this one's processes are gone, as a requeued job's would
-    for _ in $(seq 300); do pgrep -f "run.dir=loop\$" >/dev/null || break; sleep 0.1; done
-    grep -q "resuming from loop/ckpt/step-" life.err && resumed=$((resumed + 1))
-    if grep -q "skipping\|checkpoint error" life.err || [ $rc = 5 ]; then
-        bad=$((bad + 1))
-        grep -h "skipping\|error:" life.err | head -3
-    fi
-done
-run "after $kills kills, the same command to the end" 0 timeout 300 "$DTRUN" -n 2 run "${loop[@]}" run.dir=loop
-# every life but the first found the checkpoint of the one before it
-same "every restart resumed from a checkpoint" "$resumed" $((kills - 1))
-same "no restart met a corrupt checkpoint" "$bad" 0
-same "the final loss is the uninterrupted run's, bitwise" "$(compare loop loop-u $steps $steps)" bitwise
-left=$(find loop/ckpt -name '*.tmp' -o -name '*.partial-*' | wc -l)
-same "nothing half-written is left" "$left" 0
 finish

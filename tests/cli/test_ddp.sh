@@ -44,10 +44,14 @@ within "$d" 1e-5 && ok "2 ranks trace 1 rank x 2 micro-batches (max relative dif
     not_ok "2 ranks vs 1 rank differ by $d"
 
 run "1 rank, accumulation 4" 0 "$DTRUN" run "${base[@]}" compute.gradient_accumulation_steps=4 run.dir=a4
-run "dtrun -n 4" 0 timeout 300 "$DTRUN" -n 4 "${base[@]}" run.dir=d4
-d=$(maxrel d4 a4)
-within "$d" 1e-5 && ok "4 ranks trace 1 rank x 4 micro-batches (max relative difference $d)" ||
-    not_ok "4 ranks vs 1 rank differ by $d"
+# 4 ranks run the 2-rank code with other counts: the optimized build traces them (4-rank runs under the
+# sanitizers: test_zero.sh)
+if optimized; then
+    run "dtrun -n 4" 0 timeout 300 "$DTRUN" -n 4 "${base[@]}" run.dir=d4
+    d=$(maxrel d4 a4)
+    within "$d" 1e-5 && ok "4 ranks trace 1 rank x 4 micro-batches (max relative difference $d)" ||
+        not_ok "4 ranks vs 1 rank differ by $d"
+fi
 run "dtrun -n 2, accumulation 2" 0 timeout 300 "$DTRUN" -n 2 "${base[@]}" compute.gradient_accumulation_steps=2 \
     run.dir=d2a2
 d=$(maxrel d2a2 a4)
@@ -73,6 +77,7 @@ launcher=$!
 wait_for_steps k
 signal_and_wait 9 "$(rank_pid 1 k)" "$launcher"
 [ "$rc" = 137 ] && ok "kill -9 of rank 1: exit 137" || not_ok "kill -9 of rank 1: exit $rc" "$(cat k.err)"
+# the launcher sees a dead rank within a second or two; 30 s is allowed on a loaded machine
 [ "$secs" -le 30 ] && ok "the job ended ${secs} s after the kill" || not_ok "the job took ${secs} s to end"
 grep -qE '^dtrun: rank 1 was killed by signal 9 \(Killed\) in step [0-9]+; the other ranks were stopped \(exit 137\)$' k.err &&
     ok "the launcher names the rank and its step" || not_ok "the launcher names the rank and its step" "$(tail -3 k.err)"
@@ -84,7 +89,8 @@ launcher=$!
 wait_for_steps s
 signal_and_wait STOP "$(rank_pid 1 s)" "$launcher"
 [ "$rc" = 4 ] && ok "SIGSTOP of rank 1: exit 4" || not_ok "SIGSTOP of rank 1: exit $rc" "$(cat s.err)"
-[ "$secs" -le 30 ] && ok "the watchdog ended the job ${secs} s after the stall" || not_ok "it took ${secs} s"
+# the watchdog's 2 s and its question to the stopped rank take 5-7 s; 60 s is allowed on a loaded machine
+[ "$secs" -le 60 ] && ok "the watchdog ended the job ${secs} s after the stall" || not_ok "it took ${secs} s"
 msg=$(grep 'did not finish' s.err)
 # the stall lands in a gradient all-reduce, the embedding rows' all-gather or the metrics' all-reduce
 grep -qE '^\[rank 0\] dtrun: rank 0: error: (all-reduce of gradient piece [0-9]+/[0-9]+|all-gather of embedding row(s| gradients)|all-reduce of (metrics|gradient norm)) \(' <<<"$msg" &&
