@@ -121,8 +121,11 @@ has "(d) ... says which" "$err" "events.webhook.secret_env: error: it names DT_T
 # HTTPS: a self-signed certificate is refused (the events wait in the spool) unless insecure: true
 openssl req -x509 -newkey rsa:2048 -nodes -keyout key.pem -out cert.pem -days 1 -subj /CN=127.0.0.1 2>/dev/null
 receiver ok --tls cert.pem key.pem --out tls.jsonl
+# a handshake takes milliseconds, a second or more under ASan on a loaded machine: the first one gets 20 s
+# to fail verification (the exit waits that long, retrying, before the events stay spooled)
 run "(d) https to a self-signed certificate" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=2ba run.dir=tls \
-    events.webhook.url="https://127.0.0.1:$port/" events.webhook.flush_timeout=5s # a handshake under ASan is slow
+    events.webhook.url="https://127.0.0.1:$port/" events.webhook.connect_timeout=20s events.webhook.timeout=20s \
+    events.webhook.flush_timeout=20s
 has "(d) ... is not trusted" "$err" "dtrun: warning: webhook https://127.0.0.1:$port: SSL peer certificate or SSH remote key was not OK"
 same "(d) ... nothing was sent, all is spooled" "$(cat tls.jsonl 2>/dev/null | wc -l) $(wc -l <tls/events.spool)" "0 4"
 run "(d) the next run in that run.dir, with insecure: true" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=2ba \

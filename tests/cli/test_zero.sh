@@ -6,7 +6,8 @@
 # (parts that do not divide) and units smaller than a rank's share work; bf16-true keeps bf16
 # parameters only and ends within 2% of fp32 on text; the model state per rank is what `dtrun check
 # --memory` says, within 10% of DeepSpeed's formulas at the 124M shape; bad strategy settings are
-# refused before any rank starts. (HYBRID_SHARD across two Slurm nodes: test_slurm.sh.)
+# refused before any rank starts. (HYBRID_SHARD across two Slurm nodes: test_slurm.sh.) The sanitizer
+# build runs each stage's code once, on 2 ranks, and checks the other names map to those stages.
 . "$(dirname "$0")/tap.sh"
 cd "$TMP" || exit 1
 if ! "$DTRUN" --version | grep -q '^comm: mpi'; then
@@ -40,17 +41,21 @@ traces() {
             not_ok "$4: $1 differs from ddp by $e over 15 steps, $d over all"
     fi
 }
-four() { # NAME DIR ARGS...: a 4-rank run
+# the grid on 4 ranks; under the sanitizers on 2, which run the same code (4-rank runs there: the MLP
+# below; an ASan'd rank's start is seconds of Open MPI's allocations)
+n=4
+[ $full = 1 ] || n=2
+four() { # NAME DIR ARGS...: a run on n ranks
     local name=$1 dir=$2
     shift 2
-    run "$name" 0 timeout 300 "$DTRUN" -n 4 run "${base[@]}" "$@" run.dir="$dir"
+    run "$name" 0 timeout 300 "$DTRUN" -n $n run "${base[@]}" "$@" run.dir="$dir"
 }
 
 for p in "${precisions[@]}"; do
-    four "$p: ddp on 4 ranks" "ddp-$p" compute.precision=$p
-    run "$p: 1 rank, accumulation 4" 0 "$DTRUN" run "${base[@]}" compute.precision=$p \
-        compute.gradient_accumulation_steps=4 run.dir="one-$p"
-    traces "1 rank x 4 micro-batches" "one-$p" "ddp-$p" "$p"
+    four "$p: ddp on $n ranks" "ddp-$p" compute.precision=$p
+    run "$p: 1 rank, accumulation $n" 0 "$DTRUN" run "${base[@]}" compute.precision=$p \
+        compute.gradient_accumulation_steps=$n run.dir="one-$p"
+    traces "1 rank x $n micro-batches" "one-$p" "ddp-$p" "$p"
     # templates/deepspeed's stage JSONs enable bf16: against ddp in bf16-mixed
     if [ $full = 1 ]; then
         variants=(zero1 zero2 zero3 fsdp:FULL_SHARD fsdp:SHARD_GRAD_OP fsdp:NO_SHARD)
@@ -119,8 +124,8 @@ last() { losses "$1" | tail -1; }
 membytes() { sed -n "s/.*\"$2\":\\([0-9]*\\).*/\\1/p" "$1/events.jsonl" | head -1; }
 if [ $full = 1 ]; then
     for p in 32-true bf16-mixed bf16-true; do
-        run "300 steps on text in $p" 0 "$DTRUN" run data.train='text/train_*.bin' data.val='text/val_*.bin' \
-            run.max_duration=300ba compute.precision=$p run.dir=t-$p
+        run "300 steps on text in $p" 0 "$DTRUN" run "${base[@]}" data.train='text/train_*.bin' \
+            data.val='text/val_*.bin' run.max_duration=300ba compute.precision=$p run.dir=t-$p
     done
     d=$(awk -v a="$(last t-bf16-true)" -v b="$(last t-32-true)" 'BEGIN { d = (a - b) / b; printf "%.4f", d < 0 ? -d : d }')
     within "$d" 0.02 && ok "bf16-true ends within 2% of fp32 on text ($(last t-bf16-true) vs $(last t-32-true))" ||
@@ -137,7 +142,7 @@ fi
 for s in ddp zero1 zero2 zero3; do
     dir=$s-bf16-mixed
     [ -d "$dir" ] || continue
-    run "check --memory, $s" 0 "$DTRUN" check "${base[@]}" compute.precision=bf16-mixed compute.num_devices=4 \
+    run "check --memory, $s" 0 "$DTRUN" check "${base[@]}" compute.precision=bf16-mixed compute.num_devices=$n \
         compute.strategy=$s --memory
     est=$(sed -n 's/^# this config: \([0-9]*\) bytes of model state on rank 0$/\1/p' <<<"$out")
     same "$s: rank 0 held what check --memory said ($est bytes)" "$(membytes "$dir" model_state_bytes)" "$est"
