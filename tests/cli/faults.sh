@@ -18,6 +18,11 @@ if ! "$DTRUN" --version | grep -q '^comm: mpi'; then
     echo "1..0 # SKIP this dtrun was built without MPI"
     exit 0
 fi
+# Under ASan the lives run without LeakSanitizer, and so with the fast unwinder (tests/lsan.supp needs the
+# slow one to name Open MPI's frames; it is most of an ASan'd rank's start): most lives end by a signal,
+# the watchdog's abort or a failed save, where it never runs, and the code of those that end well (a
+# resume, a spool sent later) is leak-checked in test_ckpt.sh and test_events.sh.
+optimized || export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0:fast_unwind_on_malloc=1"
 export OMP_NUM_THREADS=1 # the same bits in every life of a run
 TO=3                     # compute.comm_timeout of the lives that end in a fault, seconds
 BOUND=90                 # a stop comes within this many seconds, however loaded the machine

@@ -8,6 +8,9 @@
 #   within X LIMIT                X is a number and X <= LIMIT
 #   optimized                     this build's timings mean something (no sanitizers): only there
 #                                 may a test time anything, and then with a budget no load decides
+#   numerics                      this build's kernels are the fast ones and unsanitized (oneDNN, no
+#                                 ASan): it runs the long runs whose ends or traces are compared; the
+#                                 other builds run each code path on short runs
 #   need_testbed                  skips the whole test (exit 0) without a Slurm testbed (SLURM_CONF) or
 #                                 a dtrun with MPI and PMIx
 #   finish                        prints the plan; exits 0 (failures are counted by the harness)
@@ -88,6 +91,8 @@ within() {
 }
 
 optimized() { ! "$DTRUN" --version | grep -q -e '--enable-sanitizers'; }
+
+numerics() { optimized && "$DTRUN" --version | grep -q '^kernels: cpu (oneDNN'; }
 
 need_testbed() {
     if [ -z "${SLURM_CONF:-}" ] || ! sinfo -h >/dev/null 2>&1; then

@@ -2,8 +2,7 @@
 # Checkpoints under kill -9 at random moments (issue #12): a 2-rank DDP run killed 20 times (the
 # whole job or one rank, a random moment after each life's own save, and every fifth halfway
 # through a save), each restart resuming from the newest valid checkpoint, ends with the
-# uninterrupted run's loss, bitwise, and leaves nothing half-written. The sanitizer build kills 5
-# times over a shorter run.
+# uninterrupted run's loss, bitwise, and leaves nothing half-written.
 . "$(dirname "$0")/tap.sh"
 cd "$TMP" || exit 1
 trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
@@ -16,15 +15,12 @@ export OMP_NUM_THREADS=1 # bitwise comparisons: the same threads in every life
 tiny=(model.n_layer=2 model.n_embd=32 model.n_head=2 model.seq_len=16 data.micro_batch_size=4 run.eval_interval=0ba
     events.interval=1ba scheduler.type=constant optimizer.lr=3e-3)
 compare() { $PY "$DT_SRCDIR/tests/ckpt_check.py" compare "$1/events.jsonl" "$2/events.jsonl" "$3" "$4"; }
-full=0
-optimized && full=1
-# Under ASan: these lives end by a signal or the watchdog's abort, where LeakSanitizer never runs (the
-# lives that end well run code test_ckpt.sh leak-checks), so malloc's stack is not walked the slow
-# way its suppressions need (scripts/test), which is most of an ASan'd rank's start.
-optimized || export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0:fast_unwind_on_malloc=1"
+if ! optimized; then
+    echo "1..0 # SKIP the kill loop runs in the optimized build (under the sanitizers a kill mid-save and the resumes after kills run in the fault matrix and test_ckpt.sh)"
+    exit 0
+fi
 
 kills=20 steps=6000
-[ $full = 1 ] || kills=5 steps=1500
 loop=("${tiny[@]}" compute.strategy=ddp data.micro_batch_size=2 run.max_duration=${steps}ba checkpoint.interval=20ba
     events.interval=100ba)
 run "ddp on 2 ranks, uninterrupted" 0 timeout 300 "$DTRUN" -n 2 run "${loop[@]}" run.dir=loop-u

@@ -4,10 +4,6 @@
 # DTRUN_FAULT's grammar.
 . "$(dirname "$0")/tap.sh"
 . "$(dirname "$0")/receiver.sh"
-# Under ASan: these lives end by a signal or the watchdog's abort, where LeakSanitizer never runs (the
-# lives that end well run code test_ckpt.sh leak-checks), so malloc's stack is not walked the slow
-# way its suppressions need (scripts/test), which is most of an ASan'd rank's start.
-optimized || export ASAN_OPTIONS="${ASAN_OPTIONS:-}:detect_leaks=0:fast_unwind_on_malloc=1"
 . "$(dirname "$0")/faults.sh"
 
 # ---- the grammar: a malformed DTRUN_FAULT is refused at start, before anything is made

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Mixed precision end to end: the tiny GPT trained 300 steps (30 under the sanitizers, which do not
-# compare the ends) in bf16-mixed,
+# Mixed precision end to end: the tiny GPT trained 300 steps (30 in the sanitizer and minimal builds,
+# which do not compare the ends) in bf16-mixed,
 # 16-mixed and bf16-true ends within 2% of fp32's final loss; bf16-mixed keeps
 # block activations in half the bytes; the metrics carry loss_scale
 # and skipped_steps; an overflow injected into one rank's gradient in a DDP run
@@ -14,10 +14,10 @@ field() { sed -n "s/.*\"step\":$2,.*\"$3\":\\([^,}]*\\).*/\\1/p" "$1/events.json
 last_loss() { losses "$1" | tail -1; }
 relto() { awk -v a="$1" -v b="$2" 'BEGIN { d = (a - b) / b; printf "%.2e", d < 0 ? -d : d }'; }
 
-# how close each policy ends to fp32 is arithmetic, which the optimized build checks; the sanitizer
-# build runs each policy's code for 30 steps
+# how close each policy ends to fp32 is arithmetic, which the optimized build with oneDNN checks; the
+# sanitizer and minimal builds run each policy's code for 30 steps
 steps=300
-optimized || steps=30
+numerics || steps=30
 for p in 32-true bf16-mixed 16-mixed bf16-true; do
     run "$steps steps in $p" 0 "$DTRUN" run "${base[@]}" run.max_duration=${steps}ba compute.precision=$p run.dir=$p
     printf '%s\n' "$err" >"$p/log"

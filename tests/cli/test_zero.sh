@@ -43,19 +43,19 @@ traces() {
 }
 # the grid on 4 ranks; under the sanitizers on 2, which run the same code (4-rank runs there: the MLP
 # below; an ASan'd rank's start is seconds of Open MPI's allocations)
-n=4
-[ $full = 1 ] || n=2
-four() { # NAME DIR ARGS...: a run on n ranks
+ranks=4
+[ $full = 1 ] || ranks=2
+four() { # NAME DIR ARGS...: a run on $ranks ranks
     local name=$1 dir=$2
     shift 2
-    run "$name" 0 timeout 300 "$DTRUN" -n $n run "${base[@]}" "$@" run.dir="$dir"
+    run "$name" 0 timeout 300 "$DTRUN" -n $ranks run "${base[@]}" "$@" run.dir="$dir"
 }
 
 for p in "${precisions[@]}"; do
-    four "$p: ddp on $n ranks" "ddp-$p" compute.precision=$p
-    run "$p: 1 rank, accumulation $n" 0 "$DTRUN" run "${base[@]}" compute.precision=$p \
-        compute.gradient_accumulation_steps=$n run.dir="one-$p"
-    traces "1 rank x $n micro-batches" "one-$p" "ddp-$p" "$p"
+    four "$p: ddp on $ranks ranks" "ddp-$p" compute.precision=$p
+    run "$p: 1 rank, accumulation $ranks" 0 "$DTRUN" run "${base[@]}" compute.precision=$p \
+        compute.gradient_accumulation_steps=$ranks run.dir="one-$p"
+    traces "1 rank x $ranks micro-batches" "one-$p" "ddp-$p" "$p"
     # templates/deepspeed's stage JSONs enable bf16: against ddp in bf16-mixed
     if [ $full = 1 ]; then
         variants=(zero1 zero2 zero3 fsdp:FULL_SHARD fsdp:SHARD_GRAD_OP fsdp:NO_SHARD)
@@ -142,7 +142,7 @@ fi
 for s in ddp zero1 zero2 zero3; do
     dir=$s-bf16-mixed
     [ -d "$dir" ] || continue
-    run "check --memory, $s" 0 "$DTRUN" check "${base[@]}" compute.precision=bf16-mixed compute.num_devices=$n \
+    run "check --memory, $s" 0 "$DTRUN" check "${base[@]}" compute.precision=bf16-mixed compute.num_devices=$ranks \
         compute.strategy=$s --memory
     est=$(sed -n 's/^# this config: \([0-9]*\) bytes of model state on rank 0$/\1/p' <<<"$out")
     same "$s: rank 0 held what check --memory said ($est bytes)" "$(membytes "$dir" model_state_bytes)" "$est"
