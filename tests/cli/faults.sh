@@ -14,7 +14,7 @@
 # The sanitizer build runs one point of each row (asan_cells), the optimized build every cell.
 cd "$TMP" || exit 1
 trap 'kill -9 $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
-if ! "$DTRUN" --version | grep -q '^comm: mpi'; then
+if ! dtrun_has '^comm: mpi'; then
     echo "1..0 # SKIP this dtrun was built without MPI"
     exit 0
 fi

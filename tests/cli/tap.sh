@@ -6,6 +6,8 @@
 #   losses DIR / maxrel DIR DIR [N]  the runs' metrics losses / their largest relative difference
 #                                 (over the first N records when N is given)
 #   within X LIMIT                X is a number and X <= LIMIT
+#   dtrun_has PATTERN             a line of `dtrun --version` matches PATTERN (grep); asked once a
+#                                 script (--version loads the CUDA module: half a second)
 #   optimized                     this build's timings mean something (no sanitizers): only there
 #                                 may a test time anything, and then with a budget no load decides
 #   numerics                      this build's kernels are the fast ones and unsanitized (oneDNN, no
@@ -90,16 +92,24 @@ within() {
                                        exit !(x + 0 <= lim + 0) }'
 }
 
-optimized() { ! "$DTRUN" --version | grep -q -e '--enable-sanitizers'; }
+dtrun_has() {
+    if [ "${tap_version_of:-}" != "$DTRUN" ]; then
+        tap_version=$("$DTRUN" --version)
+        tap_version_of=$DTRUN
+    fi
+    grep -q -e "$1" <<<"$tap_version"
+}
 
-numerics() { optimized && "$DTRUN" --version | grep -q '^kernels: cpu (oneDNN'; }
+optimized() { ! dtrun_has '--enable-sanitizers'; }
+
+numerics() { optimized && dtrun_has '^kernels: cpu (oneDNN'; }
 
 need_testbed() {
     if [ -z "${SLURM_CONF:-}" ] || ! sinfo -h >/dev/null 2>&1; then
         echo "1..0 # SKIP no Slurm testbed (scripts/testbed start, then export SLURM_CONF)"
         exit 0
     fi
-    if ! "$DTRUN" --version | grep -q '^comm: mpi' || ! "$DTRUN" --version | grep -q '^bootstrap: pmix'; then
+    if ! dtrun_has '^comm: mpi' || ! dtrun_has '^bootstrap: pmix'; then
         echo "1..0 # SKIP this dtrun was built without MPI or PMIx"
         exit 0
     fi

@@ -19,7 +19,7 @@ tiny=(model.n_layer=2 model.n_embd=32 model.n_head=2 model.seq_len=16 data.micro
     events.interval=1ba scheduler.type=constant optimizer.lr=3e-3)
 compare() { $PY "$CHECK" compare "$1/events.jsonl" "$2/events.jsonl" "$3" "$4"; }
 mpi=0
-"$DTRUN" --version | grep -q '^comm: mpi' && mpi=1
+dtrun_has '^comm: mpi' && mpi=1
 full=0
 optimized && full=1
 

@@ -8,7 +8,7 @@
 # again through the fault-injection point.
 . "$(dirname "$0")/tap.sh"
 cd "$TMP" || exit 1
-if ! "$DTRUN" --version | grep -q '^comm: mpi'; then
+if ! dtrun_has '^comm: mpi'; then
     echo "1..0 # SKIP this dtrun was built without MPI"
     exit 0
 fi

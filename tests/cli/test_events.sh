@@ -68,7 +68,7 @@ stop_receiver
 export DT_TEST_SECRET="s3cr3t-$RANDOM-value" DT_TEST_TOKEN="tok-$RANDOM-en"
 mkdir raw
 receiver ok --secret-env DT_TEST_SECRET --raw raw --out d.jsonl
-if "$DTRUN" --version | grep -q '^events: webhook, HMAC-SHA256'; then
+if dtrun_has '^events: webhook, HMAC-SHA256'; then
     DTRUN_DEBUG=DEBUG run "(d) signed posts" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=20ba run.dir=d \
         events.webhook.url="http://127.0.0.1:$port/" events.webhook.secret_env=DT_TEST_SECRET \
         events.webhook.headers='"Authorization: Bearer ${DT_TEST_TOKEN}"'
@@ -185,7 +185,7 @@ table=$(sed -n '/wall clock per step by op/,/(outside the ops)/p' <<<"$err")
 has "the run ends with the table" "$table" "dtrun: wall clock per step by op (events.wall_clock_breakdown), over 19 steps of "
 [ "$(grep -cE '^  [a-z_]+ +[0-9.]+ ms +[0-9.]+%  +[0-9.]+ calls$' <<<"$table")" -ge 10 ] && has "... slowest first, outside the ops last" "$table" "(outside the ops)" ||
     not_ok "the table has fewer than 10 op lines" "$table"
-if "$DTRUN" --version | grep -q '^comm: mpi'; then
+if dtrun_has '^comm: mpi'; then
     receiver ok --out ddp.jsonl
     run "dtrun -n 2 with the webhook" 0 timeout 300 "$DTRUN" -n 2 "${tiny[@]}" run.max_duration=30ba run.dir=ddp \
         events.webhook.url="http://127.0.0.1:$port/"

@@ -46,7 +46,7 @@ same "16-mixed starts at 2^16" "$(field 16-mixed 1 loss_scale)" 65536
 same "bf16-mixed has no loss scale" "$(field bf16-mixed 1 loss_scale)" 1
 same "nothing skipped" "$(field 16-mixed $steps skipped_steps)" 0
 
-if "$DTRUN" --version | grep -q '^comm: mpi'; then
+if dtrun_has '^comm: mpi'; then
     fp16=("${base[@]}" run.max_duration=20ba compute.precision=16-mixed)
     DTRUN_FAULT=grad_inf@5:1 run "dtrun -n 2, inf in rank 1's gradient at step 5" 0 timeout 300 "$DTRUN" -n 2 "${fp16[@]}" \
         run.dir=inj

@@ -7,8 +7,8 @@
 . "$(dirname "$0")/tap.sh"
 cd "$TMP" || exit 1
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
-if ! optimized || ! "$DTRUN" --version | grep -q '^comm: mpi' ||
-    ! "$DTRUN" --version | grep -q '^events: webhook, HMAC-SHA256'; then
+if ! optimized || ! dtrun_has '^comm: mpi' ||
+    ! dtrun_has '^events: webhook, HMAC-SHA256'; then
     echo "1..0 # SKIP the README's blocks run in the full optimized build"
     exit 0
 fi

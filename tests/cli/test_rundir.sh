@@ -95,7 +95,7 @@ has "is refused, naming the run" "$err" "f/dtrun.lock: error: run.dir f is in us
 kill -TERM $f
 wait $f
 
-if "$DTRUN" --version | grep -q '^comm: mpi'; then
+if dtrun_has '^comm: mpi'; then
     "$DTRUN" -n 2 run "${long[@]}" run.dir=d >d.out 2>d.err &
     d=$!
     wait_for d/events.jsonl

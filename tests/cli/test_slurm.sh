@@ -45,7 +45,7 @@ sums=$(sed -n 's/.*bootstrap pmix: 128 bytes from rank 0, FNV-1a \([0-9a-f]*\) (
 [ "$(wc -l <<<"$out")" = 3 ] && [ "$(wc -w <<<"$sums")" = 1 ] &&
     ok "rank 0's 128-byte blob reached every node through PMIx (FNV-1a $sums)" ||
     not_ok "the bootstrap blob differs across ranks" "$out"
-if "$DTRUN" --version | grep -q '^cuda: CUDA runtime'; then
+if dtrun_has '^cuda: CUDA runtime'; then
     has "... the ncclUniqueId rank 0 drew (NCCL needs no GPU for it)" "$(grep 'rank 0/3' <<<"$out")" \
         "FNV-1a $sums (an ncclUniqueId)"
 fi

@@ -46,7 +46,7 @@ run "non-finite loss stops the run" 1 "$DTRUN" run model.n_layer=1 model.n_embd=
 has "non-finite loss: message" "$err" "hint: lower optimizer.lr or set compute.gradient_clipping"
 
 # on a machine without GPU; a build without CUDA says so (the CUDA build: test_cuda_module.sh)
-if "$DTRUN" --version | grep -q '^cuda: not built'; then
+if dtrun_has '^cuda: not built'; then
     run "cuda asked of a build without CUDA" 2 "$DTRUN" run compute.device=cuda
     same "cuda: says why, and nothing else" "$err" "dtrun: rank 0: error: compute.device is cuda, but this process can use no GPU (no GPU: dtrun was built without CUDA)
   hint: set compute.device: cpu, or auto (a GPU when there is one)"

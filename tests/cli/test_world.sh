@@ -5,7 +5,7 @@
 cd "$TMP" || exit 1
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 source=mpirun
-"$DTRUN" --version | grep -q '^bootstrap: pmix' && source=pmix
+dtrun_has '^bootstrap: pmix' && source=pmix
 run "mpirun -n 2 dtrun info" 0 timeout 60 mpirun -n 2 --oversubscribe "$DTRUN" info
 same "each rank knows its place" "$(grep '^dtrun info' <<<"$out" | sed 's/;.*//' | sort)" \
 "dtrun info: rank 0/2 (local 0/2, node 0/1) from $source

@@ -10,7 +10,7 @@
 # build runs each stage's code once, on 2 ranks, and checks the other names map to those stages.
 . "$(dirname "$0")/tap.sh"
 cd "$TMP" || exit 1
-if ! "$DTRUN" --version | grep -q '^comm: mpi'; then
+if ! dtrun_has '^comm: mpi'; then
     echo "1..0 # SKIP this dtrun was built without MPI"
     exit 0
 fi
