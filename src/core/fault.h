@@ -7,7 +7,8 @@
  * STEP counts from 1, as the metrics do; RANK defaults to 0. For kill, stop, stall, spool_* and
  * clock_*, STEP one past the run's last step means at exit: after the last step's update, as its
  * final save begins; the save kinds name the step whose save they hit (the final save's is the last
- * step). tests/cli/test_faults.sh drives every kind. Kinds:
+ * step). tests/cli/faults.sh (run by test_faults_{process,storage,webhook}.sh) drives every kind.
+ * Kinds:
  *   grad_inf     an inf in that rank's reduced gradient (an fp16 overflow that one rank sees)
  *   kill         the rank sends itself SIGKILL as the step starts (a node lost, the OOM killer)
  *   stop         the rank sends itself SIGSTOP as the step starts (a process frozen: a debugger,
