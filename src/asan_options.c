@@ -18,7 +18,7 @@
 const char *__asan_default_options(void);
 
 /* ASan asks before its shadow memory exists: nothing here may be instrumented */
-#define DT_UNINSTRUMENTED __attribute__((no_sanitize_address, no_sanitize_undefined))
+#define DT_UNINSTRUMENTED __attribute__((no_sanitize("address", "undefined")))
 
 /* Whether ENTRY ("NAME=value") starts with PREFIX. By hand: ASan wraps libc's string functions,
  * and asks for its options before its wrappers can run. */
