@@ -24,7 +24,7 @@ for r in $(seq "$rounds"); do
     OMP_NUM_THREADS=1 "$dtrun" run "${small[@]}" run.dir=on$r events.webhook.url="http://127.0.0.1:$port/" \
         >/dev/null 2>&1 &
     job=$!
-    for _ in $(seq 1200); do [ "$(wc -l <on$r/events.jsonl 2>/dev/null || echo 0)" -ge $half ] && break; sleep 0.05; done
+    for _ in $(seq 1200); do [ "$(wc -l 2>/dev/null <on$r/events.jsonl || echo 0)" -ge $half ] && break; sleep 0.05; done
     $py "$receiver" --port "$port" --out /dev/null &
     rpid=$!
     wait $job

@@ -34,7 +34,7 @@ rm -f b.jsonl
 bport=$(free_port)
 "$DTRUN" run "${tiny[@]}" "${b[@]}" run.dir=b events.webhook.url="http://127.0.0.1:$bport/" >b.out 2>b.err &
 job=$!
-for _ in $(seq 1200); do [ "$(wc -l <b/events.jsonl 2>/dev/null || echo 0)" -ge 61 ] && break; sleep 0.05; done
+for _ in $(seq 1200); do [ "$(wc -l 2>/dev/null <b/events.jsonl || echo 0)" -ge 61 ] && break; sleep 0.05; done
 $PY "$RECEIVER" --port "$bport" --out b.jsonl &
 rpid=$!
 wait "$job"
