@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# The GPT-2 124M shape on one GPU, bf16-mixed: dtrun's tokens/s and MFU (model FLOPs per second
-# over the device's peak dense bf16 FLOP/s), and, when LLMC names a built llm.c checkout, llm.c's
-# train_gpt2cu on the same shape in the same run, for the ratio.
+# The GPT-2 124M shape on one GPU, bf16-mixed, at each micro-batch of BS: dtrun's tokens/s and MFU
+# (model FLOPs per second over the device's peak dense bf16 FLOP/s) beside PyTorch's on the same
+# GPU in the same run (bench/torch_gpt2_gpu.py: nanoGPT's recipe, SDPA, bf16 autocast, fused
+# AdamW, clipping; eager and torch.compile), then dtrun's per-op device times at the first B
+# (events.wall_clock_breakdown: each op timed once the device has run the ops before it); when
+# LLMC names a built llm.c checkout, llm.c's train_gpt2cu on the same shape too.
 #   FLOPs per token: 6 x parameters + 12 x layers x width x seq_len (forward + backward, PaLM's
 #   appendix B, as dtrun's run_started reports and llm.c's MFU counts).
 #   Peak: from the device name (the table below, dense bf16 tensor-core rates from NVIDIA's data
-#   sheets), or PEAK_TFLOPS=... for a device not in it.
-# usage: bench/gpu.sh [BUILD_DIR]   env: B (4) T (1024) STEPS (30) LLMC (llm.c dir) PEAK_TFLOPS
+#   sheets, as src/train/peak.c has them), or PEAK_TFLOPS=... for a device not in it.
+# usage: bench/gpu.sh [BUILD_DIR]   env: BS ("4 16 64") T (1024) STEPS (30) LLMC PEAK_TFLOPS
+#   TORCH (python3 with torch on CUDA; "none" skips the peer)
 # Medians over the steps after the first five. Where no GPU is, it says so and exits 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 dtrun=$build/src/dtrun
-B=${B:-4} T=${T:-1024} STEPS=${STEPS:-30}
+BS=${BS:-${B:-4 16 64}} T=${T:-1024} STEPS=${STEPS:-30} TORCH=${TORCH:-python3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
@@ -38,22 +42,52 @@ fi
 L=12 C=768 V=50257
 params=$((V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C))
 flops_per_token=$((6 * params + 12 * L * C * T))
-echo "device: $name, peak dense bf16 $peak TFLOP/s; GPT-2 124M shape, B$B T$T, bf16-mixed, $STEPS steps"
+echo "device: $name, peak dense bf16 $peak TFLOP/s; GPT-2 124M shape, T$T, bf16-mixed, $STEPS steps, B in $BS"
 
-(cd "$tmp" && "$OLDPWD/$dtrun" run compute.device=cuda compute.precision=bf16-mixed model.n_layer=$L model.n_head=12 \
-    model.n_embd=$C model.vocab_size=$V model.seq_len="$T" data.micro_batch_size="$B" run.max_duration="$STEPS"ba \
-    run.eval_interval=0ba events.interval=1ba run.dir=bench >"$tmp/dtrun.log" 2>&1) ||
-    { cat "$tmp/dtrun.log" >&2; exit 1; }
-ms=$(sed -n 's/.*"step_ms":\([0-9.]*\).*/\1/p' "$tmp/bench/events.jsonl" | tail -n +6 | median)
-tps=$(awk -v ms="$ms" -v b="$B" -v t="$T" 'BEGIN { printf "%.0f", b * t / (ms / 1000) }')
-mfu=$(awk -v tps="$tps" -v f="$flops_per_token" -v p="$peak" 'BEGIN { printf "%.1f", 100 * tps * f / (p * 1e12) }')
-echo "dtrun:  $ms ms/step, $tps tokens/s, MFU $mfu%"
+# dtrun at micro-batch $1 (extra overrides after it): ms/step median into $ms, its run dir bench-$1
+dtrun_at() {
+    local b=$1 dir=bench-$1${2:+-profiled}
+    shift
+    (cd "$tmp" && "$OLDPWD/$dtrun" run compute.device=cuda compute.precision=bf16-mixed model.n_layer=$L model.n_head=12 \
+        model.n_embd=$C model.vocab_size=$V model.seq_len="$T" data.micro_batch_size="$b" run.max_duration="$STEPS"ba \
+        run.eval_interval=0ba events.interval=1ba checkpoint.dir=null run.dir="$dir" "$@" >"$tmp/dtrun.log" 2>&1) ||
+        { cat "$tmp/dtrun.log" >&2; exit 1; }
+    ms=$(sed -n 's/.*"step_ms":\([0-9.]*\).*/\1/p' "$tmp/$dir/events.jsonl" | tail -n +6 | median)
+}
+tps_of() { awk -v ms="$1" -v b="$2" -v t="$T" 'BEGIN { printf "%.0f", b * t / (ms / 1000) }'; }
+mfu_of() { awk -v tps="$1" -v f="$flops_per_token" -v p="$peak" 'BEGIN { printf "%.1f", 100 * tps * f / (p * 1e12) }'; }
+
+declare -A tps_at
+printf '%-22s %4s %10s %11s %6s %s\n' "" B "ms/step" "tokens/s" "MFU" "peak GPU memory (allocated / reserved)"
+for b in $BS; do
+    dtrun_at "$b"
+    tps=$(tps_of "$ms" "$b")
+    tps_at[$b]=$tps
+    mem=$(sed -n 's/.*"device_peak_allocated_bytes":\([0-9]*\).*"device_reserved_bytes":\([0-9]*\).*/\1 \2/p' \
+        "$tmp/bench-$b/events.jsonl" | tail -n 1 | awk '{ printf "%.0f / %.0f MiB", $1 / 1048576, $2 / 1048576 }')
+    printf '%-22s %4s %10.2f %11s %5s%% %s\n' "dtrun" "$b" "$ms" "$tps" "$(mfu_of "$tps" "$b")" "$mem"
+    [ "$TORCH" = none ] && continue
+    for mode in eager compile; do
+        if line=$("$TORCH" bench/torch_gpt2_gpu.py "$mode" $L 12 $C $V "$T" "$b" "$STEPS" 2>"$tmp/torch.log"); then
+            read -r _ _ _ pms ptps palloc preserved <<<"$line"
+            printf '%-22s %4s %10.2f %11s %5s%% %s / %s MiB; dtrun / this = %s\n' "PyTorch $mode" "$b" "$pms" "$ptps" \
+                "$(mfu_of "$ptps" "$b")" "$palloc" "$preserved" "$(awk -v a="$tps" -v p="$ptps" 'BEGIN { printf "%.2f", a / p }')"
+        else
+            echo "PyTorch $mode at B=$b failed: $(tail -n 1 "$tmp/torch.log")"
+        fi
+    done
+done
+
+b=${BS%% *}
+dtrun_at "$b" events.wall_clock_breakdown=true
+echo "dtrun's device time per op at B=$b (ops serialized while profiled: $ms ms/step):"
+sed -n '/wall clock per step by op/,/(outside the ops)/p' "$tmp/dtrun.log" | sed 's/^dtrun: //'
 
 if [ -n "${LLMC:-}" ]; then
     # llm.c's own trainer on its GPT-2 124M checkpoint and tinyshakespeare tokens, the same B and T
-    (cd "$LLMC" && ./train_gpt2cu -b "$B" -t "$T" -x "$STEPS" -v 0 -s 0 -e gpt2_124M_bf16.bin) >"$tmp/llmc.log" 2>&1 ||
+    (cd "$LLMC" && ./train_gpt2cu -b "$b" -t "$T" -x "$STEPS" -v 0 -s 0 -e gpt2_124M_bf16.bin) >"$tmp/llmc.log" 2>&1 ||
         { cat "$tmp/llmc.log" >&2; exit 1; }
     lms=$(sed -n 's/.*| *\([0-9.]*\) ms.*/\1/p' "$tmp/llmc.log" | tail -n +6 | median)
-    ltps=$(awk -v ms="$lms" -v b="$B" -v t="$T" 'BEGIN { printf "%.0f", b * t / (ms / 1000) }')
-    echo "llm.c:  $lms ms/step, $ltps tokens/s; dtrun / llm.c = $(awk -v a="$tps" -v b="$ltps" 'BEGIN { printf "%.2f", a / b }')"
+    ltps=$(tps_of "$lms" "$b")
+    echo "llm.c:  $lms ms/step, $ltps tokens/s; dtrun / llm.c = $(awk -v a="${tps_at[$b]}" -v b="$ltps" 'BEGIN { printf "%.2f", a / b }')"
 fi

@@ -5,6 +5,7 @@
  * first failure (the op, the device, CUDA's words) and synchronize reports it with the step; an
  * op that hands a value back to the host (a loss, a norm) synchronizes by itself.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "core/error.h"
@@ -19,6 +20,13 @@ struct cuda_kctx {
     int err;        /* the first failure since the last synchronize */
     const char *op; /* the op it came from */
     char path[96];  /* describe's answer */
+    /* the live allocations and their sizes (a model makes a few dozen), for device_memory */
+    struct live {
+        void *p;
+        size_t bytes;
+    } *live;
+    size_t nlive, cap;
+    int64_t allocated, peak;
 };
 
 static struct cuda_kctx *C(struct dt_kctx *kc) { return (struct cuda_kctx *)kc; }
@@ -58,6 +66,7 @@ static void cuda_ctx_destroy(struct dt_kctx *kc)
 {
     if (!kc) return;
     C(kc)->ops->ctx_destroy(C(kc)->mm);
+    free(C(kc)->live);
     free(kc);
 }
 
@@ -67,17 +76,54 @@ static void describe(struct dt_kctx *kc, char *buf, size_t n, enum dt_dtype comp
              C(kc)->device);
 }
 
+/* count an allocation in; false when the host is out of memory for the list */
+static bool count_in(struct cuda_kctx *c, void *p, size_t bytes)
+{
+    if (c->nlive == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 64;
+        struct live *l = realloc(c->live, cap * sizeof *l);
+        if (!l) return false;
+        c->live = l;
+        c->cap = cap;
+    }
+    c->live[c->nlive++] = (struct live){p, bytes};
+    c->allocated += (int64_t)bytes;
+    if (c->allocated > c->peak) c->peak = c->allocated;
+    return true;
+}
+static void count_out(struct cuda_kctx *c, void *p)
+{
+    for (size_t i = 0; i < c->nlive; i++)
+        if (c->live[i].p == p) {
+            c->allocated -= (int64_t)c->live[i].bytes;
+            c->live[i] = c->live[--c->nlive];
+            return;
+        }
+}
 static void *alloc(struct dt_kctx *kc, size_t bytes)
 {
     void *p = NULL;
     int e = C(kc)->ops->malloc(&p, bytes);
     if (!e) e = C(kc)->ops->memset(p, 0, bytes);
     note(kc, "alloc", e);
+    if (!e && !count_in(C(kc), p, bytes)) {
+        C(kc)->ops->free(p);
+        return NULL;
+    }
     return e ? NULL : p;
 }
 static void dev_free(struct dt_kctx *kc, void *p)
 {
-    if (p) note(kc, "free", C(kc)->ops->free(p));
+    if (!p) return;
+    count_out(C(kc), p);
+    note(kc, "free", C(kc)->ops->free(p));
+}
+static void device_memory(struct dt_kctx *kc, int64_t *peak_allocated, int64_t *reserved)
+{
+    size_t free_bytes = 0, total = 0;
+    note(kc, "device_memory", C(kc)->ops->mem_info(&free_bytes, &total));
+    *peak_allocated = C(kc)->peak;
+    *reserved = (int64_t)(total - free_bytes);
 }
 static void *host_alloc(struct dt_kctx *kc, size_t bytes)
 {
@@ -98,6 +144,8 @@ static void copy(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, e
     else if (kind == DT_COPY_TO_HOST) CALL(kc, to_host, dst, src, bytes);
     else CALL(kc, on_device, dst, src, bytes);
 }
+/* the failure, if any, stays for synchronize to report with its step */
+static void wait_ops(struct dt_kctx *kc) { note(kc, "synchronize", C(kc)->ops->synchronize()); }
 static dt_status_t synchronize(struct dt_kctx *kc, int64_t step)
 {
     struct cuda_kctx *c = C(kc);
@@ -114,27 +162,28 @@ static void matmul_forward(struct dt_kctx *kc, float *out, const float *inp, con
                            int BT, int Ch, int OC)
 {
     note(kc, "matmul_forward",
-         C(kc)->ops->matmul_forward(C(kc)->mm, out, inp, weight, bias, DT_F32, BT, Ch, OC, DT_F32));
+         C(kc)->ops->matmul_forward(C(kc)->mm, out, DT_F32, inp, weight, bias, DT_F32, BT, Ch, OC, DT_F32));
 }
 static void matmul_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
                             const float *inp, const float *weight, int BT, int Ch, int OC, unsigned set)
 {
     note(kc, "matmul_backward",
-         C(kc)->ops->matmul_backward(C(kc)->mm, dinp, dweight, dbias, dout, inp, weight, DT_F32, BT, Ch, OC, DT_F32, set));
+         C(kc)->ops->matmul_backward(C(kc)->mm, dinp, dweight, dbias, dout, DT_F32, inp, weight, DT_F32, BT, Ch, OC,
+                                     DT_F32, set));
 }
-static void matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, const void *weight, const void *bias,
-                              enum dt_dtype wt, int BT, int Ch, int OC, enum dt_dtype lp)
+static void matmul_forward_lp(struct dt_kctx *kc, void *out, enum dt_dtype ot, const void *inp, const void *weight,
+                              const void *bias, enum dt_dtype wt, int BT, int Ch, int OC, enum dt_dtype lp)
 {
     note(kc, "matmul_forward_lp",
-         C(kc)->ops->matmul_forward(C(kc)->mm, out, inp, weight, bias, (int)wt, BT, Ch, OC, (int)lp));
+         C(kc)->ops->matmul_forward(C(kc)->mm, out, (int)ot, inp, weight, bias, (int)wt, BT, Ch, OC, (int)lp));
 }
-static void matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
-                               const float *inp, const void *weight, enum dt_dtype wt, int BT, int Ch, int OC,
-                               enum dt_dtype lp, unsigned set)
+static void matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const void *dout,
+                               enum dt_dtype dt, const void *inp, const void *weight, enum dt_dtype wt, int BT, int Ch,
+                               int OC, enum dt_dtype lp, unsigned set)
 {
     note(kc, "matmul_backward_lp",
-         C(kc)->ops->matmul_backward(C(kc)->mm, dinp, dweight, dbias, dout, inp, weight, (int)wt, BT, Ch, OC, (int)lp,
-                                     set));
+         C(kc)->ops->matmul_backward(C(kc)->mm, dinp, dweight, dbias, dout, (int)dt, inp, weight, (int)wt, BT, Ch, OC,
+                                     (int)lp, set));
 }
 static void cast_to_lp(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t)
 {
@@ -148,42 +197,46 @@ static void round_lp(struct dt_kctx *kc, float *dst, const float *src, size_t n,
 {
     CALL(kc, round_lp, dst, src, n, (int)t);
 }
-static void layernorm_forward(struct dt_kctx *kc, float *out, float *mean, float *rstd, const float *inp,
-                              const float *weight, const float *bias, int BT, int Ch)
+static void layernorm_forward(struct dt_kctx *kc, void *out, enum dt_dtype ot, float *mean, float *rstd,
+                              const float *inp, const float *weight, const float *bias, int BT, int Ch)
 {
-    CALL(kc, layernorm_forward, out, mean, rstd, inp, weight, bias, BT, Ch);
+    CALL(kc, layernorm_forward, out, (int)ot, mean, rstd, inp, weight, bias, BT, Ch);
 }
 static void layernorm_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
                                const float *inp, const float *weight, const float *mean, const float *rstd, int BT,
                                int Ch)
 {
-    CALL(kc, layernorm_backward, dinp, dweight, dbias, dout, inp, weight, mean, rstd, BT, Ch);
+    CALL(kc, layernorm_backward, C(kc)->mm, dinp, dweight, dbias, dout, inp, weight, mean, rstd, BT, Ch);
 }
 /* the fused kernel keeps each row's log-sum-exp, not the (T,T) softmax */
 static size_t attention_saved(int B, int NH, int T) { return (size_t)B * NH * T; }
-static size_t attention_scratch(int B, int NH, int T)
+static size_t attention_scratch(int B, int T, int Ch, int NH, enum dt_dtype at)
 {
     const struct dt_cuda_module *m;
-    return dt_cuda_module_get(&m) == DT_SUCCESS ? m->ops->attention_scratch(B, T, NH) : 0;
+    return dt_cuda_module_get(&m) == DT_SUCCESS ? m->ops->attention_scratch(B, T, Ch, NH, (int)at) : 0;
 }
-static void attention_forward(struct dt_kctx *kc, float *out, float *att, const float *qkv, int B, int T, int Ch,
-                              int NH)
+static void attention_forward(struct dt_kctx *kc, void *out, float *att, const void *qkv, enum dt_dtype at, int B,
+                              int T, int Ch, int NH)
 {
-    CALL(kc, attention_forward, out, att, qkv, B, T, Ch, NH);
+    CALL(kc, attention_forward, out, att, qkv, (int)at, B, T, Ch, NH);
 }
-static void attention_backward(struct dt_kctx *kc, float *dqkv, const float *dout, const float *qkv, const float *out,
-                               const float *att, float *scratch, int B, int T, int Ch, int NH)
+static void attention_backward(struct dt_kctx *kc, void *dqkv, const float *dout, const void *qkv, const void *out,
+                               const float *att, float *scratch, enum dt_dtype at, int B, int T, int Ch, int NH)
 {
-    CALL(kc, attention_backward, dqkv, dout, qkv, out, att, scratch, B, T, Ch, NH);
+    CALL(kc, attention_backward, dqkv, dout, qkv, out, att, scratch, (int)at, B, T, Ch, NH);
 }
-static void gelu_forward(struct dt_kctx *kc, float *out, const float *inp, size_t N) { CALL(kc, gelu_forward, out, inp, N); }
-static void gelu_backward(struct dt_kctx *kc, float *dinp, const float *inp, const float *dout, size_t N)
+static void gelu_forward(struct dt_kctx *kc, void *out, const void *inp, enum dt_dtype at, size_t N)
 {
-    CALL(kc, gelu_backward, dinp, inp, dout, N);
+    CALL(kc, gelu_forward, out, inp, (int)at, N);
 }
-static void residual_forward(struct dt_kctx *kc, float *out, const float *a, const float *b, size_t N)
+static void gelu_backward(struct dt_kctx *kc, void *dinp, const void *inp, const float *dout, enum dt_dtype at,
+                          size_t N)
 {
-    CALL(kc, residual_forward, out, a, b, N);
+    CALL(kc, gelu_backward, dinp, inp, dout, (int)at, N);
+}
+static void residual_forward(struct dt_kctx *kc, float *out, const float *a, const void *b, enum dt_dtype bt, size_t N)
+{
+    CALL(kc, residual_forward, out, a, b, (int)bt, N);
 }
 static void position_forward(struct dt_kctx *kc, float *out, const float *wpe, int B, int T, int Ch)
 {
@@ -297,6 +350,8 @@ const struct dt_kernels dt_kernels_cuda = {
     .host_alloc = host_alloc,
     .host_free = host_free,
     .synchronize = synchronize,
+    .wait = wait_ops,
+    .device_memory = device_memory,
     .describe = describe,
     .matmul_forward = matmul_forward,
     .matmul_backward = matmul_backward,

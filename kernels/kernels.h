@@ -4,10 +4,14 @@
  * which the CPU kernels are the reference of; dt_kernels_for chooses (backend_reg.c).
  *
  * Shapes use llm.c's letters: B batch, T time (sequence), C channels,
- * OC output channels, NH heads, V vocabulary. Tensors are row-major float32.
- * Backward kernels ACCUMULATE into their d* outputs (+=), so callers zero
+ * OC output channels, NH heads, V vocabulary. Tensors are row-major; parameters,
+ * gradients and the residual stream are fp32, and the activations between ops
+ * are of the run's activation type: fp32, or under mixed precision its 16-bit
+ * type, as torch.autocast stores them (the ops that take one say `at`).
+ * Backward kernels ACCUMULATE into their fp32 d* outputs (+=), so callers zero
  * gradient buffers once per step and branches (residuals, tied embeddings)
- * add up for free. Every kernel runs on the shared OpenMP pool (oneDNN's CPU
+ * add up for free; a gradient that feeds a 16-bit matmul (attention's dqkv,
+ * GELU's dinp) is written (=) in the activation type instead. Every kernel runs on the shared OpenMP pool (oneDNN's CPU
  * runtime is OpenMP too), so oneDNN and our loops never oversubscribe.
  */
 #ifndef DT_KERNELS_H
@@ -56,6 +60,13 @@ struct dt_kernels {
      * GPU's run asynchronously), so the context keeps the first failure, naming the op and the
      * device; step says which training step it was for the message. */
     dt_status_t (*synchronize)(struct dt_kctx *kc, int64_t step);
+    /* Block until every op queued so far has run, keeping a failure for synchronize to report: how
+     * a profile (profile.h) times each op on the device. The CPU's ops have run when they return. */
+    void (*wait)(struct dt_kctx *kc);
+    /* A GPU's memory, as torch.cuda reports it: the most this context's allocations have held at
+     * once (peak allocated), and what the device has in use (reserved: those allocations, the CUDA
+     * context, the libraries' workspaces). NULL on the CPU, whose memory is the process's RSS. */
+    void (*device_memory)(struct dt_kctx *kc, int64_t *peak_allocated, int64_t *reserved);
     /* Prepare the calling thread before the first parallel region (threads started later inherit it). */
     void (*init)(void);
     /* The code paths this machine gets for matmuls with operands in `compute` (chosen from the
@@ -67,38 +78,52 @@ struct dt_kernels {
      * the outputs that `set` names (DT_SET_*) are overwritten instead, whatever they held */
     void (*matmul_backward)(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                             const float *weight, int BT, int C, int OC, unsigned set);
-    /* The same two with inp and dout rounded to lp (DT_BF16 or DT_F16, nearest even) and the products
-     * accumulated in fp32: the matmuls of mixed precision. weight and bias are of type wt: DT_F32
-     * (rounded to lp here), or lp already (a strategy's 16-bit storage, read as it is: the weights
-     * are converted once per optimizer step, not once per use). */
-    void (*matmul_forward_lp)(struct dt_kctx *kc, float *out, const float *inp, const void *weight, const void *bias,
-                              enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype lp);
-    void (*matmul_backward_lp)(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
-                               const float *inp, const void *weight, enum dt_dtype wt, int BT, int C, int OC,
-                               enum dt_dtype lp, unsigned set);
+    /* The matmuls of mixed precision: inp holds activations of type lp (DT_BF16 or DT_F16, stored
+     * in 16 bits between ops as torch.autocast keeps them), the products are accumulated in fp32
+     * and the bias added in fp32, and out is of type ot: lp (rounded once, to nearest even) or
+     * DT_F32. weight and bias are of type wt: DT_F32 (rounded to lp here), or lp already (a
+     * strategy's 16-bit storage, read as it is: the weights are converted once per optimizer step,
+     * not once per use). */
+    void (*matmul_forward_lp)(struct dt_kctx *kc, void *out, enum dt_dtype ot, const void *inp, const void *weight,
+                              const void *bias, enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype lp);
+    /* dout of type dt: lp, or DT_F32 (a residual stream's gradient, rounded to lp here as autograd
+     * rounds the gradient that reaches a 16-bit output); inp of type lp; dinp, dweight and dbias in
+     * fp32, dbias the column sums of dout as the products read it (rounded) */
+    void (*matmul_backward_lp)(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const void *dout,
+                               enum dt_dtype dt, const void *inp, const void *weight, enum dt_dtype wt, int BT, int C,
+                               int OC, enum dt_dtype lp, unsigned set);
     /* fp32 <-> bf16/fp16 (t), round to nearest even; round_lp: dst = src rounded to t, kept in fp32 */
     void (*cast_to_lp)(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t);
     void (*cast_from_lp)(struct dt_kctx *kc, float *dst, const uint16_t *src, size_t n, enum dt_dtype t);
     void (*round_lp)(struct dt_kctx *kc, float *dst, const float *src, size_t n, enum dt_dtype t);
-    /* out = (inp - mean) * rstd * weight + bias, per row of C; mean, rstd (BT) kept for backward */
-    void (*layernorm_forward)(struct dt_kctx *kc, float *out, float *mean, float *rstd, const float *inp, const float *weight,
-                              const float *bias, int BT, int C);
+    /* out = (inp - mean) * rstd * weight + bias, per row of C, computed in fp32 and stored as ot
+     * (fp32, or the 16-bit activation type: autocast's fp32 layernorm with the next matmul's cast
+     * folded into its store); mean, rstd (BT) kept for backward. Backward reads and writes fp32:
+     * dinp is the residual stream's gradient, dout the matmul's fp32 dinp. */
+    void (*layernorm_forward)(struct dt_kctx *kc, void *out, enum dt_dtype ot, float *mean, float *rstd, const float *inp,
+                              const float *weight, const float *bias, int BT, int C);
     void (*layernorm_backward)(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, const float *mean, const float *rstd, int BT, int C);
     /* Causal multi-head attention, fused (flash attention's blocks and online softmax on both
-     * backends: the T x T matrix is never stored). qkv (B,T,3C) holds q|k|v; att keeps what
-     * backward needs, attention_saved floats per layer: each row's log-sum-exp (B,NH,T). */
+     * backends: the T x T matrix is never stored). qkv (B,T,3C) holds q|k|v and out (B,T,C) the
+     * result, both of type at (fp32, or the 16-bit activation type: then the products take the
+     * 16-bit operands and accumulate in fp32, and softmax runs in fp32); att keeps what backward
+     * needs, attention_saved floats per layer: each row's log-sum-exp (B,NH,T), fp32. */
     size_t (*attention_saved)(int B, int NH, int T);
-    /* floats of scratch attention_backward needs (per call, covering every thread) */
-    size_t (*attention_scratch)(int B, int NH, int T);
-    void (*attention_forward)(struct dt_kctx *kc, float *out, float *att, const float *qkv, int B, int T, int C, int NH);
-    /* dqkv += ...; out is the forward's output (B,T,C) */
-    void (*attention_backward)(struct dt_kctx *kc, float *dqkv, const float *dout, const float *qkv, const float *out,
-                               const float *att, float *scratch, int B, int T, int C, int NH);
-    /* GELU, tanh approximation (GPT-2) */
-    void (*gelu_forward)(struct dt_kctx *kc, float *out, const float *inp, size_t N);
-    void (*gelu_backward)(struct dt_kctx *kc, float *dinp, const float *inp, const float *dout, size_t N);
-    void (*residual_forward)(struct dt_kctx *kc, float *out, const float *a, const float *b, size_t N);
+    /* floats of device scratch attention_backward needs (per call, covering every thread) */
+    size_t (*attention_scratch)(int B, int T, int C, int NH, enum dt_dtype at);
+    void (*attention_forward)(struct dt_kctx *kc, void *out, float *att, const void *qkv, enum dt_dtype at, int B, int T,
+                              int C, int NH);
+    /* dqkv = ... (written, of type at); dout in fp32 (the projection's dinp); out is the forward's */
+    void (*attention_backward)(struct dt_kctx *kc, void *dqkv, const float *dout, const void *qkv, const void *out,
+                               const float *att, float *scratch, enum dt_dtype at, int B, int T, int C, int NH);
+    /* GELU, tanh approximation (GPT-2), in fp32 on inp and out of type at; backward writes dinp
+     * (=, type at) from the fp32 dout */
+    void (*gelu_forward)(struct dt_kctx *kc, void *out, const void *inp, enum dt_dtype at, size_t N);
+    void (*gelu_backward)(struct dt_kctx *kc, void *dinp, const void *inp, const float *dout, enum dt_dtype at, size_t N);
+    /* out = a + b in fp32: the residual stream (fp32) plus a projection of type bt (autocast's
+     * type promotion) */
+    void (*residual_forward)(struct dt_kctx *kc, float *out, const float *a, const void *b, enum dt_dtype bt, size_t N);
     /* The embeddings, the token table possibly a block of rows at a time:
      * position_forward: out(B,T,C) = wpe[t]; rows_forward: out[i] += table[inp[i] - v0] for the n
      * tokens in [v0, v0 + nv) (the table holds rows v0..v0+nv-1, of type t: fp32, bf16 or fp16) */

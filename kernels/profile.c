@@ -93,8 +93,18 @@ struct pctx {
 
 static struct pctx *P(struct dt_kctx *kc) { return (struct pctx *)kc; }
 
+/* An op's time is from when the device has run everything before it to when it has run the op: on a
+ * GPU, whose ops return at their launch, that is its device time (and the step runs without
+ * overlap between ops while profiled); on the CPU the waits do nothing. */
+static double start(struct dt_kctx *kc)
+{
+    P(kc)->k->wait(P(kc)->inner);
+    return dt_now();
+}
+
 static void took(struct dt_kctx *kc, int op, double t0)
 {
+    P(kc)->k->wait(P(kc)->inner);
     double dt = dt_now() - t0;
     struct dt_kprofile *p = &P(kc)->prof;
     p->secs[op] += dt;
@@ -106,127 +116,129 @@ static void took(struct dt_kctx *kc, int op, double t0)
 static void p_matmul_forward(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias,
                              int BT, int C, int OC)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     P(kc)->k->matmul_forward(P(kc)->inner, out, inp, weight, bias, BT, C, OC);
     took(kc, OP_matmul_forward, t0);
 }
 static void p_matmul_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
                               const float *inp, const float *weight, int BT, int C, int OC, unsigned set)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     P(kc)->k->matmul_backward(P(kc)->inner, dinp, dweight, dbias, dout, inp, weight, BT, C, OC, set);
     took(kc, OP_matmul_backward, t0);
 }
-static void p_matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, const void *weight, const void *bias,
-                                enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype lp)
+static void p_matmul_forward_lp(struct dt_kctx *kc, void *out, enum dt_dtype ot, const void *inp, const void *weight,
+                                const void *bias, enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype lp)
 {
-    double t0 = dt_now();
-    P(kc)->k->matmul_forward_lp(P(kc)->inner, out, inp, weight, bias, wt, BT, C, OC, lp);
+    double t0 = start(kc);
+    P(kc)->k->matmul_forward_lp(P(kc)->inner, out, ot, inp, weight, bias, wt, BT, C, OC, lp);
     took(kc, OP_matmul_forward_lp, t0);
 }
-static void p_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
-                                 const float *inp, const void *weight, enum dt_dtype wt, int BT, int C, int OC,
-                                 enum dt_dtype lp, unsigned set)
+static void p_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const void *dout,
+                                 enum dt_dtype dt, const void *inp, const void *weight, enum dt_dtype wt, int BT, int C,
+                                 int OC, enum dt_dtype lp, unsigned set)
 {
-    double t0 = dt_now();
-    P(kc)->k->matmul_backward_lp(P(kc)->inner, dinp, dweight, dbias, dout, inp, weight, wt, BT, C, OC, lp, set);
+    double t0 = start(kc);
+    P(kc)->k->matmul_backward_lp(P(kc)->inner, dinp, dweight, dbias, dout, dt, inp, weight, wt, BT, C, OC, lp, set);
     took(kc, OP_matmul_backward_lp, t0);
 }
 static void p_cast_to_lp(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     P(kc)->k->cast_to_lp(P(kc)->inner, dst, src, n, t);
     took(kc, OP_cast_to_lp, t0);
 }
 static void p_cast_from_lp(struct dt_kctx *kc, float *dst, const uint16_t *src, size_t n, enum dt_dtype t)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     P(kc)->k->cast_from_lp(P(kc)->inner, dst, src, n, t);
     took(kc, OP_cast_from_lp, t0);
 }
 static void p_round_lp(struct dt_kctx *kc, float *dst, const float *src, size_t n, enum dt_dtype t)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     P(kc)->k->round_lp(P(kc)->inner, dst, src, n, t);
     took(kc, OP_round_lp, t0);
 }
-static void p_layernorm_forward(struct dt_kctx *kc, float *out, float *mean, float *rstd, const float *inp,
-                                const float *weight, const float *bias, int BT, int C)
+static void p_layernorm_forward(struct dt_kctx *kc, void *out, enum dt_dtype ot, float *mean, float *rstd,
+                                const float *inp, const float *weight, const float *bias, int BT, int C)
 {
-    double t0 = dt_now();
-    P(kc)->k->layernorm_forward(P(kc)->inner, out, mean, rstd, inp, weight, bias, BT, C);
+    double t0 = start(kc);
+    P(kc)->k->layernorm_forward(P(kc)->inner, out, ot, mean, rstd, inp, weight, bias, BT, C);
     took(kc, OP_layernorm_forward, t0);
 }
 static void p_layernorm_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
                                  const float *inp, const float *weight, const float *mean, const float *rstd, int BT,
                                  int C)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     P(kc)->k->layernorm_backward(P(kc)->inner, dinp, dweight, dbias, dout, inp, weight, mean, rstd, BT, C);
     took(kc, OP_layernorm_backward, t0);
 }
-static void p_attention_forward(struct dt_kctx *kc, float *out, float *att, const float *qkv, int B, int T, int C,
-                                int NH)
+static void p_attention_forward(struct dt_kctx *kc, void *out, float *att, const void *qkv, enum dt_dtype at, int B,
+                                int T, int C, int NH)
 {
-    double t0 = dt_now();
-    P(kc)->k->attention_forward(P(kc)->inner, out, att, qkv, B, T, C, NH);
+    double t0 = start(kc);
+    P(kc)->k->attention_forward(P(kc)->inner, out, att, qkv, at, B, T, C, NH);
     took(kc, OP_attention_forward, t0);
 }
-static void p_attention_backward(struct dt_kctx *kc, float *dqkv, const float *dout, const float *qkv, const float *out,
-                                 const float *att, float *scratch, int B, int T, int C, int NH)
+static void p_attention_backward(struct dt_kctx *kc, void *dqkv, const float *dout, const void *qkv, const void *out,
+                                 const float *att, float *scratch, enum dt_dtype at, int B, int T, int C, int NH)
 {
-    double t0 = dt_now();
-    P(kc)->k->attention_backward(P(kc)->inner, dqkv, dout, qkv, out, att, scratch, B, T, C, NH);
+    double t0 = start(kc);
+    P(kc)->k->attention_backward(P(kc)->inner, dqkv, dout, qkv, out, att, scratch, at, B, T, C, NH);
     took(kc, OP_attention_backward, t0);
 }
-static void p_gelu_forward(struct dt_kctx *kc, float *out, const float *inp, size_t N)
+static void p_gelu_forward(struct dt_kctx *kc, void *out, const void *inp, enum dt_dtype at, size_t N)
 {
-    double t0 = dt_now();
-    P(kc)->k->gelu_forward(P(kc)->inner, out, inp, N);
+    double t0 = start(kc);
+    P(kc)->k->gelu_forward(P(kc)->inner, out, inp, at, N);
     took(kc, OP_gelu_forward, t0);
 }
-static void p_gelu_backward(struct dt_kctx *kc, float *dinp, const float *inp, const float *dout, size_t N)
+static void p_gelu_backward(struct dt_kctx *kc, void *dinp, const void *inp, const float *dout, enum dt_dtype at,
+                            size_t N)
 {
-    double t0 = dt_now();
-    P(kc)->k->gelu_backward(P(kc)->inner, dinp, inp, dout, N);
+    double t0 = start(kc);
+    P(kc)->k->gelu_backward(P(kc)->inner, dinp, inp, dout, at, N);
     took(kc, OP_gelu_backward, t0);
 }
-static void p_residual_forward(struct dt_kctx *kc, float *out, const float *a, const float *b, size_t N)
+static void p_residual_forward(struct dt_kctx *kc, float *out, const float *a, const void *b, enum dt_dtype bt,
+                               size_t N)
 {
-    double t0 = dt_now();
-    P(kc)->k->residual_forward(P(kc)->inner, out, a, b, N);
+    double t0 = start(kc);
+    P(kc)->k->residual_forward(P(kc)->inner, out, a, b, bt, N);
     took(kc, OP_residual_forward, t0);
 }
 static void p_position_forward(struct dt_kctx *kc, float *out, const float *wpe, int B, int T, int C)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     P(kc)->k->position_forward(P(kc)->inner, out, wpe, B, T, C);
     took(kc, OP_position_forward, t0);
 }
 static void p_rows_forward(struct dt_kctx *kc, float *out, const int32_t *inp, const void *table, enum dt_dtype t,
                            int v0, int nv, int n, int C)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     P(kc)->k->rows_forward(P(kc)->inner, out, inp, table, t, v0, nv, n, C);
     took(kc, OP_rows_forward, t0);
 }
 static void p_position_backward(struct dt_kctx *kc, float *dwpe, const float *dout, int B, int T, int C)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     P(kc)->k->position_backward(P(kc)->inner, dwpe, dout, B, T, C);
     took(kc, OP_position_backward, t0);
 }
 static void p_rows_add(struct dt_kctx *kc, void *dst, enum dt_dtype t, size_t lo, size_t n, const int32_t *rows,
                        const float *vals, int nrows, int width)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     P(kc)->k->rows_add(P(kc)->inner, dst, t, lo, n, rows, vals, nrows, width);
     took(kc, OP_rows_add, t0);
 }
 static float p_softmax_xent(struct dt_kctx *kc, float *losses, float *logits, const int32_t *targets, float dloss,
                             int BT, int V, int vb)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     float r = P(kc)->k->softmax_xent(P(kc)->inner, losses, logits, targets, dloss, BT, V, vb);
     took(kc, OP_softmax_xent, t0);
     return r;
@@ -234,7 +246,7 @@ static float p_softmax_xent(struct dt_kctx *kc, float *losses, float *logits, co
 static float p_softmax_xent_lp(struct dt_kctx *kc, float *losses, uint16_t *logits, const int32_t *targets, float dloss,
                                int BT, int V, int vb, enum dt_dtype t)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     float r = P(kc)->k->softmax_xent_lp(P(kc)->inner, losses, logits, targets, dloss, BT, V, vb, t);
     took(kc, OP_softmax_xent_lp, t0);
     return r;
@@ -243,7 +255,7 @@ static void p_adamw(struct dt_kctx *kc, float *param, const void *grad, enum dt_
                     float *m, float *v, size_t n, float lr, float beta1, float beta2, float eps, float wd, int t,
                     void *plp, enum dt_dtype pt)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     P(kc)->k->adamw(P(kc)->inner, param, grad, gt, gscale, l2, m, v, n, lr, beta1, beta2, eps, wd, t, plp, pt);
     took(kc, OP_adamw, t0);
 }
@@ -251,27 +263,27 @@ static void p_sgd(struct dt_kctx *kc, float *param, const void *grad, enum dt_dt
                   size_t n, float lr, float momentum, int nesterov, float wd, int first_step, void *plp,
                   enum dt_dtype pt)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     P(kc)->k->sgd(P(kc)->inner, param, grad, gt, gscale, buf, n, lr, momentum, nesterov, wd, first_step, plp, pt);
     took(kc, OP_sgd, t0);
 }
 static float p_mse(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     float r = P(kc)->k->mse(P(kc)->inner, dout, out, target, dloss, n);
     took(kc, OP_mse, t0);
     return r;
 }
 static double p_sumsq(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     double r = P(kc)->k->sumsq(P(kc)->inner, x, t, n);
     took(kc, OP_sumsq, t0);
     return r;
 }
 static size_t p_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     size_t r = P(kc)->k->nonfinite(P(kc)->inner, x, t, n);
     took(kc, OP_nonfinite, t0);
     return r;
@@ -279,51 +291,51 @@ static size_t p_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, si
 static double p_sumsq_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n, size_t lo, size_t sn,
                                 size_t *bad)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     double r = P(kc)->k->sumsq_nonfinite(P(kc)->inner, x, t, n, lo, sn, bad);
     took(kc, OP_sumsq_nonfinite, t0);
     return r;
 }
 static void p_convert(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     P(kc)->k->convert(P(kc)->inner, dst, dt, src, st, n);
     took(kc, OP_convert, t0);
 }
 static void p_accumulate(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     P(kc)->k->accumulate(P(kc)->inner, dst, dt, src, st, n);
     took(kc, OP_accumulate, t0);
 }
 static void p_narrow_inplace(struct dt_kctx *kc, void *buf, size_t n, enum dt_dtype t)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     P(kc)->k->narrow_inplace(P(kc)->inner, buf, n, t);
     took(kc, OP_narrow_inplace, t0);
 }
 static void p_widen_inplace(struct dt_kctx *kc, void *buf, size_t n, enum dt_dtype t)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     P(kc)->k->widen_inplace(P(kc)->inner, buf, n, t);
     took(kc, OP_widen_inplace, t0);
 }
 static void p_round_stochastic(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, uint64_t seed,
                                uint64_t index0)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     P(kc)->k->round_stochastic(P(kc)->inner, dst, src, n, seed, index0);
     took(kc, OP_round_stochastic, t0);
 }
 static void p_zero(struct dt_kctx *kc, void *p, size_t bytes)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     P(kc)->k->zero(P(kc)->inner, p, bytes);
     took(kc, OP_zero, t0);
 }
 static void p_copy(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind)
 {
-    double t0 = dt_now();
+    double t0 = start(kc);
     P(kc)->k->copy(P(kc)->inner, dst, src, bytes, kind);
     took(kc, OP_copy, t0);
 }
@@ -334,6 +346,11 @@ static void p_free(struct dt_kctx *kc, void *p) { P(kc)->k->free(P(kc)->inner, p
 static void *p_host_alloc(struct dt_kctx *kc, size_t bytes) { return P(kc)->k->host_alloc(P(kc)->inner, bytes); }
 static void p_host_free(struct dt_kctx *kc, void *p) { P(kc)->k->host_free(P(kc)->inner, p); }
 static dt_status_t p_synchronize(struct dt_kctx *kc, int64_t step) { return P(kc)->k->synchronize(P(kc)->inner, step); }
+static void p_wait(struct dt_kctx *kc) { P(kc)->k->wait(P(kc)->inner); }
+static void p_device_memory(struct dt_kctx *kc, int64_t *peak_allocated, int64_t *reserved)
+{
+    P(kc)->k->device_memory(P(kc)->inner, peak_allocated, reserved);
+}
 static void p_describe(struct dt_kctx *kc, char *buf, size_t n, enum dt_dtype compute)
 {
     P(kc)->k->describe(P(kc)->inner, buf, n, compute);
@@ -362,6 +379,8 @@ dt_status_t dt_kprofile_wrap(const struct dt_kernels **k, struct dt_kctx **kc)
     t->host_alloc = p_host_alloc;
     t->host_free = p_host_free;
     t->synchronize = p_synchronize;
+    t->wait = p_wait;
+    t->device_memory = (*k)->device_memory ? p_device_memory : NULL;
     t->describe = p_describe;
     t->zero = p_zero;
     t->copy = p_copy;

@@ -1,8 +1,9 @@
 /*
  * profile.h - where a step's time goes, op by op (events.wall_clock_breakdown): a kernel table
  * that runs another one's ops and adds up each one's wall time and calls. The names are the
- * table's slots, so the direction is in them (matmul_forward, matmul_backward, ...). On a GPU an
- * op's time is its launch's unless the op waits for its result (the losses, the norms).
+ * table's slots, so the direction is in them (matmul_forward, matmul_backward, ...). Each op is
+ * timed from the moment the device has run everything queued before it until it has run the op
+ * (the table's wait slot), so on a GPU the times are device times, with the ops serialized.
  */
 #ifndef DT_KPROFILE_H
 #define DT_KPROFILE_H

@@ -21,9 +21,10 @@
 #define KB QB /* equal, so a diagonal block's first key is never after its first query */
 
 size_t dt_cpu_attention_saved(int B, int NH, int T) { return (size_t)B * NH * T; }
-size_t dt_cpu_attention_scratch(int B, int NH, int T)
+/* the CPU's scratch comes from its context (dt_cpu_scratch): none on the device side */
+size_t dt_cpu_attention_scratch(int B, int T, int C, int NH, enum dt_dtype at)
 {
-    (void)B, (void)NH, (void)T;
+    (void)B, (void)T, (void)C, (void)NH, (void)at;
     return 0;
 }
 
@@ -76,8 +77,7 @@ static inline float masked_exp(float *row, int n, int nk, float sub)
     return sum;
 }
 
-DT_CLONES void dt_cpu_attention_forward(struct dt_kctx *kc, float *out, float *lse, const float *qkv, int B, int T,
-                                        int C, int NH)
+DT_CLONES static void forward_f32(float *out, float *lse, const float *qkv, int B, int T, int C, int NH)
 {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
@@ -127,11 +127,10 @@ DT_CLONES void dt_cpu_attention_forward(struct dt_kctx *kc, float *out, float *l
  * Per query block i and key block j <= i, with P = exp(S - lse) recomputed:
  *   dV_j += P^T dO_i;  dP = dO_i V_j^T;  dS = P (dP - D_i), D = rowsum(dO O);
  *   dQ_i += scale dS K_j;  dK_j += scale dS^T Q_i.
- * A (b,h) is one thread's, so its dK and dV sums need no atomics and keep one order.
+ * A (b,h) is one thread's, so its dK and dV sums need no atomics and keep one order. dqkv is added to.
  */
-DT_CLONES void dt_cpu_attention_backward(struct dt_kctx *kc, float *dqkv, const float *dout, const float *qkv,
-                                         const float *out, const float *lse, float *scratch, int B, int T, int C,
-                                         int NH)
+DT_CLONES static void backward_f32(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
+                                   int B, int T, int C, int NH)
 {
     int hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
@@ -181,4 +180,39 @@ DT_CLONES void dt_cpu_attention_backward(struct dt_kctx *kc, float *dqkv, const 
             }
         }
     }
+}
+
+/* 16-bit activations are widened into fp32 scratch, attended as fp32 ones are, and the results
+ * rounded once: the same sums as the fp32 path on the 16-bit values. */
+void dt_cpu_attention_forward(struct dt_kctx *kc, void *out, float *lse, const void *qkv, enum dt_dtype at, int B, int T,
+                              int C, int NH)
+{
+    if (at == DT_F32) {
+        forward_f32(out, lse, qkv, B, T, C, NH);
+        return;
+    }
+    size_t n = (size_t)B * T * C;
+    float *q = dt_cpu_scratch(kc, 1, 3 * n * sizeof(float)), *o = dt_cpu_scratch(kc, 2, n * sizeof(float));
+    dt_cpu_convert(kc, q, DT_F32, qkv, at, 3 * n);
+    forward_f32(o, lse, q, B, T, C, NH);
+    dt_cpu_convert(kc, out, at, o, DT_F32, n);
+}
+
+void dt_cpu_attention_backward(struct dt_kctx *kc, void *dqkv, const float *dout, const void *qkv, const void *out,
+                               const float *lse, float *scratch, enum dt_dtype at, int B, int T, int C, int NH)
+{
+    (void)scratch;
+    size_t n = (size_t)B * T * C;
+    if (at == DT_F32) {
+        dt_cpu_zero(kc, dqkv, 3 * n * sizeof(float));
+        backward_f32(dqkv, dout, qkv, out, lse, B, T, C, NH);
+        return;
+    }
+    float *q = dt_cpu_scratch(kc, 1, 3 * n * sizeof(float)), *o = dt_cpu_scratch(kc, 2, n * sizeof(float));
+    float *dq = dt_cpu_scratch(kc, 3, 3 * n * sizeof(float));
+    dt_cpu_convert(kc, q, DT_F32, qkv, at, 3 * n);
+    dt_cpu_convert(kc, o, DT_F32, out, at, n);
+    dt_cpu_zero(kc, dq, 3 * n * sizeof(float));
+    backward_f32(dq, dout, q, o, lse, B, T, C, NH);
+    dt_cpu_convert(kc, dqkv, at, dq, DT_F32, 3 * n);
 }

@@ -42,7 +42,7 @@ static void *cpu_host_alloc(struct dt_kctx *kc, size_t bytes) { return dt_alloc_
 static void cpu_host_free(struct dt_kctx *kc, void *p) { dt_free_big(p); }
 /* One thread's memset stops well short of the memory's bandwidth (124M fp32 gradients: 2x faster
  * on two threads than on one); below a MiB a parallel region's start would cost what it saves. */
-static void cpu_zero(struct dt_kctx *kc, void *p, size_t bytes)
+void dt_cpu_zero(struct dt_kctx *kc, void *p, size_t bytes)
 {
     #pragma omp parallel if (bytes >= DT_CPU_PARALLEL_BYTES)
     {
@@ -57,6 +57,7 @@ static void cpu_copy(struct dt_kctx *kc, void *dst, const void *src, size_t byte
 }
 /* every CPU kernel has finished when it returns, and none can fail */
 static dt_status_t cpu_synchronize(struct dt_kctx *kc, int64_t step) { return DT_SUCCESS; }
+static void cpu_wait(struct dt_kctx *kc) {}
 
 const struct dt_kernels dt_kernels_cpu = {
     .name = "cpu",
@@ -64,11 +65,12 @@ const struct dt_kernels dt_kernels_cpu = {
     .ctx_destroy = dt_cpu_ctx_destroy,
     .alloc = cpu_alloc,
     .free = cpu_free,
-    .zero = cpu_zero,
+    .zero = dt_cpu_zero,
     .copy = cpu_copy,
     .host_alloc = cpu_host_alloc,
     .host_free = cpu_host_free,
     .synchronize = cpu_synchronize,
+    .wait = cpu_wait,
     .attention_saved = dt_cpu_attention_saved,
     .attention_scratch = dt_cpu_attention_scratch,
     .init = cpu_init,

@@ -4,6 +4,8 @@
 
 #include <omp.h>
 #include <stdbool.h>
+#include <string.h>
+#include "kernels/cpu/convert.h"
 #include "kernels/kernels.h"
 
 /* clears and copies of at least this many bytes run on every thread: one thread's memset or memcpy
@@ -20,6 +22,39 @@ static inline void dt_cpu_byte_share(size_t bytes, size_t *lo, size_t *hi)
     *hi = a + chunk < bytes ? a + chunk : bytes;
 }
 
+/* Activations of type t (fp32, bf16, fp16): n of them from element i of p widened into dst, and
+ * n fp32 values rounded (to nearest even) into p from element i. */
+static inline void dt_cpu_load(float *dst, const void *p, enum dt_dtype t, size_t i, size_t n)
+{
+    const struct dt_convert *cv = dt_convert_fast();
+    if (t == DT_F32) memcpy(dst, (const float *)p + i, n * sizeof(float));
+    else (t == DT_BF16 ? cv->f32_from_bf16 : cv->f32_from_f16)(dst, (const uint16_t *)p + i, n);
+}
+static inline void dt_cpu_store(void *p, enum dt_dtype t, size_t i, const float *src, size_t n)
+{
+    const struct dt_convert *cv = dt_convert_fast();
+    if (t == DT_F32) memcpy((float *)p + i, src, n * sizeof(float));
+    else (t == DT_BF16 ? cv->bf16_from_f32 : cv->f16_from_f32)((uint16_t *)p + i, src, n);
+}
+/* elements the elementwise ops convert at a time, on a thread's stack */
+#define DT_CPU_CHUNK 1024
+/* An elementwise op on 16-bit activations: n values of type it from inp, DT_CPU_CHUNK at a time on
+ * every thread, widened into fp32, f applied (to the k values from element i0 on), the result
+ * rounded into out, of type ot (elementwise.c). */
+typedef void (*dt_cpu_chunk_fn)(float *x, size_t i0, size_t k, const void *arg);
+void dt_cpu_chunks(void *out, enum dt_dtype ot, const void *inp, enum dt_dtype it, size_t n, dt_cpu_chunk_fn f,
+                   const void *arg);
+/* Rows per partial sum in the reductions over rows (parameter gradients of layernorm, a bias's column
+ * sums): each block of DT_ROW_BLOCK rows is summed in row order, the blocks' sums are added in
+ * block order. The GPU kernels keep the same order, so both give the same bits, and the blocks run
+ * in parallel on either. */
+#define DT_ROW_BLOCK 64
+/* Growing scratch of the CPU context (matmul_lp.c), slot 0..DT_CPU_SCRATCH_SLOTS-1; NULL when out of
+ * memory. A context's kernels are called from one thread at a time. */
+#define DT_CPU_SCRATCH_SLOTS 4
+void *dt_cpu_scratch(struct dt_kctx *kc, int slot, size_t bytes);
+/* the op table's zero: on every thread from a MiB up */
+void dt_cpu_zero(struct dt_kctx *kc, void *p, size_t bytes);
 void dt_cpu_gemm(char ta, char tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,
                  float beta, float *C, int ldc);
 /* "oneDNN sgemm (avx512_core)" or the stand-in's name */
@@ -29,11 +64,11 @@ void dt_cpu_colsum(float *out, const float *x, int R, int C, bool set);
 void dt_cpu_matmul_forward(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias, int BT, int C, int OC);
 void dt_cpu_matmul_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                             const float *weight, int BT, int C, int OC, unsigned set);
-void dt_cpu_matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, const void *weight, const void *bias,
-                              enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype t);
-void dt_cpu_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
-                               const float *inp, const void *weight, enum dt_dtype wt, int BT, int C, int OC,
-                               enum dt_dtype t, unsigned set);
+void dt_cpu_matmul_forward_lp(struct dt_kctx *kc, void *out, enum dt_dtype ot, const void *inp, const void *weight,
+                              const void *bias, enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype t);
+void dt_cpu_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const void *dout,
+                               enum dt_dtype dt, const void *inp, const void *weight, enum dt_dtype wt, int BT, int C,
+                               int OC, enum dt_dtype t, unsigned set);
 void dt_cpu_cast_to_lp(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t);
 void dt_cpu_cast_from_lp(struct dt_kctx *kc, float *dst, const uint16_t *src, size_t n, enum dt_dtype t);
 /* dst = src rounded to t, kept in fp32 (one pass) */
@@ -45,19 +80,19 @@ void dt_cpu_ctx_destroy(struct dt_kctx *kc);
 void dt_cpu_bf16_gemm_select(struct dt_kctx *kc, int onednn);
 /* which path the 16-bit matmuls of type t take here, for logs and benchmarks */
 const char *dt_cpu_matmul_lp_path(struct dt_kctx *kc, enum dt_dtype t);
-void dt_cpu_layernorm_forward(struct dt_kctx *kc, float *out, float *mean, float *rstd, const float *inp, const float *weight,
+void dt_cpu_layernorm_forward(struct dt_kctx *kc, void *out, enum dt_dtype ot, float *mean, float *rstd, const float *inp, const float *weight,
                               const float *bias, int BT, int C);
 void dt_cpu_layernorm_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
                                const float *weight, const float *mean, const float *rstd, int BT, int C);
-void dt_cpu_attention_forward(struct dt_kctx *kc, float *out, float *att, const float *qkv, int B, int T, int C, int NH);
+void dt_cpu_attention_forward(struct dt_kctx *kc, void *out, float *att, const void *qkv, enum dt_dtype at, int B, int T,
+                              int C, int NH);
 size_t dt_cpu_attention_saved(int B, int NH, int T);
-size_t dt_cpu_attention_scratch(int B, int NH, int T);
-void dt_cpu_attention_backward(struct dt_kctx *kc, float *dqkv, const float *dout, const float *qkv, const float *out,
-                               const float *att, float *scratch,
-                               int B, int T, int C, int NH);
-void dt_cpu_gelu_forward(struct dt_kctx *kc, float *out, const float *inp, size_t N);
-void dt_cpu_gelu_backward(struct dt_kctx *kc, float *dinp, const float *inp, const float *dout, size_t N);
-void dt_cpu_residual_forward(struct dt_kctx *kc, float *out, const float *a, const float *b, size_t N);
+size_t dt_cpu_attention_scratch(int B, int T, int C, int NH, enum dt_dtype at);
+void dt_cpu_attention_backward(struct dt_kctx *kc, void *dqkv, const float *dout, const void *qkv, const void *out,
+                               const float *att, float *scratch, enum dt_dtype at, int B, int T, int C, int NH);
+void dt_cpu_gelu_forward(struct dt_kctx *kc, void *out, const void *inp, enum dt_dtype at, size_t N);
+void dt_cpu_gelu_backward(struct dt_kctx *kc, void *dinp, const void *inp, const float *dout, enum dt_dtype at, size_t N);
+void dt_cpu_residual_forward(struct dt_kctx *kc, float *out, const float *a, const void *b, enum dt_dtype bt, size_t N);
 void dt_cpu_position_forward(struct dt_kctx *kc, float *out, const float *wpe, int B, int T, int C);
 void dt_cpu_rows_forward(struct dt_kctx *kc, float *out, const int32_t *inp, const void *table, enum dt_dtype t, int v0,
                          int nv, int n, int C);

@@ -56,18 +56,24 @@ void dt_cpu_gemm(char ta, char tb, int M, int N, int K, float alpha, const float
 #endif
 }
 
-/* out[c] += (set: =) sum over rows of x(R, C): each thread owns a range of columns and
- * streams the rows in memory order (a column-at-a-time walk misses cache),
- * CB columns at a time summed in registers and added to out once. */
+/* out[c] += (set: =) sum over rows of x(R, C), in DT_ROW_BLOCK's order (cpu.h; the GPU's): each
+ * thread owns a range of columns and streams the rows in memory order (a column-at-a-time walk
+ * misses cache), CB columns at a time summed in registers and added to out once. */
 #define CB 32
 
 static inline void colsum_block(float *out, const float *x, int R, int C, int c0, int w, bool set)
 {
     float acc[CB] = {0};
-    for (int i = 0; i < R; i++) {
-        const float *row = x + (size_t)i * C + c0;
+    for (int r0 = 0; r0 < R; r0 += DT_ROW_BLOCK) {
+        float part[CB] = {0};
+        int r1 = R - r0 < DT_ROW_BLOCK ? R : r0 + DT_ROW_BLOCK;
+        for (int i = r0; i < r1; i++) {
+            const float *row = x + (size_t)i * C + c0;
+            #pragma omp simd
+            for (int c = 0; c < w; c++) part[c] += row[c];
+        }
         #pragma omp simd
-        for (int c = 0; c < w; c++) acc[c] += row[c];
+        for (int c = 0; c < w; c++) acc[c] += part[c];
     }
     for (int c = 0; c < w; c++) out[c0 + c] = set ? acc[c] : out[c0 + c] + acc[c];
 }

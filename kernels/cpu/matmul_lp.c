@@ -1,7 +1,8 @@
 /*
- * matmul_lp.c - the linear layers of mixed precision: inputs, weights and
- * output gradients rounded to bf16 or fp16 (round to nearest even, real
- * 16-bit buffers), products accumulated in fp32, results in fp32.
+ * matmul_lp.c - the linear layers of mixed precision: inputs (activations
+ * stored in bf16 or fp16), weights and output gradients rounded to 16 bits
+ * (round to nearest even, real 16-bit buffers), products accumulated in fp32,
+ * results rounded once to the activation type or kept in fp32.
  *
  * Two paths compute the same sums in different orders (the test compares
  * them): oneDNN's matmul primitive on bf16 operands (bf16 in, f32 out; one
@@ -57,7 +58,8 @@ struct prim {
 
 /* the CPU backend's context (kernels.h): all of its state is this file's */
 struct dt_kctx {
-    struct scratch s_a, s_b, s_c, s_wa, s_wb, s_wc, s_bias;
+    struct scratch s_b, s_c, s_wa, s_wb, s_wc, s_bias, s_out;
+    struct scratch slot[DT_CPU_SCRATCH_SLOTS]; /* dt_cpu_scratch's, for the other kernels */
     int bf16_onednn;      /* -1: not chosen yet */
     const char *bf16_why; /* why bf16_onednn is what it is, for the log */
     char path[160];       /* dt_cpu_matmul_lp_path's answer */
@@ -82,8 +84,9 @@ dt_status_t dt_cpu_ctx_create(int device, struct dt_kctx **out)
 void dt_cpu_ctx_destroy(struct dt_kctx *kc)
 {
     if (!kc) return;
-    struct scratch *all[] = {&kc->s_a, &kc->s_b, &kc->s_c, &kc->s_wa, &kc->s_wb, &kc->s_wc, &kc->s_bias};
+    struct scratch *all[] = {&kc->s_b, &kc->s_c, &kc->s_wa, &kc->s_wb, &kc->s_wc, &kc->s_bias, &kc->s_out};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) free(all[i]->p);
+    for (int i = 0; i < DT_CPU_SCRATCH_SLOTS; i++) free(kc->slot[i].p);
 #ifdef HAVE_DNNL
     for (int i = 0; i < kc->ncache; i++) {
         dnnl_primitive_destroy(kc->cache[i].p);
@@ -96,6 +99,8 @@ void dt_cpu_ctx_destroy(struct dt_kctx *kc)
 #endif
     free(kc);
 }
+
+void *dt_cpu_scratch(struct dt_kctx *kc, int slot, size_t bytes) { return grow(&kc->slot[slot], bytes); }
 
 void dt_cpu_bf16_gemm_select(struct dt_kctx *kc, int onednn) { kc->bf16_onednn = onednn; }
 
@@ -235,46 +240,56 @@ static const uint16_t *weight_lp(struct dt_kctx *kc, const void *weight, enum dt
     return w;
 }
 
-void dt_cpu_matmul_forward_lp(struct dt_kctx *kc, float *out, const float *inp, const void *weight, const void *bias,
-                              enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype t)
+void dt_cpu_matmul_forward_lp(struct dt_kctx *kc, void *out, enum dt_dtype ot, const void *inp, const void *weight,
+                              const void *bias, enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype t)
 {
     const float *b = bias_f32(kc, bias, wt, OC);
+    size_t nx = (size_t)BT * C, no = (size_t)BT * OC;
+    /* the fp32 sums, rounded into a 16-bit out once they are complete */
+    float *o = ot == DT_F32 ? out : grow(&kc->s_out, no * sizeof(float));
     if (widened(kc, t)) {
-        float *x = grow(&kc->s_wa, (size_t)BT * C * 4);
-        dt_cpu_round_lp(kc, x, inp, (size_t)BT * C, t);
-        dt_cpu_matmul_forward(kc, out, x, weight_widened(kc, weight, wt, (size_t)OC * C, t), b, BT, C, OC);
-        return;
+        float *x = grow(&kc->s_wa, nx * sizeof(float));
+        dt_cpu_cast_from_lp(kc, x, inp, nx, t);
+        dt_cpu_matmul_forward(kc, o, x, weight_widened(kc, weight, wt, (size_t)OC * C, t), b, BT, C, OC);
+    } else {
+        const uint16_t *w = weight_lp(kc, weight, wt, (size_t)OC * C, t);
+        if (b) {
+            #pragma omp parallel for
+            for (int i = 0; i < BT; i++) memcpy(o + (size_t)i * OC, b, (size_t)OC * sizeof *o);
+        }
+        gemm_lp(kc, t, 'N', 'T', BT, OC, C, inp, C, w, C, b != NULL, o, OC);
     }
-    uint16_t *x = grow(&kc->s_a, (size_t)BT * C * 2);
-    dt_cpu_cast_to_lp(kc, x, inp, (size_t)BT * C, t);
-    const uint16_t *w = weight_lp(kc, weight, wt, (size_t)OC * C, t);
-    if (b) {
-        #pragma omp parallel for
-        for (int i = 0; i < BT; i++) memcpy(out + (size_t)i * OC, b, (size_t)OC * sizeof *out);
-    }
-    gemm_lp(kc, t, 'N', 'T', BT, OC, C, x, C, w, C, b != NULL, out, OC);
+    if (ot != DT_F32) dt_cpu_cast_to_lp(kc, out, o, no, ot);
 }
 
-void dt_cpu_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
-                               const float *inp, const void *weight, enum dt_dtype wt, int BT, int C, int OC,
-                               enum dt_dtype t, unsigned set)
+void dt_cpu_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const void *dout,
+                               enum dt_dtype dt, const void *inp, const void *weight, enum dt_dtype wt, int BT, int C,
+                               int OC, enum dt_dtype t, unsigned set)
 {
+    size_t nx = (size_t)BT * C, nd = (size_t)BT * OC;
     if (widened(kc, t)) {
-        float *x = grow(&kc->s_wa, (size_t)BT * C * 4), *d = grow(&kc->s_wc, (size_t)BT * OC * 4);
-        dt_cpu_round_lp(kc, x, inp, (size_t)BT * C, t);
-        dt_cpu_round_lp(kc, d, dout, (size_t)BT * OC, t);
+        float *x = grow(&kc->s_wa, nx * sizeof(float)), *d = grow(&kc->s_wc, nd * sizeof(float));
+        dt_cpu_cast_from_lp(kc, x, inp, nx, t);
+        if (dt == DT_F32) dt_cpu_round_lp(kc, d, dout, nd, t);
+        else dt_cpu_cast_from_lp(kc, d, dout, nd, t);
         const float *w = weight_widened(kc, weight, wt, (size_t)OC * C, t);
-        dt_cpu_matmul_backward(kc, dinp, dweight, NULL, d, x, w, BT, C, OC, set);
-        if (dbias) dt_cpu_colsum(dbias, dout, BT, OC, set & DT_SET_DPARAMS);
+        dt_cpu_matmul_backward(kc, dinp, dweight, dbias, d, x, w, BT, C, OC, set);
         return;
     }
-    uint16_t *x = grow(&kc->s_a, (size_t)BT * C * 2), *d = grow(&kc->s_c, (size_t)BT * OC * 2);
-    dt_cpu_cast_to_lp(kc, x, inp, (size_t)BT * C, t);
-    dt_cpu_cast_to_lp(kc, d, dout, (size_t)BT * OC, t);
+    const uint16_t *d = dout;
+    if (dt == DT_F32) {
+        uint16_t *r = grow(&kc->s_c, nd * sizeof(uint16_t));
+        dt_cpu_cast_to_lp(kc, r, dout, nd, t);
+        d = r;
+    }
     const uint16_t *w = weight_lp(kc, weight, wt, (size_t)OC * C, t);
     gemm_lp(kc, t, 'N', 'N', BT, C, OC, d, OC, w, C, !(set & DT_SET_DINP), dinp, C);
-    gemm_lp(kc, t, 'T', 'N', OC, C, BT, d, OC, x, C, !(set & DT_SET_DPARAMS), dweight, C);
-    if (dbias) dt_cpu_colsum(dbias, dout, BT, OC, set & DT_SET_DPARAMS);
+    gemm_lp(kc, t, 'T', 'N', OC, C, BT, d, OC, inp, C, !(set & DT_SET_DPARAMS), dweight, C);
+    if (dbias) {
+        float *df = grow(&kc->s_wc, nd * sizeof(float));
+        dt_cpu_cast_from_lp(kc, df, d, nd, t);
+        dt_cpu_colsum(dbias, df, BT, OC, set & DT_SET_DPARAMS);
+    }
 }
 
 const char *dt_cpu_matmul_lp_path(struct dt_kctx *kc, enum dt_dtype t)

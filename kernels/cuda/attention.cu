@@ -1,10 +1,13 @@
 /*
  * attention.cu - causal multi-head self-attention on the GPU, the CPU kernel's semantics
  * (kernels/cpu/attention.c): qkv (B,T,3C) holds q|k|v, head h is columns [h*hs, (h+1)*hs) of each,
- * hs = C/NH, scores scaled by 1/sqrt(hs), out (B,T,C); backward ACCUMULATES into dqkv (B,T,3C).
+ * hs = C/NH, scores scaled by 1/sqrt(hs), out (B,T,C); backward WRITES dqkv (B,T,3C). qkv, out and
+ * dqkv are of the activation type (fp32, bf16 or fp16; the fused kernels are templates on it, S):
+ * widened to fp32 as they are loaded, everything computed in fp32, each result rounded once as it
+ * is stored, which is what the CPU computes on the same 16-bit values. dout and lse are fp32.
  * Two implementations:
  *
- * Fused (flash attention, fp32), for training: the forward never writes the (T,T) scores to global
+ * Fused (flash attention, fp32 arithmetic), for training: the forward never writes the (T,T) scores to global
  * memory. Per (b, h) and block of query rows, key/value tiles of KT = 32 rows pass through shared
  * memory and an online softmax keeps each row's running max m and sum l, rescaling the output
  * accumulated so far when m grows. It saves only lse = m + log l per query row (B,NH,T), from which
@@ -16,7 +19,7 @@
  *          >= the first key): dV += P^T dO, dK += scale dS^T Q with dS = P (dO V^T - Drow)
  *   dq     a block owns a block of queries and walks the key tiles they see: dQ += scale dS K
  * Each element of dqkv is written by exactly one thread (q columns by dq, k and v columns by dkv),
- * which adds its sum, formed in a fixed order, to what is there.
+ * which stores its sum, formed in a fixed order (every column of a head, so dqkv needs no zeroing).
  *
  * Thread mapping, shared by the three tiled kernels: 4 warps of 32 lanes. A block's own rows
  * (queries in forward and dq, keys in dkv) are R per warp, kept in registers spread over the lanes
@@ -35,10 +38,10 @@
  * q, dout and dq in dq, k, v, dk and dv in dkv) fit in registers: ptxas gives 64 to 147 per
  * thread for sm_80, no spills.
  *
- * Reference (the CPU's algorithm, cuBLAS strided-batched gemms in fp32 over the heads of one batch
- * row at a time, and a warp per softmax row): forward writes att (B,NH,T,T), the causal softmax
- * with the masked entries 0, as the CPU does, and backward works from it. The GPU tests hold the
- * fused kernels against it and against the CPU.
+ * Reference (fp32 only: the textbook algorithm, cuBLAS strided-batched gemms in fp32 over the heads
+ * of one batch row at a time, and a warp per softmax row): forward writes att (B,NH,T,T), the causal
+ * softmax with the masked entries 0, and backward works from it and writes dqkv. The GPU tests hold
+ * the fused kernels against it and against the CPU, and its att against a softmax of their own.
  *
  * Every launcher returns cudaSuccess or the launch's error (the reference: or DT_CUDA_CUBLAS_ERR +
  * cuBLAS's status). Launches go on the default stream, per thread in this build.
@@ -46,6 +49,7 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <math.h>
+#include <type_traits>
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/plan.h"
@@ -68,20 +72,23 @@ __device__ static inline float warp_sum(float x)
     return x;
 }
 
-/* rows [t0, t0 + KT) of one head's (T, hs) slice at base (row stride ld) into tile; zeros past
- * T and past hs. Called by the whole block. */
-template <int D>
-__device__ static void load_tile(float (*tile)[D + 1], const float *base, size_t ld, int t0, int T, int hs)
+/* rows [t0, t0 + KT) of one head's (T, hs) slice at base (row stride ld, elements of type E: the
+ * activation type, or fp32 for dout) into tile, widened; zeros past T and past hs. Called by the
+ * whole block; consecutive threads read consecutive columns, scalar loads (a head's slice of a 16-bit
+ * row starts at any even byte). */
+template <int D, typename E>
+__device__ static void load_tile(float (*tile)[D + 1], const E *base, size_t ld, int t0, int T, int hs)
 {
     for (int i = threadIdx.x; i < KT * D; i += blockDim.x) {
         int r = i / D, d = i % D, t = t0 + r;
-        tile[r][d] = t < T && d < hs ? base[(size_t)t * ld + d] : 0.0f;
+        tile[r][d] = t < T && d < hs ? dt_ld(base[(size_t)t * ld + d]) : 0.0f;
     }
 }
 
-/* the warp's R rows from t0 into registers, lane holding columns lane + 32c; zeros past T and hs */
-template <int D>
-__device__ static void load_rows(float (&x)[dt_attn_rows_per_warp(D)][D / 32], const float *base, size_t ld, int t0, int T,
+/* the warp's R rows from t0 into registers, widened, lane holding columns lane + 32c; zeros past T
+ * and hs */
+template <int D, typename E>
+__device__ static void load_rows(float (&x)[dt_attn_rows_per_warp(D)][D / 32], const E *base, size_t ld, int t0, int T,
                                  int hs)
 {
     int lane = threadIdx.x % 32;
@@ -90,14 +97,14 @@ __device__ static void load_rows(float (&x)[dt_attn_rows_per_warp(D)][D / 32], c
 #pragma unroll
         for (int c = 0; c < D / 32; c++) {
             int t = t0 + i, d = c * 32 + lane;
-            x[i][c] = t < T && d < hs ? base[(size_t)t * ld + d] : 0.0f;
+            x[i][c] = t < T && d < hs ? dt_ld(base[(size_t)t * ld + d]) : 0.0f;
         }
 }
 
-/* base[t*ld + d] += scale * x for the warp's rows below T and columns below hs */
-template <int D>
-__device__ static void add_rows(float *base, size_t ld, const float (&x)[dt_attn_rows_per_warp(D)][D / 32], float scale,
-                                int t0, int T, int hs)
+/* base[t*ld + d] = scale * x, rounded to S, for the warp's rows below T and columns below hs */
+template <int D, typename S>
+__device__ static void store_rows(S *base, size_t ld, const float (&x)[dt_attn_rows_per_warp(D)][D / 32], float scale,
+                                  int t0, int T, int hs)
 {
     int lane = threadIdx.x % 32;
 #pragma unroll
@@ -105,7 +112,7 @@ __device__ static void add_rows(float *base, size_t ld, const float (&x)[dt_attn
 #pragma unroll
         for (int c = 0; c < D / 32; c++) {
             int t = t0 + i, d = c * 32 + lane;
-            if (t < T && d < hs) base[(size_t)t * ld + d] += scale * x[i][c];
+            if (t < T && d < hs) dt_st(&base[(size_t)t * ld + d], scale * x[i][c]);
         }
 }
 
@@ -146,14 +153,16 @@ __device__ static void gather(float (&acc)[dt_attn_rows_per_warp(D)][D / 32], co
 /* What every tiled kernel's block works out first: its (b, h), the head's slices, its block of
  * own rows. Blocks run heaviest first: the forward's and dq's last query blocks see the most keys,
  * dkv's first key blocks are seen by the most queries. */
+template <typename S>
 struct head {
     int b, h, bh, blk;
-    const float *q, *k, *v; /* (T, hs) slices of qkv, row stride 3C */
+    const S *q, *k, *v; /* (T, hs) slices of qkv, row stride 3C */
 };
 
-__device__ static inline head head_of(const float *qkv, int BH, int NH, int T, int C, int nblk, bool last_first)
+template <typename S>
+__device__ static inline head<S> head_of(const S *qkv, int BH, int NH, int T, int C, int nblk, bool last_first)
 {
-    head o;
+    head<S> o;
     dt_attn_block(blockIdx.x, BH, nblk, last_first, &o.bh, &o.blk);
     o.b = o.bh / NH;
     o.h = o.bh % NH;
@@ -165,14 +174,14 @@ __device__ static inline head head_of(const float *qkv, int BH, int NH, int T, i
 
 // ---------------------------------------------------------------- fused forward
 
-template <int D>
+template <int D, typename S>
 __global__ static void __launch_bounds__(WARPS * 32)
-    attention_forward_kernel(float *out, float *lse, const float *qkv, int BH, int NH, int T, int C, float scale)
+    attention_forward_kernel(S *out, float *lse, const S *qkv, int BH, int NH, int T, int C, float scale)
 {
     constexpr int R = dt_attn_rows_per_warp(D), NC = D / 32, ROWS = WARPS * R;
     __shared__ float ks[KT][D + 1], vs[KT][D + 1];
     int hs = C / NH, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    head hd = head_of(qkv, BH, NH, T, C, dt_attn_blocks_per_head(T, D), true);
+    head<S> hd = head_of(qkv, BH, NH, T, C, dt_attn_blocks_per_head(T, D), true);
     int q0 = hd.blk * ROWS, r0 = q0 + warp * R, last = min(q0 + ROWS, T) - 1;
     float q[R][NC], o[R][NC], m[R], l[R];
     load_rows<D>(q, hd.q, 3 * (size_t)C, r0, T, hs);
@@ -206,22 +215,24 @@ __global__ static void __launch_bounds__(WARPS * 32)
         }
         gather<D>(o, p, vs);
     }
-    float *y = out + (size_t)hd.b * T * C + (size_t)hd.h * hs;
+    S *y = out + (size_t)hd.b * T * C + (size_t)hd.h * hs;
 #pragma unroll
     for (int i = 0; i < R; i++) {
         int t = r0 + i;
         if (t >= T) continue;
 #pragma unroll
         for (int c = 0; c < NC; c++)
-            if (c * 32 + lane < hs) y[(size_t)t * C + c * 32 + lane] = o[i][c] / l[i];
+            if (c * 32 + lane < hs) dt_st(&y[(size_t)t * C + c * 32 + lane], o[i][c] / l[i]);
         if (lane == 0) lse[(size_t)hd.bh * T + t] = m[i] + logf(l[i]);
     }
 }
 
 // ---------------------------------------------------------------- fused backward
 
-/* Drow (B,NH,T) = rowsum(dout . out), one warp per (b, h, t), lanes over the head's columns */
-__global__ static void attention_drow_kernel(float *drow, const float *dout, const float *out, int NH, int T, int C,
+/* Drow (B,NH,T) = rowsum(dout . out), out widened, one warp per (b, h, t), lanes over the head's
+ * columns */
+template <typename S>
+__global__ static void attention_drow_kernel(float *drow, const float *dout, const S *out, int NH, int T, int C,
                                              size_t rows)
 {
     int hs = C / NH, lane = threadIdx.x % 32;
@@ -230,23 +241,23 @@ __global__ static void attention_drow_kernel(float *drow, const float *dout, con
         size_t bh = w / T, t = w % T, b = bh / NH, h = bh % NH;
         size_t at = (b * T + t) * C + h * hs;
         float s = 0.0f;
-        for (int d = lane; d < hs; d += 32) s = fmaf(dout[at + d], out[at + d], s);
+        for (int d = lane; d < hs; d += 32) s = fmaf(dout[at + d], dt_ld(out[at + d]), s);
         s = warp_sum(s);
         if (lane == 0) drow[w] = s;
     }
 }
 
 /* dK, dV of a block of keys, over the query tiles at and after its first key */
-template <int D>
+template <int D, typename S>
 __global__ static void __launch_bounds__(WARPS * 32)
-    attention_dkv_kernel(float *dqkv, const float *dout, const float *qkv, const float *lse, const float *drow, int BH,
-                         int NH, int T, int C, float scale)
+    attention_dkv_kernel(S *dqkv, const float *dout, const S *qkv, const float *lse, const float *drow, int BH, int NH,
+                         int T, int C, float scale)
 {
     constexpr int R = dt_attn_rows_per_warp(D), NC = D / 32, ROWS = WARPS * R;
     __shared__ float qs[KT][D + 1], gs[KT][D + 1]; /* 32 queries' q and dout */
     __shared__ float lse_s[KT], drow_s[KT];
     int hs = C / NH, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    head hd = head_of(qkv, BH, NH, T, C, dt_attn_blocks_per_head(T, D), false);
+    head<S> hd = head_of(qkv, BH, NH, T, C, dt_attn_blocks_per_head(T, D), false);
     int k0 = hd.blk * ROWS, j0 = k0 + warp * R;
     const float *dy = dout + (size_t)hd.b * T * C + (size_t)hd.h * hs;
     float k[R][NC], v[R][NC], dk[R][NC], dv[R][NC];
@@ -278,21 +289,21 @@ __global__ static void __launch_bounds__(WARPS * 32)
         gather<D>(dv, p, gs);
         gather<D>(dk, ds, qs);
     }
-    float *dq = dqkv + (size_t)hd.b * T * 3 * C + (size_t)hd.h * hs;
-    add_rows<D>(dq + C, 3 * (size_t)C, dk, scale, j0, T, hs);
-    add_rows<D>(dq + 2 * C, 3 * (size_t)C, dv, 1.0f, j0, T, hs);
+    S *dq = dqkv + (size_t)hd.b * T * 3 * C + (size_t)hd.h * hs;
+    store_rows<D>(dq + C, 3 * (size_t)C, dk, scale, j0, T, hs);
+    store_rows<D>(dq + 2 * C, 3 * (size_t)C, dv, 1.0f, j0, T, hs);
 }
 
 /* dQ of a block of queries, over the key tiles they see */
-template <int D>
+template <int D, typename S>
 __global__ static void __launch_bounds__(WARPS * 32)
-    attention_dq_kernel(float *dqkv, const float *dout, const float *qkv, const float *lse, const float *drow, int BH,
-                        int NH, int T, int C, float scale)
+    attention_dq_kernel(S *dqkv, const float *dout, const S *qkv, const float *lse, const float *drow, int BH, int NH,
+                        int T, int C, float scale)
 {
     constexpr int R = dt_attn_rows_per_warp(D), NC = D / 32, ROWS = WARPS * R;
     __shared__ float ks[KT][D + 1], vs[KT][D + 1];
     int hs = C / NH, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    head hd = head_of(qkv, BH, NH, T, C, dt_attn_blocks_per_head(T, D), true);
+    head<S> hd = head_of(qkv, BH, NH, T, C, dt_attn_blocks_per_head(T, D), true);
     int q0 = hd.blk * ROWS, r0 = q0 + warp * R, last = min(q0 + ROWS, T) - 1;
     float q[R][NC], g[R][NC], dq[R][NC], lse_r[R], drow_r[R];
     load_rows<D>(q, hd.q, 3 * (size_t)C, r0, T, hs);
@@ -321,7 +332,7 @@ __global__ static void __launch_bounds__(WARPS * 32)
         }
         gather<D>(dq, ds, ks);
     }
-    add_rows<D>(dqkv + (size_t)hd.b * T * 3 * C + (size_t)hd.h * hs, 3 * (size_t)C, dq, scale, r0, T, hs);
+    store_rows<D>(dqkv + (size_t)hd.b * T * 3 * C + (size_t)hd.h * hs, 3 * (size_t)C, dq, scale, r0, T, hs);
 }
 
 // ---------------------------------------------------------------- the reference path's kernels
@@ -377,26 +388,26 @@ __global__ static void softmax_backward_kernel(float *datt, const float *att, in
 static bool shape_ok(int B, int T, int C, int NH) { return B >= 0 && T >= 0 && NH > 0 && C > 0 && C % NH == 0; }
 
 
-template <int D>
-static cudaError_t forward_launch(float *out, float *lse, const float *qkv, int B, int T, int C, int NH)
+template <int D, typename S>
+static cudaError_t forward_launch(S *out, float *lse, const S *qkv, int B, int T, int C, int NH)
 {
     unsigned grid = dt_attn_grid(B, T, NH, D);
     if (!grid) return cudaErrorInvalidValue;
-    attention_forward_kernel<D><<<grid, WARPS * 32>>>(out, lse, qkv, B * NH, NH, T, C, 1.0f / sqrtf((float)(C / NH)));
+    attention_forward_kernel<D, S><<<grid, WARPS * 32>>>(out, lse, qkv, B * NH, NH, T, C, 1.0f / sqrtf((float)(C / NH)));
     return cudaGetLastError();
 }
 
-template <int D>
-static cudaError_t backward_launch(float *dqkv, const float *dout, const float *qkv, const float *lse,
-                                   const float *drow, int B, int T, int C, int NH)
+template <int D, typename S>
+static cudaError_t backward_launch(S *dqkv, const float *dout, const S *qkv, const float *lse, const float *drow, int B,
+                                   int T, int C, int NH)
 {
     unsigned grid = dt_attn_grid(B, T, NH, D);
     if (!grid) return cudaErrorInvalidValue;
     float scale = 1.0f / sqrtf((float)(C / NH));
-    attention_dkv_kernel<D><<<grid, WARPS * 32>>>(dqkv, dout, qkv, lse, drow, B * NH, NH, T, C, scale);
+    attention_dkv_kernel<D, S><<<grid, WARPS * 32>>>(dqkv, dout, qkv, lse, drow, B * NH, NH, T, C, scale);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
-    attention_dq_kernel<D><<<grid, WARPS * 32>>>(dqkv, dout, qkv, lse, drow, B * NH, NH, T, C, scale);
+    attention_dq_kernel<D, S><<<grid, WARPS * 32>>>(dqkv, dout, qkv, lse, drow, B * NH, NH, T, C, scale);
     return cudaGetLastError();
 }
 
@@ -416,33 +427,58 @@ static int gemm_heads(cublasHandle_t h, bool ta, bool tb, int m, int n, int k, f
 
 extern "C" {
 
-size_t dt_cuda_attention_scratch(int B, int NH, int T) { return (size_t)B * NH * T; }
-
-cudaError_t dt_cuda_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH)
+/* the fused kernels' scratch: backward's Drow, one float per (b, h, t), whatever the type */
+size_t dt_cuda_attention_scratch(int B, int T, int C, int NH, int at)
 {
-    if (!shape_ok(B, T, C, NH)) return cudaErrorInvalidValue;
-    int D = dt_attn_padded(C / NH);
-    if (!D) return cudaErrorInvalidValue;
-    if (!B || !T) return cudaSuccess;
-    return D == 32 ? forward_launch<32>(out, lse, qkv, B, T, C, NH)
-           : D == 64 ? forward_launch<64>(out, lse, qkv, B, T, C, NH)
-                     : forward_launch<128>(out, lse, qkv, B, T, C, NH);
+    (void)C, (void)at;
+    return B > 0 && T > 0 && NH > 0 ? (size_t)B * NH * T : 0;
 }
 
-cudaError_t dt_cuda_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *out,
-                                       const float *lse, float *scratch, int B, int T, int C, int NH)
+/* the padded head size the kernels are instantiated for, into *D (0: nothing to launch), or the
+ * error of a shape they do not take */
+static cudaError_t launch_dim(int B, int T, int C, int NH, int *D)
 {
+    *D = 0;
     if (!shape_ok(B, T, C, NH)) return cudaErrorInvalidValue;
-    int D = dt_attn_padded(C / NH);
-    if (!D) return cudaErrorInvalidValue;
-    if (!B || !T) return cudaSuccess;
-    size_t rows = (size_t)B * NH * T;
-    attention_drow_kernel<<<warp_blocks(rows), 256>>>(scratch, dout, out, NH, T, C, rows);
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) return e;
-    return D == 32 ? backward_launch<32>(dqkv, dout, qkv, lse, scratch, B, T, C, NH)
-           : D == 64 ? backward_launch<64>(dqkv, dout, qkv, lse, scratch, B, T, C, NH)
-                     : backward_launch<128>(dqkv, dout, qkv, lse, scratch, B, T, C, NH);
+    int d = dt_attn_padded(C / NH);
+    if (!d) return cudaErrorInvalidValue;
+    if (B && T) *D = d;
+    return cudaSuccess;
+}
+
+cudaError_t dt_cuda_attention_forward(void *out, float *lse, const void *qkv, int at, int B, int T, int C, int NH)
+{
+    return dt_by_type(at, [&](auto *tag) {
+        using S = std::remove_pointer_t<decltype(tag)>;
+        int D;
+        cudaError_t bad = launch_dim(B, T, C, NH, &D);
+        if (bad != cudaSuccess || !D) return bad;
+        S *o = (S *)out;
+        const S *x = (const S *)qkv;
+        return D == 32 ? forward_launch<32>(o, lse, x, B, T, C, NH)
+               : D == 64 ? forward_launch<64>(o, lse, x, B, T, C, NH)
+                         : forward_launch<128>(o, lse, x, B, T, C, NH);
+    });
+}
+
+cudaError_t dt_cuda_attention_backward(void *dqkv, const float *dout, const void *qkv, const void *out,
+                                       const float *lse, float *scratch, int at, int B, int T, int C, int NH)
+{
+    return dt_by_type(at, [&](auto *tag) {
+        using S = std::remove_pointer_t<decltype(tag)>;
+        int D;
+        cudaError_t bad = launch_dim(B, T, C, NH, &D);
+        if (bad != cudaSuccess || !D) return bad;
+        size_t rows = (size_t)B * NH * T;
+        attention_drow_kernel<<<warp_blocks(rows), 256>>>(scratch, dout, (const S *)out, NH, T, C, rows);
+        cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) return e;
+        S *d = (S *)dqkv;
+        const S *x = (const S *)qkv;
+        return D == 32 ? backward_launch<32>(d, dout, x, lse, scratch, B, T, C, NH)
+               : D == 64 ? backward_launch<64>(d, dout, x, lse, scratch, B, T, C, NH)
+                         : backward_launch<128>(d, dout, x, lse, scratch, B, T, C, NH);
+    });
 }
 
 size_t dt_cuda_attention_ref_scratch(int NH, int T) { return (size_t)NH * T * T; }
@@ -477,9 +513,10 @@ int dt_cuda_attention_forward_ref(struct dt_cuda_ctx *c, float *out, float *att,
 }
 
 /*
- * The CPU's backward, in the same column-major views (dpre: datt through the softmax's backward):
- *   datt^T = Vc^T dOc   dVc += dOc att   dQc += scale Kc dpre^T   dKc += scale Qc dpre
- * one batch row at a time, datt in scratch (dt_cuda_attention_ref_scratch floats).
+ * Backward from att, in the same column-major views (dpre: datt through the softmax's backward):
+ *   datt^T = Vc^T dOc   dVc = dOc att   dQc = scale Kc dpre^T   dKc = scale Qc dpre
+ * one batch row at a time, datt in scratch (dt_cuda_attention_ref_scratch floats); each slice of
+ * dqkv is written by one gemm (beta 0), so dqkv needs no zeroing.
  */
 int dt_cuda_attention_backward_ref(struct dt_cuda_ctx *c, float *dqkv, const float *dout, const float *qkv,
                                    const float *att, float *scratch, int B, int T, int C, int NH)
@@ -495,14 +532,14 @@ int dt_cuda_attention_backward_ref(struct dt_cuda_ctx *c, float *dqkv, const flo
         const float *a = att + (size_t)b * NH * tt, *dy = dout + (size_t)b * T * C;
         float *dq = dqkv + (size_t)b * T * 3 * C, *dk = dq + C, *dv = dq + 2 * C;
         e = gemm_heads(h, true, false, T, T, hs, 1.0f, v, 3 * C, hs, dy, C, hs, 0.0f, scratch, T, tt, NH);
-        if (!e) e = gemm_heads(h, false, true, hs, T, T, 1.0f, dy, C, hs, a, T, tt, 1.0f, dv, 3 * C, hs, NH);
+        if (!e) e = gemm_heads(h, false, true, hs, T, T, 1.0f, dy, C, hs, a, T, tt, 0.0f, dv, 3 * C, hs, NH);
         if (!e) {
             size_t rows = (size_t)NH * T;
             softmax_backward_kernel<<<warp_blocks(rows), 256>>>(scratch, a, T, rows);
             e = (int)cudaGetLastError();
         }
-        if (!e) e = gemm_heads(h, false, false, hs, T, T, scale, k, 3 * C, hs, scratch, T, tt, 1.0f, dq, 3 * C, hs, NH);
-        if (!e) e = gemm_heads(h, false, true, hs, T, T, scale, q, 3 * C, hs, scratch, T, tt, 1.0f, dk, 3 * C, hs, NH);
+        if (!e) e = gemm_heads(h, false, false, hs, T, T, scale, k, 3 * C, hs, scratch, T, tt, 0.0f, dq, 3 * C, hs, NH);
+        if (!e) e = gemm_heads(h, false, true, hs, T, T, scale, q, 3 * C, hs, scratch, T, tt, 0.0f, dk, 3 * C, hs, NH);
     }
     return e;
 }

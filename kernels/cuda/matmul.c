@@ -4,10 +4,21 @@
  *   backward  dinp += dout @ weight; dweight += dout^T @ inp; dbias += column sums of dout
  *             (= instead of += for the outputs the DT_SET_* bits name)
  * cuBLASLt is column-major: plan.h turns each product into its gemm (tested without a GPU by
- * tests/unit/test_cuda_plan.c). With lp (bf16, fp16) the operands are rounded into the context's
- * scratch by the cast kernel (the CPU's rounding) and multiplied with fp32 accumulation into fp32;
- * a weight already of type lp (wt == lp: a strategy's 16-bit copy) is used as it is, and its
- * 16-bit bias widened to fp32 for the epilogue.
+ * tests/unit/test_cuda_plan.c). Every gemm computes in CUBLAS_COMPUTE_32F: fp32 operands are
+ * multiplied in fp32, never TF32 (that takes CUBLAS_COMPUTE_32F_FAST_TF32, which nothing here asks
+ * for), and 16-bit operands are multiplied exactly and accumulated in fp32.
+ *
+ * Mixed precision (lp = bf16, fp16): inp (and dout, when it comes in lp) are the 16-bit activations
+ * themselves; a weight of type wt = fp32 is rounded into the context's scratch by the cast kernel
+ * (the CPU's rounding), one already of type lp (a strategy's 16-bit copy) is used as it is; the
+ * fp32 gradient of a residual stream (dout in fp32) is rounded into scratch, the one cast a step
+ * keeps. The forward's out is fp32 or lp: cuBLASLt rounds the fp32 sum (plus the bias, in the
+ * epilogue's fp32) once into a 16-bit D. A bias the epilogue would have to take in D's type but
+ * that is fp32 (wt = fp32, out 16-bit) goes the long way: D in fp32 scratch with the fp32 bias,
+ * then the cast kernel rounds it into out. Split-k schemes that would reduce in a 16-bit output
+ * type are excluded, so a 16-bit D is rounded exactly once. dbias is the column sums of dout as
+ * the products read it (rounded to lp), in the CPU's order (ops.h's row blocks): the CPU's bits.
+ *
  * The state (the cuBLASLt handle, its workspace, the scratch) lives in a context, not in statics;
  * so does a cuBLAS handle, for the strided-batched gemms of attention's reference path.
  */
@@ -27,10 +38,8 @@ struct dt_cuda_ctx {
     cublasLtHandle_t lt;
     cublasHandle_t blas;
     void *ws;
-    uint16_t *lp[3]; /* scratch for rounded operands */
-    size_t lp_n[3];
-    float *bias; /* scratch for a 16-bit bias widened to fp32 (OC) */
-    size_t bias_n;
+    void *scratch[DT_CUDA_SCRATCH_SLOTS]; /* cudaMalloc'ed: 256-byte aligned */
+    size_t scratch_n[DT_CUDA_SCRATCH_SLOTS];
 };
 
 static int lt_err(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS ? 0 : DT_CUDA_CUBLAS_ERR + (int)s; }
@@ -44,6 +53,8 @@ int dt_cuda_ctx_create(struct dt_cuda_ctx **out)
     if (!e) e = lt_err(cublasCreate(&c->blas));
     /* the stream the kernels launch on (a handle's default, stream 0, is the legacy stream) */
     if (!e) e = lt_err(cublasSetStream(c->blas, cudaStreamPerThread));
+    /* said, not assumed: fp32 gemms in fp32 (CUBLAS_TF32_TENSOR_OP_MATH would allow TF32) */
+    if (!e) e = lt_err(cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH));
     if (!e) e = (int)cudaMalloc(&c->ws, WORKSPACE);
     if (e) {
         dt_cuda_ctx_destroy(c);
@@ -56,8 +67,7 @@ int dt_cuda_ctx_create(struct dt_cuda_ctx **out)
 void dt_cuda_ctx_destroy(struct dt_cuda_ctx *c)
 {
     if (!c) return;
-    for (int i = 0; i < 3; i++) cudaFree(c->lp[i]);
-    cudaFree(c->bias);
+    for (int i = 0; i < DT_CUDA_SCRATCH_SLOTS; i++) cudaFree(c->scratch[i]);
     cudaFree(c->ws);
     if (c->blas) cublasDestroy(c->blas);
     if (c->lt) cublasLtDestroy(c->lt);
@@ -66,34 +76,32 @@ void dt_cuda_ctx_destroy(struct dt_cuda_ctx *c)
 
 cublasHandle_t dt_cuda_ctx_blas(struct dt_cuda_ctx *c) { return c->blas; }
 
-/* x rounded to t in scratch slot i (grown as needed) */
-static int rounded(struct dt_cuda_ctx *c, int i, const float *x, size_t n, int t, const uint16_t **out)
+/* Slot i, grown as needed. The old buffer's cudaFree waits for the device, so no kernel still
+ * queued reads it. */
+int dt_cuda_ctx_scratch(struct dt_cuda_ctx *c, int slot, size_t bytes, void **out)
 {
-    if (c->lp_n[i] < n) {
-        cudaFree(c->lp[i]);
-        c->lp[i] = NULL;
-        c->lp_n[i] = 0;
-        int e = (int)cudaMalloc((void **)&c->lp[i], n * sizeof *c->lp[i]);
+    *out = NULL;
+    if (slot < 0 || slot >= DT_CUDA_SCRATCH_SLOTS) return (int)cudaErrorInvalidValue;
+    if (c->scratch_n[slot] < bytes) {
+        int e = (int)cudaFree(c->scratch[slot]);
+        c->scratch[slot] = NULL;
+        c->scratch_n[slot] = 0;
+        if (!e) e = (int)cudaMalloc(&c->scratch[slot], bytes);
         if (e) return e;
-        c->lp_n[i] = n;
+        c->scratch_n[slot] = bytes;
     }
-    *out = c->lp[i];
-    return (int)dt_cuda_cast_to_lp(c->lp[i], x, n, t);
+    *out = c->scratch[slot];
+    return 0;
 }
 
-/* a 16-bit bias of type t widened to fp32 in the context's scratch (grown as needed) */
-static int widened_bias(struct dt_cuda_ctx *c, const void *bias, size_t n, int t, const float **out)
+/* x (fp32) rounded to t in scratch slot i */
+static int rounded(struct dt_cuda_ctx *c, int slot, const float *x, size_t n, int t, const void **out)
 {
-    if (c->bias_n < n) {
-        cudaFree(c->bias);
-        c->bias = NULL;
-        c->bias_n = 0;
-        int e = (int)cudaMalloc((void **)&c->bias, n * sizeof *c->bias);
-        if (e) return e;
-        c->bias_n = n;
-    }
-    *out = c->bias;
-    return (int)dt_cuda_cast_from_lp(c->bias, bias, n, t);
+    void *p;
+    int e = dt_cuda_ctx_scratch(c, slot, n * sizeof(uint16_t), &p);
+    if (!e) e = (int)dt_cuda_cast_to_lp(p, x, n, t);
+    *out = p;
+    return e;
 }
 
 /* the largest power of two up to 256 that divides p */
@@ -105,9 +113,12 @@ static uint32_t alignment(const void *p)
     return a;
 }
 
-/* D(m,n) = op(A)(m,k) . op(B)(k,n) + beta D [+ bias(m)], column-major, D and bias fp32 */
+static cudaDataType_t cuda_type(int t) { return t == DT_CUDA_BF16 ? CUDA_R_16BF : t == DT_CUDA_F16 ? CUDA_R_16F : CUDA_R_32F; }
+
+/* D(m,n) = op(A)(m,k) . op(B)(k,n) + beta D [+ bias(m)], column-major; A and B of type ab, D (and
+ * the bias, cuBLASLt's default) of type dt */
 static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, const void *A, int lda, const void *B,
-                int ldb, float *D, int ldd, float beta, const float *bias, cudaDataType_t ab)
+                int ldb, void *D, int ldd, float beta, const void *bias, int ab, int dt)
 {
     cublasLtMatmulDesc_t op = NULL;
     cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
@@ -123,11 +134,18 @@ static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, co
         if (!e) e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
     }
     /* stored shapes: op(X) = X^T means X is stored (k, m) */
-    if (!e) e = lt_err(cublasLtMatrixLayoutCreate(&la, ab, ta ? k : m, ta ? m : k, lda));
-    if (!e) e = lt_err(cublasLtMatrixLayoutCreate(&lb, ab, tb ? n : k, tb ? k : n, ldb));
-    if (!e) e = lt_err(cublasLtMatrixLayoutCreate(&ld, CUDA_R_32F, m, n, ldd));
+    if (!e) e = lt_err(cublasLtMatrixLayoutCreate(&la, cuda_type(ab), ta ? k : m, ta ? m : k, lda));
+    if (!e) e = lt_err(cublasLtMatrixLayoutCreate(&lb, cuda_type(ab), tb ? n : k, tb ? k : n, ldb));
+    if (!e) e = lt_err(cublasLtMatrixLayoutCreate(&ld, cuda_type(dt), m, n, ldd));
     if (!e) e = lt_err(cublasLtMatmulPreferenceCreate(&pref));
     if (!e) e = lt_err(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    /* a 16-bit D: split-k partials reduced in fp32 only, never in D's own type (INPLACE and
+     * OUTPUT_TYPE would round each partial), so D is rounded once */
+    if (!e && dt != DT_CUDA_F32) {
+        uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+        e = lt_err(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
+                                                        sizeof schemes));
+    }
     /* slices of the parameter and activation buffers start anywhere: say how aligned they are (the
      * default assumes 256 bytes, and would pick an algorithm that faults on a slice) */
     static const cublasLtMatmulPreferenceAttributes_t align[4] = {
@@ -154,61 +172,69 @@ static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, co
 }
 
 /* one of plan.h's gemms; operands[] by enum dt_mm_operand */
-static int run_plan(struct dt_cuda_ctx *c, const struct dt_gemm_plan *p, const void *const *operands, float *D,
-                    const float *bias, cudaDataType_t ab)
+static int run_plan(struct dt_cuda_ctx *c, const struct dt_gemm_plan *p, const void *const *operands, void *D,
+                    const void *bias, int ab, int dt)
 {
     return gemm(c, p->ta, p->tb, p->m, p->n, p->k, operands[p->a], p->lda, operands[p->b], p->ldb, D, p->ldd, p->beta,
-                bias, ab);
+                bias, ab, dt);
 }
-
-static cudaDataType_t ab_type(int lp) { return lp == DT_CUDA_BF16 ? CUDA_R_16BF : lp == DT_CUDA_F16 ? CUDA_R_16F : CUDA_R_32F; }
 
 /* weight's type wt: fp32, or lp itself when lp is 16-bit */
 static bool weight_type_ok(int wt, int lp) { return wt == DT_CUDA_F32 || (wt == lp && lp != DT_CUDA_F32); }
+/* an activation (out, dout) of type t: fp32, or lp itself */
+static bool act_type_ok(int t, int lp) { return t == DT_CUDA_F32 || t == lp; }
 
-int dt_cuda_matmul_forward(struct dt_cuda_ctx *c, float *out, const float *inp, const void *weight, const void *bias,
-                           int wt, int BT, int C, int OC, int lp)
+int dt_cuda_matmul_forward(struct dt_cuda_ctx *c, void *out, int ot, const void *inp, const void *weight,
+                           const void *bias, int wt, int BT, int C, int OC, int lp)
 {
-    if (!weight_type_ok(wt, lp)) return (int)cudaErrorInvalidValue;
-    const void *a = weight, *b = inp;
-    const float *bias32 = bias;
-    int e = 0;
-    if (lp != DT_CUDA_F32) {
-        const uint16_t *ra = weight, *rb = NULL;
-        if (wt == DT_CUDA_F32) e = rounded(c, 0, weight, (size_t)OC * C, lp, &ra);
-        else if (bias) e = widened_bias(c, bias, (size_t)OC, lp, &bias32);
-        if (!e) e = rounded(c, 1, inp, (size_t)BT * C, lp, &rb);
-        a = ra, b = rb;
-    }
+    if (!weight_type_ok(wt, lp) || !act_type_ok(ot, lp)) return (int)cudaErrorInvalidValue;
     struct dt_gemm_plan p[2];
     dt_matmul_plans(false, BT, C, OC, p);
-    const void *in[] = {[DT_MM_INP] = b, [DT_MM_WEIGHT] = a};
-    if (!e) e = run_plan(c, &p[0], in, out, bias32, ab_type(lp));
+    const void *w = weight;
+    int e = 0;
+    if (lp != DT_CUDA_F32 && wt == DT_CUDA_F32) e = rounded(c, DT_CUDA_SCRATCH_WEIGHT, weight, (size_t)OC * C, lp, &w);
+    const void *in[] = {[DT_MM_INP] = inp, [DT_MM_WEIGHT] = w};
+    if (e) return e;
+    if (!bias || (wt == ot && (ot == DT_CUDA_F32 || alignment(bias) >= 16))) /* none, or of D's type */
+        return run_plan(c, &p[0], in, out, bias, lp, ot);
+    void *s;
+    if (wt == ot) { /* a 16-bit bias at any even address: into aligned scratch, which every algorithm takes */
+        e = dt_cuda_ctx_scratch(c, DT_CUDA_SCRATCH_BIAS, (size_t)OC * sizeof(uint16_t), &s);
+        if (!e) e = (int)cudaMemcpyAsync(s, bias, (size_t)OC * sizeof(uint16_t), cudaMemcpyDeviceToDevice,
+                                         cudaStreamPerThread);
+        return e ? e : run_plan(c, &p[0], in, out, s, lp, ot);
+    }
+    if (ot == DT_CUDA_F32) { /* a 16-bit bias into an fp32 D: widened into scratch for the epilogue */
+        e = dt_cuda_ctx_scratch(c, DT_CUDA_SCRATCH_BIAS, (size_t)OC * sizeof(float), &s);
+        if (!e) e = (int)dt_cuda_cast_from_lp(s, bias, (size_t)OC, wt);
+        return e ? e : run_plan(c, &p[0], in, out, s, lp, ot);
+    }
+    /* an fp32 bias into a 16-bit D: the sums and the bias in fp32 scratch, then rounded once */
+    e = dt_cuda_ctx_scratch(c, DT_CUDA_SCRATCH_OUT, (size_t)BT * OC * sizeof(float), &s);
+    if (!e) e = run_plan(c, &p[0], in, s, bias, lp, DT_CUDA_F32);
+    if (!e) e = (int)dt_cuda_cast_to_lp(out, s, (size_t)BT * OC, ot);
     return e;
 }
 
-int dt_cuda_matmul_backward(struct dt_cuda_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout,
-                            const float *inp, const void *weight, int wt, int BT, int C, int OC, int lp, unsigned set)
+int dt_cuda_matmul_backward(struct dt_cuda_ctx *c, float *dinp, float *dweight, float *dbias, const void *dout, int dt,
+                            const void *inp, const void *weight, int wt, int BT, int C, int OC, int lp, unsigned set)
 {
-    if (!weight_type_ok(wt, lp)) return (int)cudaErrorInvalidValue;
-    const void *w = weight, *x = inp, *dy = dout;
+    if (!weight_type_ok(wt, lp) || !act_type_ok(dt, lp)) return (int)cudaErrorInvalidValue;
+    const void *w = weight, *dy = dout;
     int e = 0;
-    if (lp != DT_CUDA_F32) {
-        const uint16_t *rw = weight, *rx = NULL, *rdy = NULL;
-        if (wt == DT_CUDA_F32) e = rounded(c, 0, weight, (size_t)OC * C, lp, &rw);
-        if (!e) e = rounded(c, 1, inp, (size_t)BT * C, lp, &rx);
-        if (!e) e = rounded(c, 2, dout, (size_t)BT * OC, lp, &rdy);
-        w = rw, x = rx, dy = rdy;
-    }
+    if (lp != DT_CUDA_F32 && wt == DT_CUDA_F32) e = rounded(c, DT_CUDA_SCRATCH_WEIGHT, weight, (size_t)OC * C, lp, &w);
+    if (!e && dt != lp) e = rounded(c, DT_CUDA_SCRATCH_DOUT, dout, (size_t)BT * OC, lp, &dy);
     struct dt_gemm_plan p[2];
     dt_matmul_plans(true, BT, C, OC, p);
     if (set & DT_CUDA_SET_DINP) p[0].beta = 0.0f;
     if (set & DT_CUDA_SET_DPARAMS) p[1].beta = 0.0f;
-    const void *in[] = {[DT_MM_WEIGHT] = w, [DT_MM_INP] = x, [DT_MM_DOUT] = dy};
-    if (!e) e = run_plan(c, &p[0], in, dinp, NULL, ab_type(lp));
-    if (!e) e = run_plan(c, &p[1], in, dweight, NULL, ab_type(lp));
-    /* the bias from fp32 dout, as the CPU sums it */
-    if (!e && dbias) e = (int)dt_cuda_column_sums(dbias, dout, BT, OC, (set & DT_CUDA_SET_DPARAMS) != 0);
+    const void *in[] = {[DT_MM_WEIGHT] = w, [DT_MM_INP] = inp, [DT_MM_DOUT] = dy};
+    if (!e) e = run_plan(c, &p[0], in, dinp, NULL, lp, DT_CUDA_F32);
+    if (!e) e = run_plan(c, &p[1], in, dweight, NULL, lp, DT_CUDA_F32);
+    /* the bias from dout as the products read it, in the CPU's order */
+    void *s = NULL;
+    if (!e && dbias) e = dt_cuda_ctx_scratch(c, DT_CUDA_SCRATCH_PARTIALS, dt_cuda_row_partials(BT, OC) * sizeof(float), &s);
+    if (!e && dbias) e = (int)dt_cuda_column_sums(dbias, dy, lp, BT, OC, (set & DT_CUDA_SET_DPARAMS) != 0, s);
     return e;
 }
 

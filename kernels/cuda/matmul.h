@@ -6,6 +6,7 @@
 #define DT_CUDA_MATMUL_H
 
 #include <cublas_v2.h>
+#include <stddef.h>
 
 #define DT_CUDA_CUBLAS_ERR (1 << 20) /* above every cudaError_t */
 
@@ -19,13 +20,26 @@ int dt_cuda_ctx_create(struct dt_cuda_ctx **out);
 void dt_cuda_ctx_destroy(struct dt_cuda_ctx *c);
 /* the context's cuBLAS handle, on the per-thread default stream (attention's reference path) */
 cublasHandle_t dt_cuda_ctx_blas(struct dt_cuda_ctx *c);
-/* kernels.h's matmul_forward/_backward (lp: DT_CUDA_F32, or the bf16/fp16 operands of _lp); wt: the
- * type of weight and bias, DT_CUDA_F32 (rounded to lp here) or lp (16-bit, used as it is);
- * cudaErrorInvalidValue for any other */
-int dt_cuda_matmul_forward(struct dt_cuda_ctx *c, float *out, const float *inp, const void *weight, const void *bias,
-                           int wt, int BT, int C, int OC, int lp);
-int dt_cuda_matmul_backward(struct dt_cuda_ctx *c, float *dinp, float *dweight, float *dbias, const float *dout,
-                            const float *inp, const void *weight, int wt, int BT, int C, int OC, int lp, unsigned set);
+/* The context's device scratch: slot's buffer of at least bytes (grown as needed, 256-byte aligned),
+ * for what one op keeps between its launches; a later op may reuse the slot. */
+enum {
+    DT_CUDA_SCRATCH_WEIGHT,   /* an fp32 weight rounded to lp */
+    DT_CUDA_SCRATCH_DOUT,     /* an fp32 dout rounded to lp */
+    DT_CUDA_SCRATCH_OUT,      /* an fp32 D before its rounding into a 16-bit out */
+    DT_CUDA_SCRATCH_BIAS,     /* a 16-bit bias, widened or aligned */
+    DT_CUDA_SCRATCH_PARTIALS, /* the row blocks' partial sums (ops.h) */
+    DT_CUDA_SCRATCH_SLOTS
+};
+int dt_cuda_ctx_scratch(struct dt_cuda_ctx *c, int slot, size_t bytes, void **out);
+/* kernels.h's matmul_forward/_backward and their _lp twins. lp: DT_CUDA_F32 (everything fp32), or
+ * bf16/fp16, the type the products take their operands in (fp32 accumulation): inp is of type lp,
+ * out (ot) and dout (dt) of type lp or fp32 (a 16-bit out rounded once, an fp32 dout rounded to lp
+ * here). wt: the type of weight and bias, DT_CUDA_F32 (rounded to lp here) or lp (used as it is).
+ * cudaErrorInvalidValue for any other type. */
+int dt_cuda_matmul_forward(struct dt_cuda_ctx *c, void *out, int ot, const void *inp, const void *weight,
+                           const void *bias, int wt, int BT, int C, int OC, int lp);
+int dt_cuda_matmul_backward(struct dt_cuda_ctx *c, float *dinp, float *dweight, float *dbias, const void *dout, int dt,
+                            const void *inp, const void *weight, int wt, int BT, int C, int OC, int lp, unsigned set);
 const char *dt_cuda_error_string(int err);
 
 #ifdef __cplusplus

@@ -15,28 +15,33 @@
 #include <stdint.h>
 
 /* Raise when this struct changes. */
-#define DT_CUDA_MODULE_ABI 5
+#define DT_CUDA_MODULE_ABI 6
 #define DT_CUDA_MODULE_SYMBOL "dt_cuda_module"
 #define DT_CUDA_MODULE_FILE "dtrun_cuda.so"
 
 /*
  * Device memory and the kernels of ops.cu (kernels.h's semantics, device pointers). Each returns 0
  * or a CUDA error code that error_string names; kernels run asynchronously, so a kernel's own
- * fault shows at the next synchronize. t: enum dt_dtype's DT_BF16 or DT_F16 (DT_F32 for sumsq).
- * The GPU tests drive them against the CPU kernels; the GPU kernel table (issue 14) will too.
+ * fault shows at the next synchronize. t: enum dt_dtype's DT_BF16 or DT_F16 (DT_F32 for sumsq);
+ * at, ot, bt: an activation's type, any of DT_F32, DT_BF16, DT_F16 (computed in fp32, 16-bit stores
+ * rounded to nearest even). ctx: ctx_create's, which also holds the device scratch of the ops that
+ * take it. The GPU tests drive them against the CPU kernels, and kernels/cuda_table.c is kernels.h's
+ * table over them.
  */
 struct dt_cuda_ops {
     const char *(*error_string)(int err); /* CUDA's errors and cuBLASLt's */
     /* what the matmuls keep between calls (the cuBLASLt handle, workspace, scratch) */
     int (*ctx_create)(void **ctx);
     void (*ctx_destroy)(void *ctx);
-    /* lp: DT_F32, or DT_BF16 / DT_F16 for the operands of matmul_*_lp (fp32 accumulation); wt: the
-     * type of weight and bias, DT_F32 (rounded to lp here) or lp (16-bit, used as it is) */
-    int (*matmul_forward)(void *ctx, float *out, const float *inp, const void *weight, const void *bias, int wt, int BT,
-                          int C, int OC, int lp);
+    /* lp: DT_F32 (every operand fp32), or DT_BF16 / DT_F16, the operands of matmul_*_lp (fp32
+     * accumulation): inp of type lp, out of type ot (lp, rounded once, or DT_F32), dout of type dt
+     * (lp, or DT_F32: rounded to lp here), dbias the column sums of dout as rounded; wt: the type of
+     * weight and bias, DT_F32 (the weight rounded to lp here) or lp (16-bit, used as it is) */
+    int (*matmul_forward)(void *ctx, void *out, int ot, const void *inp, const void *weight, const void *bias, int wt,
+                          int BT, int C, int OC, int lp);
     /* set: kernels.h's DT_SET_* bits, the outputs to overwrite rather than add to */
-    int (*matmul_backward)(void *ctx, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                           const void *weight, int wt, int BT, int C, int OC, int lp, unsigned set);
+    int (*matmul_backward)(void *ctx, float *dinp, float *dweight, float *dbias, const void *dout, int dt,
+                           const void *inp, const void *weight, int wt, int BT, int C, int OC, int lp, unsigned set);
     /* the GPU this thread's calls go to */
     int (*set_device)(int dev);
     /* 1: p is device (or managed) memory; 0: host memory, or NULL */
@@ -53,9 +58,13 @@ struct dt_cuda_ops {
     /* device to device; the ranges may overlap (then through a temporary buffer) */
     int (*on_device)(void *dst, const void *src, size_t bytes);
     int (*synchronize)(void);
-    int (*gelu_forward)(float *out, const float *inp, size_t N);
-    int (*gelu_backward)(float *dinp, const float *inp, const float *dout, size_t N);
-    int (*residual_forward)(float *out, const float *a, const float *b, size_t N);
+    /* cudaMemGetInfo on the calling thread's device */
+    int (*mem_info)(size_t *free_bytes, size_t *total_bytes);
+    /* gelu_backward writes dinp (=) */
+    int (*gelu_forward)(void *out, const void *inp, int at, size_t N);
+    int (*gelu_backward)(void *dinp, const void *inp, const float *dout, int at, size_t N);
+    /* out = a + b, b of type bt widened */
+    int (*residual_forward)(float *out, const float *a, const void *b, int bt, size_t N);
     int (*cast_to_lp)(uint16_t *dst, const float *src, size_t n, int t);
     int (*cast_from_lp)(float *dst, const uint16_t *src, size_t n, int t);
     int (*round_lp)(float *dst, const float *src, size_t n, int t);
@@ -63,10 +72,12 @@ struct dt_cuda_ops {
     int (*adamw)(float *param, const void *grad, int gt, float gscale, float l2, float *m, float *v, size_t n, float lr,
                  float beta1, float beta2, float eps, float wd, int t, void *plp, int pt);
     int (*sumsq_nonfinite)(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite);
-    int (*layernorm_forward)(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+    int (*layernorm_forward)(void *out, int ot, float *mean, float *rstd, const float *inp, const float *weight,
                              const float *bias, int BT, int C);
-    int (*layernorm_backward)(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                              const float *weight, const float *mean, const float *rstd, int BT, int C);
+    /* dweight and dbias reduced over rows in the CPU's order (blocks of 64 rows) in ctx's scratch */
+    int (*layernorm_backward)(void *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
+                              const float *inp, const float *weight, const float *mean, const float *rstd, int BT,
+                              int C);
     int (*position_forward)(float *out, const float *wpe, int B, int T, int C);
     int (*position_backward)(float *dwpe, const float *dout, int B, int T, int C);
     /* table of type t: fp32, bf16 or fp16 */
@@ -89,15 +100,17 @@ struct dt_cuda_ops {
     /* n fp32 values into n values of type t at the buffer's start, and back, without a second buffer */
     int (*narrow_inplace)(void *buf, size_t n, int t);
     int (*widen_inplace)(void *buf, size_t n, int t);
-    /* Causal attention, fused (flash attention; head size up to 128): out (B,T,C) and lse (B,NH,T),
-     * each query row's log-sum-exp of its scaled scores, all backward keeps; backward adds into
-     * dqkv, deterministic, with attention_scratch(B, NH, T) floats of device scratch. */
-    int (*attention_forward)(float *out, float *lse, const float *qkv, int B, int T, int C, int NH);
-    int (*attention_backward)(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
-                              float *scratch, int B, int T, int C, int NH);
-    size_t (*attention_scratch)(int B, int NH, int T);
-    /* The reference: the CPU's algorithm through cuBLAS (ctx from ctx_create), att (B,NH,T,T) the
-     * causal softmax; backward from att with attention_ref_scratch(NH, T) floats of scratch. */
+    /* Causal attention, fused (flash attention; head size up to 128): qkv (B,T,3C) and out (B,T,C)
+     * of type at, lse (B,NH,T) fp32, each query row's log-sum-exp of its scaled scores, all backward
+     * keeps; backward writes dqkv (=, type at) from the fp32 dout, deterministic, with
+     * attention_scratch(B, T, C, NH, at) floats of device scratch. */
+    int (*attention_forward)(void *out, float *lse, const void *qkv, int at, int B, int T, int C, int NH);
+    int (*attention_backward)(void *dqkv, const float *dout, const void *qkv, const void *out, const float *lse,
+                              float *scratch, int at, int B, int T, int C, int NH);
+    size_t (*attention_scratch)(int B, int T, int C, int NH, int at);
+    /* The reference, fp32: the textbook algorithm through cuBLAS (ctx from ctx_create), att
+     * (B,NH,T,T) the causal softmax; backward from att writes dqkv (=), with
+     * attention_ref_scratch(NH, T) floats of scratch. */
     int (*attention_forward_ref)(void *ctx, float *out, float *att, const float *qkv, int B, int T, int C, int NH);
     int (*attention_backward_ref)(void *ctx, float *dqkv, const float *dout, const float *qkv, const float *att,
                                   float *scratch, int B, int T, int C, int NH);

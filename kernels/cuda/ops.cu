@@ -7,13 +7,19 @@
  * and accumulation between fp32/bf16/fp16, narrowing and widening in place, MSE. AdamW and SGD
  * read a gradient of any of the three types and can write the 16-bit working copy of the
  * parameters in the same pass. Same layouts, same arguments and the
- * same semantics as kernels/cpu/ (kernels.h): backward kernels accumulate (+=), casts round to
- * nearest even through core/half.h, the one definition both sides compile.
+ * same semantics as kernels/cpu/ (kernels.h): backward kernels accumulate (+=) into fp32 gradients,
+ * GELU's backward writes its 16-bit-capable dinp (=), casts round to nearest even through
+ * core/half.h, the one definition both sides compile. The activation ops (GELU, residual's second
+ * operand, layernorm's output) are templates on the storage type (ops.h's dt_ld/dt_st): widened
+ * on load, computed in fp32, rounded once on store.
  *
  * Deterministic: no float atomics. Reductions run in a fixed grid (each block sums a fixed
- * strided set, then one block adds the partials in order); parameter gradients that reduce over
- * rows (layernorm's dweight/dbias, dwpe) give each thread one column and add the rows into it in
- * order, as the CPU kernels do.
+ * strided set, then one block adds the partials in order). Reductions over rows (layernorm's
+ * dweight/dbias, a bias's column sums) keep the CPU's order, cpu.h's DT_ROW_BLOCK: one thread per
+ * (block of 64 rows, channel) sums its rows in order into a partial, then one thread per channel
+ * adds the partials in block order, so dbias and the column sums are the CPU's bits. dwpe gives
+ * each thread one column and adds the batches in order; a table's gradient (rows_add) adds each
+ * element's rows in index order.
  *
  * The per-element formulas are kernels/formulas.h, compiled by both sides.
  *
@@ -23,6 +29,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <type_traits>
 #include "core/half.h"
 #include "kernels/formulas.h"
 #include "kernels/cuda/ops.h"
@@ -56,19 +63,22 @@ __device__ static inline void store(void *x, int t, size_t i, float f)
     else ((uint16_t *)x)[i] = t == DT_CUDA_BF16 ? dt_bf16_from_f32(f) : dt_f16_from_f32(f);
 }
 
-__global__ static void gelu_forward_kernel(float *out, const float *inp, size_t N)
+template <typename S>
+__global__ static void gelu_forward_kernel(S *out, const S *inp, size_t N)
 {
-    FOR_EACH(i, N) out[i] = dt_gelu(inp[i]);
+    FOR_EACH(i, N) dt_st(&out[i], dt_gelu(dt_ld(inp[i])));
 }
 
-__global__ static void gelu_backward_kernel(float *dinp, const float *inp, const float *dout, size_t N)
+template <typename S>
+__global__ static void gelu_backward_kernel(S *dinp, const S *inp, const float *dout, size_t N)
 {
-    FOR_EACH(i, N) dinp[i] += dt_gelu_grad(inp[i]) * dout[i];
+    FOR_EACH(i, N) dt_st(&dinp[i], dt_gelu_grad(dt_ld(inp[i])) * dout[i]);
 }
 
-__global__ static void residual_kernel(float *out, const float *a, const float *b, size_t N)
+template <typename S>
+__global__ static void residual_kernel(float *out, const float *a, const S *b, size_t N)
 {
-    FOR_EACH(i, N) out[i] = a[i] + b[i];
+    FOR_EACH(i, N) out[i] = a[i] + dt_ld(b[i]);
 }
 
 __global__ static void cast_to_lp_kernel(uint16_t *dst, const float *src, size_t n, int bf16)
@@ -140,8 +150,10 @@ __global__ static void sumsq_final_kernel(double *partial, unsigned long long *b
     bad[0] = nb;
 }
 
-/* One block per row: mean, then the variance around it (two passes, as the CPU kernel). */
-__global__ static void layernorm_forward_kernel(float *out, float *mean, float *rstd, const float *inp,
+/* One block per row: mean, then the variance around it (two passes, as the CPU kernel); out of type
+ * S, rounded once. */
+template <typename S>
+__global__ static void layernorm_forward_kernel(S *out, float *mean, float *rstd, const float *inp,
                                                 const float *weight, const float *bias, int C)
 {
     __shared__ float red[THREADS];
@@ -165,8 +177,8 @@ __global__ static void layernorm_forward_kernel(float *out, float *mean, float *
         __syncthreads();
     }
     float s = 1.0f / sqrtf(red[0] / C + 1e-5f);
-    float *o = out + (size_t)blockIdx.x * C;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) o[c] = (x[c] - m) * s * weight[c] + bias[c];
+    S *o = out + (size_t)blockIdx.x * C;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) dt_st(&o[c], (x[c] - m) * s * weight[c] + bias[c]);
     if (threadIdx.x == 0) {
         mean[blockIdx.x] = m;
         rstd[blockIdx.x] = s;
@@ -200,20 +212,65 @@ __global__ static void layernorm_dinp_kernel(float *dinp, const float *dout, con
     }
 }
 
-/* dweight, dbias: one thread per channel, rows in order */
-__global__ static void layernorm_dparams_kernel(float *dweight, float *dbias, const float *dout, const float *inp,
-                                                const float *mean, const float *rstd, int BT, int C)
+/*
+ * The reductions over rows in the CPU's order (ops.h, cpu.h's DT_ROW_BLOCK). The partial kernels run
+ * one thread per (block of rows blockIdx.x, channel), the threads of a warp on adjacent channels, so
+ * each row's read is coalesced; each sums its block's rows in order from 0 into partial[block][c].
+ * The sums have no multiply for nvcc to fuse into them: dbias and column sums are the CPU's bits
+ * (dweight's terms, a product, may be fused differently on either side).
+ */
+size_t dt_cuda_row_partials(int BT, int C)
+{
+    return BT > 0 && C > 0 ? (size_t)((BT + DT_CUDA_ROW_BLOCK - 1) / DT_CUDA_ROW_BLOCK) * (size_t)C : 0;
+}
+
+/* the grid of the partial kernels: x the row blocks, y the channels' blocks of THREADS */
+static bool row_grid(int BT, int C, dim3 *grid)
+{
+    unsigned cb = (unsigned)((C + THREADS - 1) / THREADS);
+    if (BT <= 0 || C <= 0 || cb > 65535u) return false;
+    *grid = dim3((unsigned)((BT + DT_CUDA_ROW_BLOCK - 1) / DT_CUDA_ROW_BLOCK), cb);
+    return true;
+}
+
+/* layernorm: pw[block][c] = sum of (x - mean) * rstd * dy, pb[block][c] = sum of dy, rows in order */
+__global__ static void layernorm_partials_kernel(float *pw, float *pb, const float *dout, const float *inp,
+                                                 const float *mean, const float *rstd, int BT, int C)
+{
+    int c = blockIdx.y * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    int r0 = blockIdx.x * DT_CUDA_ROW_BLOCK, r1 = min(BT, r0 + DT_CUDA_ROW_BLOCK);
+    float w = 0.0f, b = 0.0f;
+    for (int i = r0; i < r1; i++) {
+        size_t at = (size_t)i * C + c;
+        float dy = dout[at];
+        w += (inp[at] - mean[i]) * rstd[i] * dy;
+        b += dy;
+    }
+    pw[(size_t)blockIdx.x * C + c] = w;
+    pb[(size_t)blockIdx.x * C + c] = b;
+}
+
+/* column sums of x (BT, C) of type S, widened: p[block][c] = sum of the block's rows, in order */
+template <typename S>
+__global__ static void colsum_partials_kernel(float *p, const S *x, int BT, int C)
+{
+    int c = blockIdx.y * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    int r0 = blockIdx.x * DT_CUDA_ROW_BLOCK, r1 = min(BT, r0 + DT_CUDA_ROW_BLOCK);
+    float s = 0.0f;
+    for (int i = r0; i < r1; i++) s += dt_ld(x[(size_t)i * C + c]);
+    p[(size_t)blockIdx.x * C + c] = s;
+}
+
+/* out[c] += (set: =) the nblk partials of channel c added in block order, from 0 */
+__global__ static void partials_sum_kernel(float *out, const float *p, int nblk, int C, int set)
 {
     int c = blockIdx.x * blockDim.x + threadIdx.x;
     if (c >= C) return;
-    float dw = dweight[c], db = dbias[c]; /* added row by row, as the CPU kernel adds them */
-    for (int i = 0; i < BT; i++) {
-        size_t at = (size_t)i * C + c;
-        dw += (inp[at] - mean[i]) * rstd[i] * dout[at];
-        db += dout[at];
-    }
-    dweight[c] = dw;
-    dbias[c] = db;
+    float t = 0.0f;
+    for (int r = 0; r < nblk; r++) t += p[(size_t)r * C + c];
+    out[c] = set ? t : out[c] + t;
 }
 
 __global__ static void position_forward_kernel(float *out, const float *wpe, int B, int T, int C)
@@ -247,24 +304,57 @@ __global__ static void rows_forward_kernel(float *out, const int32_t *inp, const
     }
 }
 
-/* A table's gradient, deterministic: one thread per channel walks the rows in order, as the CPU's
- * threads do, so a row that repeats is added in one order (and rounded to 16 bits after each add). */
-__global__ static void rows_add_kernel(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals,
-                                       int nrows, int width)
+/*
+ * A table's gradient (dst of type S holds elements [lo, lo + n) of a (rows, width) table), without
+ * atomics and in the CPU's order: each element gets its entries i = 0..nrows-1 added in index order
+ * (a 16-bit element rounded after each add, as the CPU does). The table rows that dst overlaps,
+ * [r0, r1], are dealt round-robin to the blocks: block g owns rows r0 + g, r0 + g + groups, ... and
+ * walks the entries in order, THREADS at a time: the entries of this stretch that land on its rows
+ * are listed in shared memory in index order (a ballot per warp, the warps' counts added in warp
+ * order), then the block's threads, over the columns, add those entries' rows in list order. One
+ * thread owns each (row, column) of dst, so no two threads ever touch one element. A repeated token
+ * costs its block one row per repeat; the walk over the entries, one int each, is what every block
+ * pays.
+ */
+#define ROWS_ADD_GROUPS 1024u
+
+template <typename S>
+__global__ static void __launch_bounds__(THREADS)
+    rows_add_kernel(S *dst, size_t lo, size_t n, const int32_t *rows, const float *vals, int nrows, int width,
+                    size_t r0, size_t r1, unsigned groups)
 {
-    int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= width) return;
-    for (int i = 0; i < nrows; i++) {
-        size_t e = (size_t)rows[i] * (size_t)width + (size_t)c;
-        if (e < lo || e >= lo + n) continue;
-        float v = vals[(size_t)i * width + c];
-        if (t == DT_CUDA_F32) {
-            ((float *)dst)[e - lo] += v;
-        } else {
-            uint16_t *d = (uint16_t *)dst + (e - lo);
-            float x = (t == DT_CUDA_BF16 ? dt_f32_from_bf16(*d) : dt_f32_from_f16(*d)) + v;
-            *d = t == DT_CUDA_BF16 ? dt_bf16_from_f32(x) : dt_f16_from_f32(x);
+    __shared__ int list_i[THREADS];
+    __shared__ size_t list_start[THREADS];
+    __shared__ int counts[THREADS / 32];
+    int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    for (int base = 0; base < nrows; base += THREADS) {
+        int i = base + (int)threadIdx.x;
+        int r = i < nrows ? rows[i] : -1;
+        bool mine = r >= 0 && (size_t)r >= r0 && (size_t)r <= r1 && ((size_t)r - r0) % groups == blockIdx.x;
+        unsigned ballot = __ballot_sync(0xffffffffu, mine);
+        if (lane == 0) counts[warp] = __popc(ballot);
+        __syncthreads();
+        int before = 0, total = 0;
+        for (int w = 0; w < THREADS / 32; w++) {
+            before += w < warp ? counts[w] : 0;
+            total += counts[w];
         }
+        if (mine) {
+            int at = before + __popc(ballot & ((1u << lane) - 1u));
+            list_i[at] = i;
+            list_start[at] = (size_t)r * (size_t)width;
+        }
+        __syncthreads();
+        for (int k = 0; k < total; k++) {
+            const float *v = vals + (size_t)list_i[k] * (size_t)width;
+            size_t start = list_start[k];
+            for (int c = threadIdx.x; c < width; c += THREADS) {
+                size_t e = start + (size_t)c;
+                if (e < lo || e >= lo + n) continue;
+                dt_st(&dst[e - lo], dt_ld(dst[e - lo]) + v[c]);
+            }
+        }
+        __syncthreads(); /* the next stretch rewrites the list and the counts */
     }
 }
 
@@ -374,16 +464,6 @@ __global__ static void widen_pass_kernel(void *buf, size_t a, size_t b, int bf16
     }
 }
 
-/* dbias += column sums of dout (BT,OC): one thread per column, rows in order */
-__global__ static void column_sums_kernel(float *dbias, const float *dout, int BT, int OC, int set)
-{
-    int o = blockIdx.x * blockDim.x + threadIdx.x;
-    if (o >= OC) return;
-    float s = set ? 0.0f : dbias[o];
-    for (int i = 0; i < BT; i++) s += dout[(size_t)i * OC + o];
-    dbias[o] = s;
-}
-
 /* grad, plp as adamw_kernel's */
 __global__ static void sgd_kernel(float *param, const void *grad, int gt, float gscale, float *buf, size_t n, float lr,
                                   float momentum, int nesterov, float wd, int first_step, void *plp, int pt)
@@ -445,22 +525,31 @@ static cudaError_t mean_loss(cudaError_t e, const float *losses, int BT, float *
 
 extern "C" {
 
-cudaError_t dt_cuda_gelu_forward(float *out, const float *inp, size_t N)
+cudaError_t dt_cuda_gelu_forward(void *out, const void *inp, int at, size_t N)
 {
-    gelu_forward_kernel<<<blocks(N), THREADS>>>(out, inp, N);
-    return cudaGetLastError();
+    return dt_by_type(at, [&](auto *tag) {
+        using S = std::remove_pointer_t<decltype(tag)>;
+        gelu_forward_kernel<<<blocks(N), THREADS>>>((S *)out, (const S *)inp, N);
+        return cudaGetLastError();
+    });
 }
 
-cudaError_t dt_cuda_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N)
+cudaError_t dt_cuda_gelu_backward(void *dinp, const void *inp, const float *dout, int at, size_t N)
 {
-    gelu_backward_kernel<<<blocks(N), THREADS>>>(dinp, inp, dout, N);
-    return cudaGetLastError();
+    return dt_by_type(at, [&](auto *tag) {
+        using S = std::remove_pointer_t<decltype(tag)>;
+        gelu_backward_kernel<<<blocks(N), THREADS>>>((S *)dinp, (const S *)inp, dout, N);
+        return cudaGetLastError();
+    });
 }
 
-cudaError_t dt_cuda_residual_forward(float *out, const float *a, const float *b, size_t N)
+cudaError_t dt_cuda_residual_forward(float *out, const float *a, const void *b, int bt, size_t N)
 {
-    residual_kernel<<<blocks(N), THREADS>>>(out, a, b, N);
-    return cudaGetLastError();
+    return dt_by_type(bt, [&](auto *tag) {
+        using S = std::remove_pointer_t<decltype(tag)>;
+        residual_kernel<<<blocks(N), THREADS>>>(out, a, (const S *)b, N);
+        return cudaGetLastError();
+    });
 }
 
 cudaError_t dt_cuda_cast_to_lp(uint16_t *dst, const float *src, size_t n, int t)
@@ -517,20 +606,30 @@ cudaError_t dt_cuda_sumsq_nonfinite(const void *x, int t, size_t n, double *sums
     return e;
 }
 
-cudaError_t dt_cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+cudaError_t dt_cuda_layernorm_forward(void *out, int ot, float *mean, float *rstd, const float *inp, const float *weight,
                                       const float *bias, int BT, int C)
 {
-    if (BT <= 0 || C <= 0) return cudaSuccess; /* nothing to do, as on the CPU (a 0-block grid is an error) */
-    layernorm_forward_kernel<<<BT, THREADS>>>(out, mean, rstd, inp, weight, bias, C);
-    return cudaGetLastError();
+    return dt_by_type(ot, [&](auto *tag) {
+        using S = std::remove_pointer_t<decltype(tag)>;
+        if (BT <= 0 || C <= 0) return cudaSuccess; /* nothing to do, as on the CPU (a 0-block grid is an error) */
+        layernorm_forward_kernel<<<BT, THREADS>>>((S *)out, mean, rstd, inp, weight, bias, C);
+        return cudaGetLastError();
+    });
 }
 
 cudaError_t dt_cuda_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                                       const float *weight, const float *mean, const float *rstd, int BT, int C)
+                                       const float *weight, const float *mean, const float *rstd, int BT, int C,
+                                       float *scratch)
 {
     if (BT <= 0 || C <= 0) return cudaSuccess;
+    dim3 grid;
+    if (!row_grid(BT, C, &grid)) return cudaErrorInvalidValue;
+    size_t np = dt_cuda_row_partials(BT, C);
+    unsigned cb = (unsigned)((C + THREADS - 1) / THREADS);
     layernorm_dinp_kernel<<<BT, THREADS>>>(dinp, dout, inp, weight, mean, rstd, C);
-    layernorm_dparams_kernel<<<(C + THREADS - 1) / THREADS, THREADS>>>(dweight, dbias, dout, inp, mean, rstd, BT, C);
+    layernorm_partials_kernel<<<grid, THREADS>>>(scratch, scratch + np, dout, inp, mean, rstd, BT, C);
+    partials_sum_kernel<<<cb, THREADS>>>(dweight, scratch, (int)grid.x, C, 0);
+    partials_sum_kernel<<<cb, THREADS>>>(dbias, scratch + np, (int)grid.x, C, 0);
     return cudaGetLastError();
 }
 
@@ -556,10 +655,14 @@ cudaError_t dt_cuda_rows_forward(float *out, const int32_t *inp, const void *tab
 cudaError_t dt_cuda_rows_add(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals, int nrows,
                              int width)
 {
-    if (t != DT_CUDA_F32 && t != DT_CUDA_BF16 && t != DT_CUDA_F16) return cudaErrorInvalidValue;
-    if (width <= 0) return cudaSuccess;
-    rows_add_kernel<<<(width + THREADS - 1) / THREADS, THREADS>>>(dst, t, lo, n, rows, vals, nrows, width);
-    return cudaGetLastError();
+    return dt_by_type(t, [&](auto *tag) {
+        using S = std::remove_pointer_t<decltype(tag)>;
+        if (width <= 0 || nrows <= 0 || n == 0) return cudaSuccess;
+        size_t r0 = lo / (size_t)width, r1 = (lo + n - 1) / (size_t)width; /* the table rows dst overlaps */
+        unsigned groups = r1 - r0 + 1 < ROWS_ADD_GROUPS ? (unsigned)(r1 - r0 + 1) : ROWS_ADD_GROUPS;
+        rows_add_kernel<<<groups, THREADS>>>((S *)dst, lo, n, rows, vals, nrows, width, r0, r1, groups);
+        return cudaGetLastError();
+    });
 }
 
 cudaError_t dt_cuda_softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
@@ -615,11 +718,22 @@ cudaError_t dt_cuda_widen_inplace(void *buf, size_t n, int t)
     return e;
 }
 
-cudaError_t dt_cuda_column_sums(float *dbias, const float *dout, int BT, int OC, int set)
+cudaError_t dt_cuda_column_sums(float *dbias, const void *dout, int t, int BT, int OC, int set, float *scratch)
 {
-    if (OC <= 0) return cudaSuccess;
-    column_sums_kernel<<<(OC + THREADS - 1) / THREADS, THREADS>>>(dbias, dout, BT, OC, set);
-    return cudaGetLastError();
+    return dt_by_type(t, [&](auto *tag) {
+        using S = std::remove_pointer_t<decltype(tag)>;
+        if (OC <= 0) return cudaSuccess;
+        unsigned cb = (unsigned)((OC + THREADS - 1) / THREADS);
+        if (BT <= 0) { /* no rows: the sums are 0 */
+            if (set) return cudaMemsetAsync(dbias, 0, (size_t)OC * sizeof *dbias, cudaStreamPerThread);
+            return cudaSuccess;
+        }
+        dim3 grid;
+        if (!row_grid(BT, OC, &grid)) return cudaErrorInvalidValue;
+        colsum_partials_kernel<<<grid, THREADS>>>(scratch, (const S *)dout, BT, OC);
+        partials_sum_kernel<<<cb, THREADS>>>(dbias, scratch, (int)grid.x, OC, set);
+        return cudaGetLastError();
+    });
 }
 
 cudaError_t dt_cuda_sgd(float *param, const void *grad, int gt, float gscale, float *buf, size_t n, float lr,

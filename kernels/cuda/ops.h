@@ -22,9 +22,11 @@
 extern "C" {
 #endif
 
-cudaError_t dt_cuda_gelu_forward(float *out, const float *inp, size_t N);
-cudaError_t dt_cuda_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N);
-cudaError_t dt_cuda_residual_forward(float *out, const float *a, const float *b, size_t N);
+/* activations of type at (t for residual's b): fp32, bf16, fp16; computed in fp32, 16-bit stores
+ * rounded to nearest even; gelu_backward writes dinp (=) */
+cudaError_t dt_cuda_gelu_forward(void *out, const void *inp, int at, size_t N);
+cudaError_t dt_cuda_gelu_backward(void *dinp, const void *inp, const float *dout, int at, size_t N);
+cudaError_t dt_cuda_residual_forward(float *out, const float *a, const void *b, int bt, size_t N);
 cudaError_t dt_cuda_cast_to_lp(uint16_t *dst, const float *src, size_t n, int t);
 cudaError_t dt_cuda_cast_from_lp(float *dst, const uint16_t *src, size_t n, int t);
 cudaError_t dt_cuda_round_lp(float *dst, const float *src, size_t n, int t);
@@ -34,10 +36,20 @@ cudaError_t dt_cuda_adamw(float *param, const void *grad, int gt, float gscale, 
                           float lr, float beta1, float beta2, float eps, float wd, int t, void *plp, int pt);
 /* both of one gradient in one read, copied back to the host (synchronizes) */
 cudaError_t dt_cuda_sumsq_nonfinite(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite);
-cudaError_t dt_cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+/* Reductions over rows (layernorm's dweight and dbias, a bias's column sums) in kernels/cpu/cpu.h's
+ * fixed order: rows cut into blocks of DT_CUDA_ROW_BLOCK, each block summed in row order into a
+ * partial (from 0), the partials added in block order (from 0), the total added to the output
+ * (or written, for column sums with set). dt_cuda_row_partials: the floats of device scratch one
+ * such reduction over (BT, C) takes. */
+#define DT_CUDA_ROW_BLOCK 64 /* cpu.h's DT_ROW_BLOCK */
+size_t dt_cuda_row_partials(int BT, int C);
+/* out of type ot (fp32, bf16, fp16), computed in fp32 */
+cudaError_t dt_cuda_layernorm_forward(void *out, int ot, float *mean, float *rstd, const float *inp, const float *weight,
                                       const float *bias, int BT, int C);
+/* scratch: 2 dt_cuda_row_partials(BT, C) floats */
 cudaError_t dt_cuda_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                                       const float *weight, const float *mean, const float *rstd, int BT, int C);
+                                       const float *weight, const float *mean, const float *rstd, int BT, int C,
+                                       float *scratch);
 cudaError_t dt_cuda_position_forward(float *out, const float *wpe, int B, int T, int C);
 cudaError_t dt_cuda_position_backward(float *dwpe, const float *dout, int B, int T, int C);
 /* table of type t: fp32, bf16 or fp16 */
@@ -52,8 +64,9 @@ cudaError_t dt_cuda_round_stochastic(uint16_t *dst, const float *src, size_t n, 
 cudaError_t dt_cuda_convert(void *dst, int dt, const void *src, int st, size_t n, int add);
 /* *loss: the mean squared error (synchronizes) */
 cudaError_t dt_cuda_mse(float *dout, const float *out, const float *target, float dloss, size_t n, float *loss);
-/* dbias(OC) += (set: =) the column sums of dout(BT, OC) (the matmul's bias gradient) */
-cudaError_t dt_cuda_column_sums(float *dbias, const float *dout, int BT, int OC, int set);
+/* dbias(OC) += (set: =) the column sums of dout(BT, OC) of type t, widened (the matmul's bias
+ * gradient); scratch: dt_cuda_row_partials(BT, OC) floats */
+cudaError_t dt_cuda_column_sums(float *dbias, const void *dout, int t, int BT, int OC, int set, float *scratch);
 /* mean: the mean loss, copied back (synchronizes) */
 cudaError_t dt_cuda_softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
                                  float *mean);
@@ -65,19 +78,22 @@ cudaError_t dt_cuda_narrow_inplace(void *buf, size_t n, int t);
 cudaError_t dt_cuda_widen_inplace(void *buf, size_t n, int t);
 
 /*
- * attention.cu: causal multi-head attention, qkv (B,T,3C) = q|k|v, out (B,T,C), dqkv += (kernels.h).
- * Fused (flash attention, head size C/NH up to 128, else cudaErrorInvalidValue): forward writes out
- * and lse (B,NH,T), each query row's log-sum-exp of its scaled scores, the only state backward
- * needs; backward takes the forward's out and lse and dt_cuda_attention_scratch(B, NH, T) floats of
- * device scratch, and gives the same bits on every run (no atomics).
+ * attention.cu: causal multi-head attention, qkv (B,T,3C) = q|k|v and out (B,T,C) of type at (fp32,
+ * bf16, fp16: widened as read, computed in fp32, rounded once on store), dqkv written (=) in type at
+ * (kernels.h). Fused (flash attention, head size C/NH up to 128, else cudaErrorInvalidValue): forward
+ * writes out and lse (B,NH,T, fp32), each query row's log-sum-exp of its scaled scores, the only
+ * state backward needs; backward takes the forward's out and lse (dout in fp32) and
+ * dt_cuda_attention_scratch(...) floats of device scratch, and gives the same bits on every run
+ * (no atomics).
  */
-cudaError_t dt_cuda_attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH);
-cudaError_t dt_cuda_attention_backward(float *dqkv, const float *dout, const float *qkv, const float *out,
-                                       const float *lse, float *scratch, int B, int T, int C, int NH);
-size_t dt_cuda_attention_scratch(int B, int NH, int T);
-/* The reference path, the CPU kernel's algorithm through cuBLAS (c's handle): att (B,NH,T,T) the
- * causal softmax, masked entries 0; backward from att with dt_cuda_attention_ref_scratch(NH, T)
- * floats of scratch. cudaError_t, or DT_CUDA_CUBLAS_ERR + a cuBLAS status (matmul.h). */
+cudaError_t dt_cuda_attention_forward(void *out, float *lse, const void *qkv, int at, int B, int T, int C, int NH);
+cudaError_t dt_cuda_attention_backward(void *dqkv, const float *dout, const void *qkv, const void *out,
+                                       const float *lse, float *scratch, int at, int B, int T, int C, int NH);
+size_t dt_cuda_attention_scratch(int B, int T, int C, int NH, int at);
+/* The reference path, fp32 only, the textbook algorithm through cuBLAS (c's handle): att
+ * (B,NH,T,T) the causal softmax, masked entries 0; backward from att writes dqkv (=), with
+ * dt_cuda_attention_ref_scratch(NH, T) floats of scratch. cudaError_t, or DT_CUDA_CUBLAS_ERR + a
+ * cuBLAS status (matmul.h). */
 struct dt_cuda_ctx;
 int dt_cuda_attention_forward_ref(struct dt_cuda_ctx *c, float *out, float *att, const float *qkv, int B, int T, int C,
                                   int NH);
@@ -86,6 +102,38 @@ int dt_cuda_attention_backward_ref(struct dt_cuda_ctx *c, float *dqkv, const flo
 size_t dt_cuda_attention_ref_scratch(int NH, int T);
 
 #ifdef __cplusplus
+}
+#endif
+
+#ifdef __CUDACC__
+/*
+ * Device side, for ops.cu and attention.cu: activations stored as S (float, __nv_bfloat16, __half;
+ * the kernels are templates on it), widened to fp32 as read and rounded to nearest even as stored,
+ * both through core/half.h, the CPU kernels' own conversions, so a 16-bit store holds the CPU's bits
+ * for the same fp32 value.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include "core/half.h"
+
+__device__ static inline float dt_ld(float x) { return x; }
+__device__ static inline float dt_ld(__nv_bfloat16 x) { return dt_f32_from_bf16(__bfloat16_as_ushort(x)); }
+__device__ static inline float dt_ld(__half x) { return dt_f32_from_f16(__half_as_ushort(x)); }
+__device__ static inline void dt_st(float *p, float f) { *p = f; }
+__device__ static inline void dt_st(__nv_bfloat16 *p, float f) { *p = __ushort_as_bfloat16(dt_bf16_from_f32(f)); }
+__device__ static inline void dt_st(__half *p, float f) { *p = __ushort_as_half(dt_f16_from_f32(f)); }
+
+/* f(S *) called with a null pointer of the storage type of t (a launcher's generic lambda takes S
+ * from it); cudaErrorInvalidValue for a t of no storage type */
+template <typename F>
+static inline cudaError_t dt_by_type(int t, F f)
+{
+    switch (t) {
+    case DT_CUDA_F32: return f((float *)NULL);
+    case DT_CUDA_BF16: return f((__nv_bfloat16 *)NULL);
+    case DT_CUDA_F16: return f((__half *)NULL);
+    default: return cudaErrorInvalidValue;
+    }
 }
 #endif
 

@@ -17,15 +17,15 @@ _Static_assert(DT_CUDA_SET_DINP == DT_SET_DINP && DT_CUDA_SET_DPARAMS == DT_SET_
 
 static int ctx_create(void **ctx) { return dt_cuda_ctx_create((struct dt_cuda_ctx **)ctx); }
 static void ctx_destroy(void *ctx) { dt_cuda_ctx_destroy(ctx); }
-static int matmul_forward(void *ctx, float *out, const float *inp, const void *weight, const void *bias, int wt, int BT,
-                          int C, int OC, int lp)
+static int matmul_forward(void *ctx, void *out, int ot, const void *inp, const void *weight, const void *bias, int wt,
+                          int BT, int C, int OC, int lp)
 {
-    return dt_cuda_matmul_forward(ctx, out, inp, weight, bias, wt, BT, C, OC, lp);
+    return dt_cuda_matmul_forward(ctx, out, ot, inp, weight, bias, wt, BT, C, OC, lp);
 }
-static int matmul_backward(void *ctx, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                           const void *weight, int wt, int BT, int C, int OC, int lp, unsigned set)
+static int matmul_backward(void *ctx, float *dinp, float *dweight, float *dbias, const void *dout, int dt,
+                           const void *inp, const void *weight, int wt, int BT, int C, int OC, int lp, unsigned set)
 {
-    return dt_cuda_matmul_backward(ctx, dinp, dweight, dbias, dout, inp, weight, wt, BT, C, OC, lp, set);
+    return dt_cuda_matmul_backward(ctx, dinp, dweight, dbias, dout, dt, inp, weight, wt, BT, C, OC, lp, set);
 }
 static int dev_malloc(void **p, size_t bytes) { return (int)cudaMalloc(p, bytes); }
 static int dev_free(void *p) { return (int)cudaFree(p); }
@@ -38,6 +38,7 @@ static int to_host(void *dst, const void *src, size_t bytes)
     return (int)cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
 }
 static int synchronize(void) { return (int)cudaStreamSynchronize(cudaStreamPerThread); }
+static int mem_info(size_t *free_bytes, size_t *total_bytes) { return (int)cudaMemGetInfo(free_bytes, total_bytes); }
 static int set_device(int dev) { return (int)cudaSetDevice(dev); }
 static int is_device(const void *p)
 {
@@ -70,14 +71,14 @@ static int on_device(void *dst, const void *src, size_t bytes)
     return (int)e;
 }
 
-static int gelu_forward(float *out, const float *inp, size_t N) { return (int)dt_cuda_gelu_forward(out, inp, N); }
-static int gelu_backward(float *dinp, const float *inp, const float *dout, size_t N)
+static int gelu_forward(void *out, const void *inp, int at, size_t N) { return (int)dt_cuda_gelu_forward(out, inp, at, N); }
+static int gelu_backward(void *dinp, const void *inp, const float *dout, int at, size_t N)
 {
-    return (int)dt_cuda_gelu_backward(dinp, inp, dout, N);
+    return (int)dt_cuda_gelu_backward(dinp, inp, dout, at, N);
 }
-static int residual_forward(float *out, const float *a, const float *b, size_t N)
+static int residual_forward(float *out, const float *a, const void *b, int bt, size_t N)
 {
-    return (int)dt_cuda_residual_forward(out, a, b, N);
+    return (int)dt_cuda_residual_forward(out, a, b, bt, N);
 }
 static int cast_to_lp(uint16_t *dst, const float *src, size_t n, int t) { return (int)dt_cuda_cast_to_lp(dst, src, n, t); }
 static int cast_from_lp(float *dst, const uint16_t *src, size_t n, int t)
@@ -94,15 +95,18 @@ static int sumsq_nonfinite(const void *x, int t, size_t n, double *sumsq, size_t
 {
     return (int)dt_cuda_sumsq_nonfinite(x, t, n, sumsq, nonfinite);
 }
-static int layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+static int layernorm_forward(void *out, int ot, float *mean, float *rstd, const float *inp, const float *weight,
                              const float *bias, int BT, int C)
 {
-    return (int)dt_cuda_layernorm_forward(out, mean, rstd, inp, weight, bias, BT, C);
+    return (int)dt_cuda_layernorm_forward(out, ot, mean, rstd, inp, weight, bias, BT, C);
 }
-static int layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                              const float *weight, const float *mean, const float *rstd, int BT, int C)
+static int layernorm_backward(void *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
+                              const float *inp, const float *weight, const float *mean, const float *rstd, int BT,
+                              int C)
 {
-    return (int)dt_cuda_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, BT, C);
+    void *s = NULL; /* dweight's partials, then dbias's */
+    int e = dt_cuda_ctx_scratch(ctx, DT_CUDA_SCRATCH_PARTIALS, 2 * dt_cuda_row_partials(BT, C) * sizeof(float), &s);
+    return e ? e : (int)dt_cuda_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, BT, C, s);
 }
 static int position_forward(float *out, const float *wpe, int B, int T, int C)
 {
@@ -152,14 +156,14 @@ static int softmax_xent_lp(float *losses, uint16_t *logits, const int32_t *targe
 }
 static int narrow_inplace(void *buf, size_t n, int t) { return (int)dt_cuda_narrow_inplace(buf, n, t); }
 static int widen_inplace(void *buf, size_t n, int t) { return (int)dt_cuda_widen_inplace(buf, n, t); }
-static int attention_forward(float *out, float *lse, const float *qkv, int B, int T, int C, int NH)
+static int attention_forward(void *out, float *lse, const void *qkv, int at, int B, int T, int C, int NH)
 {
-    return (int)dt_cuda_attention_forward(out, lse, qkv, B, T, C, NH);
+    return (int)dt_cuda_attention_forward(out, lse, qkv, at, B, T, C, NH);
 }
-static int attention_backward(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
-                              float *scratch, int B, int T, int C, int NH)
+static int attention_backward(void *dqkv, const float *dout, const void *qkv, const void *out, const float *lse,
+                              float *scratch, int at, int B, int T, int C, int NH)
 {
-    return (int)dt_cuda_attention_backward(dqkv, dout, qkv, out, lse, scratch, B, T, C, NH);
+    return (int)dt_cuda_attention_backward(dqkv, dout, qkv, out, lse, scratch, at, B, T, C, NH);
 }
 static int attention_forward_ref(void *ctx, float *out, float *att, const float *qkv, int B, int T, int C, int NH)
 {
@@ -188,6 +192,7 @@ const struct dt_cuda_ops dt_cuda_ops = {
     .to_device = to_device,
     .to_host = to_host,
     .synchronize = synchronize,
+    .mem_info = mem_info,
     .gelu_forward = gelu_forward,
     .gelu_backward = gelu_backward,
     .residual_forward = residual_forward,

@@ -255,7 +255,7 @@ static const struct dt_key keys[] = {
     K("events.wall_clock_breakdown", DT_T_BOOL, events.wall_clock_breakdown, "false", 0, 0, 0,
       "time forward/backward/comm/optimizer separately, and every kernel op"),
     K("events.peak_tflops", DT_T_FLOAT, events.peak_tflops, "0", 0, 1e6, 0,
-      "peak TFLOP/s of one device, for MFU; 0: unknown (mfu null)"),
+      "peak TFLOP/s of one device, for MFU; 0: a GPU's from its name (H100, H200, A100, ...), else unknown (mfu null)"),
     K("events.webhook.url", DT_T_STR, events.webhook.url, NULL, 0, 0, DT_F_NULLABLE | DT_F_CREDENTIALS,
       "POST events here (http or https); null: off"),
     K("events.webhook.secret_env", DT_T_STR, events.webhook.secret_env, NULL, 0, 0, DT_F_NULLABLE,

@@ -284,6 +284,10 @@ dt_status_t dt_events_metrics(struct dt_events *ev, const struct dt_metrics *m)
         dt_json_close(j);
     }
     dt_json_int(j, "peak_memory_bytes", m->peak_memory_bytes);
+    if (m->device_memory) {
+        dt_json_int(j, "device_peak_allocated_bytes", m->device_peak_allocated_bytes);
+        dt_json_int(j, "device_reserved_bytes", m->device_reserved_bytes);
+    }
     return send(ev, &(struct dt_event){.type = DT_EV_METRICS, .metrics = m, .step = m->step});
 }
 

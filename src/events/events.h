@@ -51,6 +51,8 @@ struct dt_metrics {
     const char *const *op_names;
     const double *op_ms;
     int64_t peak_memory_bytes; /* resident set high-water mark of this process */
+    bool device_memory;        /* a GPU run: the two below are its rank 0's device memory (kernels.h) */
+    int64_t device_peak_allocated_bytes, device_reserved_bytes;
 };
 
 /* What run_started reports, besides the config itself. */

@@ -2,7 +2,10 @@
  * gpt.c - GPT-2 forward and backward, written out layer by layer on the
  * kernel table (see gpt.h). All activations live in one arena sized at
  * creation; with activation checkpointing the arena keeps each block's input
- * and one shared set of block internals, which backward recomputes.
+ * and one shared set of block internals, which backward recomputes. The
+ * residual stream is fp32; what a block computes between its ops is of the
+ * activation type (fp32, or mixed precision's 16-bit type, as torch.autocast
+ * keeps it), and so are the logits.
  *
  * Parameters are layer-major, so that every unit (model.h) is one contiguous
  * range: the token embedding in blocks of vb vocabulary rows (one unit each;
@@ -35,14 +38,17 @@ enum { P_LN1, P_QKV, P_ATTPROJ, P_LN2, P_FC, P_FCPROJ, NPAIR };
 /* llm.c's 16 tensors: wte, wpe, the block tensors, lnfw, lnfb */
 #define NLLMC (NB + 4)
 
+/* a block's activations: void * of the activation type, float * fp32 */
 struct block {
-    float *ln1, *ln1_mean, *ln1_rstd; /* (B,T,C), (B,T), (B,T) */
-    float *qkv;                       /* (B,T,3C) */
-    float *atty;                      /* (B,T,C) */
-    float *att;                       /* what attention backward needs: each row's log-sum-exp (B,NH,T) */
-    float *res2;                      /* (B,T,C) */
-    float *ln2, *ln2_mean, *ln2_rstd;
-    float *fch, *fch_gelu; /* (B,T,4C) */
+    void *ln1;                  /* (B,T,C) */
+    float *ln1_mean, *ln1_rstd; /* (B,T), (B,T) */
+    void *qkv;                  /* (B,T,3C) */
+    void *atty;                 /* (B,T,C) */
+    float *att;                 /* what attention backward needs: each row's log-sum-exp (B,NH,T) */
+    float *res2;                /* (B,T,C), the residual stream */
+    void *ln2;
+    float *ln2_mean, *ln2_rstd;
+    void *fch, *fch_gelu; /* (B,T,4C) */
 };
 
 struct gpt {
@@ -55,19 +61,19 @@ struct gpt {
     struct dt_unit *units;
     struct dt_param_view *views;
     char (*names)[24];
-    float *arena;
-    uint16_t *packed;     /* L x per_block 16-bit activations (c.activations != DT_F32), else NULL */
-    size_t per_block;     /* floats of one block's activations, contiguous from blk[l].ln1 */
+    enum dt_dtype at;     /* the activation type, c.activations */
+    char *arena;
     float **resid;        /* (L+1) x (B,T,C): resid[0] is the embedding, resid[l+1] block l's output */
     struct block *blk;    /* L entries; all equal under activation checkpointing */
-    float *proj;          /* (B,T,C) scratch for projections before the residual add */
-    float *lnf, *lnf_mean, *lnf_rstd;
-    float *logits;        /* (B,T,V) block-major (kernels.h); dlogits after a training forward. NULL with */
-    uint16_t *logits_lp;  /* 16-bit activations: then they are kept here, */
-    float *logit_block;   /* computed vb columns at a time in this (B,T,vb) scratch */
+    void *proj;           /* (B,T,C) scratch for projections before the residual add */
+    void *lnf;
+    float *lnf_mean, *lnf_rstd;
+    void *logits;         /* (B,T,V) block-major (kernels.h); dlogits after a training forward */
     float *losses;        /* (B,T) */
-    /* gradient scratch, reused by every layer */
-    float *dres, *dln, *dqkv, *datty, *dfch, *dfch_gelu, *attn_scratch;
+    /* gradient scratch, reused by every layer: the matmuls' dinp in fp32, dqkv and dfch (a matmul's
+     * dout, written by attention's and GELU's backward) of the activation type */
+    float *dres, *dln, *datty, *dfch_gelu, *attn_scratch;
+    void *dqkv, *dfch;
     int32_t *inputs, *targets;
 };
 
@@ -183,24 +189,25 @@ static size_t pair_weight(const struct gpt *g, int pair) { return g->in_block[2 
 static const float *P(struct gpt *g, int l, int pair) { return dt_model_params(&g->base, pair_unit(g, l, pair)); }
 static void done(struct gpt *g, int l, int pair) { dt_model_params_done(&g->base, pair_unit(g, l, pair)); }
 
-/* out = linear(inp) with pair's weight and bias */
-static void linear(struct gpt *g, int l, int pair, float *out, const float *inp, int C, int OC)
+/* out = linear(inp) with pair's weight and bias, activations in and out */
+static void linear(struct gpt *g, int l, int pair, void *out, const void *inp, int C, int OC)
 {
     int u = pair_unit(g, l, pair);
     struct dt_wref w = dt_model_params_any(&g->base, u);
-    dt_mm_forward(&g->base, out, inp, w, true, g->B * g->T, C, OC);
+    dt_mm_forward(&g->base, out, g->at, inp, w, true, g->B * g->T, C, OC);
     dt_model_params_any_done(&g->base, u, w);
 }
 
-static void norm(struct gpt *g, int l, int pair, float *out, float *mean, float *rstd, const float *inp)
+static void norm(struct gpt *g, int l, int pair, void *out, float *mean, float *rstd, const float *inp)
 {
     const float *w = P(g, l, pair);
     int C = g->c.n_embd;
-    g->base.k->layernorm_forward(g->base.kc, out, mean, rstd, inp, w, w + C, g->B * g->T, C);
+    g->base.k->layernorm_forward(g->base.kc, out, g->at, mean, rstd, inp, w, w + C, g->B * g->T, C);
     done(g, l, pair);
 }
 
-/* x: block l's input, out its output */
+/* x: block l's input, out its output; out NULL: recomputing the block's internals for backward,
+ * whose output the next block's input already holds */
 static void block_forward(struct gpt *g, int l, const float *x, float *out)
 {
     const struct dt_kernels *k = g->base.k;
@@ -210,25 +217,27 @@ static void block_forward(struct gpt *g, int l, const float *x, float *out)
     struct block *b = &g->blk[l];
     norm(g, l, P_LN1, b->ln1, b->ln1_mean, b->ln1_rstd, x);
     linear(g, l, P_QKV, b->qkv, b->ln1, C, 3 * C);
-    k->attention_forward(kc, b->atty, b->att, b->qkv, B, T, C, NH);
+    k->attention_forward(kc, b->atty, b->att, b->qkv, g->at, B, T, C, NH);
     linear(g, l, P_ATTPROJ, g->proj, b->atty, C, C);
-    k->residual_forward(kc, b->res2, x, g->proj, BTC);
+    k->residual_forward(kc, b->res2, x, g->proj, g->at, BTC);
     norm(g, l, P_LN2, b->ln2, b->ln2_mean, b->ln2_rstd, b->res2);
     linear(g, l, P_FC, b->fch, b->ln2, C, 4 * C);
-    k->gelu_forward(kc, b->fch_gelu, b->fch, 4 * BTC);
+    k->gelu_forward(kc, b->fch_gelu, b->fch, g->at, 4 * BTC);
+    if (!out) return;
     linear(g, l, P_FCPROJ, g->proj, b->fch_gelu, 4 * C, C);
-    k->residual_forward(kc, out, b->res2, g->proj, BTC);
+    k->residual_forward(kc, out, b->res2, g->proj, g->at, BTC);
 }
 
-/* dinp = d loss / d inp of the pair's linear layer, its parameters' gradients added */
-static void linear_backward(struct gpt *g, int l, int pair, float *dinp, const float *dout, const float *inp, int C,
-                            int OC)
+/* dinp (fp32) = d loss / d inp of the pair's linear layer, its parameters' gradients added; dout of
+ * type dt */
+static void linear_backward(struct gpt *g, int l, int pair, float *dinp, const void *dout, enum dt_dtype dt,
+                            const void *inp, int C, int OC)
 {
     int u = pair_unit(g, l, pair);
     struct dt_wref w = dt_model_params_any(&g->base, u);
     bool fresh;
     float *dw = dt_model_grads(&g->base, u, &fresh);
-    dt_mm_backward(&g->base, dinp, dw, dw + pair_weight(g, pair), dout, inp, w, g->B * g->T, C, OC,
+    dt_mm_backward(&g->base, dinp, dw, dw + pair_weight(g, pair), dout, dt, inp, w, g->B * g->T, C, OC,
                    DT_SET_DINP | (fresh ? DT_SET_DPARAMS : 0));
     dt_model_grads_done(&g->base, u);
     dt_model_params_any_done(&g->base, u, w);
@@ -254,16 +263,14 @@ static void block_backward(struct gpt *g, int l, const float *x)
     int B = g->B, T = g->T, C = g->c.n_embd, NH = g->c.n_head;
     size_t BTC = (size_t)B * T * C;
     struct block *b = &g->blk[l];
-    linear_backward(g, l, P_FCPROJ, g->dfch_gelu, g->dres, b->fch_gelu, 4 * C, C);
-    k->zero(kc, g->dfch, 4 * BTC * sizeof(float));
-    k->gelu_backward(kc, g->dfch, b->fch, g->dfch_gelu, 4 * BTC);
-    linear_backward(g, l, P_FC, g->dln, g->dfch, b->ln2, C, 4 * C);
+    linear_backward(g, l, P_FCPROJ, g->dfch_gelu, g->dres, DT_F32, b->fch_gelu, 4 * C, C);
+    k->gelu_backward(kc, g->dfch, b->fch, g->dfch_gelu, g->at, 4 * BTC);
+    linear_backward(g, l, P_FC, g->dln, g->dfch, g->at, b->ln2, C, 4 * C);
     /* the residual path: dres becomes dL/d res2 */
     norm_backward(g, l, P_LN2, g->dln, b->res2, b->ln2_mean, b->ln2_rstd);
-    linear_backward(g, l, P_ATTPROJ, g->datty, g->dres, b->atty, C, C);
-    k->zero(kc, g->dqkv, 3 * BTC * sizeof(float));
-    k->attention_backward(kc, g->dqkv, g->datty, b->qkv, b->atty, b->att, g->attn_scratch, B, T, C, NH);
-    linear_backward(g, l, P_QKV, g->dln, g->dqkv, b->ln1, C, 3 * C);
+    linear_backward(g, l, P_ATTPROJ, g->datty, g->dres, DT_F32, b->atty, C, C);
+    k->attention_backward(kc, g->dqkv, g->datty, b->qkv, b->atty, b->att, g->attn_scratch, g->at, B, T, C, NH);
+    linear_backward(g, l, P_QKV, g->dln, g->dqkv, g->at, b->ln1, C, 3 * C);
     norm_backward(g, l, P_LN1, g->dln, x, b->ln1_mean, b->ln1_rstd);
 }
 
@@ -272,6 +279,12 @@ static int chunk_rows(const struct gpt *g, int c)
 {
     int V = g->c.vocab_size, v0 = c * g->vb;
     return V - v0 < g->vb ? V - v0 : g->vb;
+}
+
+/* vocabulary chunk c's (B,T,n) block of the block-major logits */
+static void *logits_block(const struct gpt *g, int c)
+{
+    return (char *)g->logits + (size_t)g->B * g->T * c * g->vb * dt_dtype_size(g->at);
 }
 
 static float gpt_forward(struct dt_model *m, const struct dt_batch *batch, float grad_scale)
@@ -292,29 +305,19 @@ static float gpt_forward(struct dt_model *m, const struct dt_batch *batch, float
         k->rows_forward(kc, g->resid[0], g->inputs, w.p, w.t, c * g->vb, chunk_rows(g, c), BT, C);
         dt_model_params_any_done(m, c, w);
     }
-    for (int l = 0; l < L; l++) {
-        block_forward(g, l, g->resid[l], g->resid[l + 1]);
-        if (g->packed) k->cast_to_lp(kc, g->packed + (size_t)l * g->per_block, g->blk[0].ln1, g->per_block, g->c.activations);
-    }
+    for (int l = 0; l < L; l++) block_forward(g, l, g->resid[l], g->resid[l + 1]);
     const float *ln = dt_model_params(m, g->u_lnf);
-    k->layernorm_forward(kc, g->lnf, g->lnf_mean, g->lnf_rstd, g->resid[L], ln, ln + C, BT, C);
+    k->layernorm_forward(kc, g->lnf, g->at, g->lnf_mean, g->lnf_rstd, g->resid[L], ln, ln + C, BT, C);
     dt_model_params_done(m, g->u_lnf);
     /* the LM head, tied to the token embedding, a vocabulary block at a time */
     for (int c = 0; c < g->nchunks; c++) {
-        int n = chunk_rows(g, c);
-        size_t at = (size_t)BT * c * g->vb;
         struct dt_wref w = dt_model_params_any(m, c);
-        if (g->logits_lp) {
-            dt_mm_forward(m, g->logit_block, g->lnf, w, false, BT, C, n);
-            k->cast_to_lp(kc, g->logits_lp + at, g->logit_block, (size_t)BT * n, g->c.activations);
-        } else {
-            dt_mm_forward(m, g->logits + at, g->lnf, w, false, BT, C, n);
-        }
+        dt_mm_forward(m, logits_block(g, c), g->at, g->lnf, w, false, BT, C, chunk_rows(g, c));
         dt_model_params_any_done(m, c, w);
     }
-    if (g->logits_lp)
-        return k->softmax_xent_lp(kc, g->losses, g->logits_lp, g->targets, grad_scale / (float)BT, BT, V, g->vb,
-                                  g->c.activations);
+    /* 16-bit logits go to an fp32 cross-entropy (torch.autocast's bf16 LM head into its fp32 loss) */
+    if (g->at != DT_F32)
+        return k->softmax_xent_lp(kc, g->losses, g->logits, g->targets, grad_scale / (float)BT, BT, V, g->vb, g->at);
     return k->softmax_xent(kc, g->losses, g->logits, g->targets, grad_scale / (float)BT, BT, V, g->vb);
 }
 
@@ -328,13 +331,10 @@ static void gpt_backward(struct dt_model *m)
     k->zero(kc, g->dres, BTC * sizeof(float));
     /* the LM head: dln = dlogits @ wte summed over the vocabulary blocks, dwte += dlogits^T @ lnf */
     for (int c = 0; c < g->nchunks; c++) {
-        int n = chunk_rows(g, c);
-        size_t at = (size_t)BT * c * g->vb;
         struct dt_wref w = dt_model_params_any(m, c);
         bool fresh;
-        float *dw = dt_model_grads(m, c, &fresh), *dlogits = g->logits_lp ? g->logit_block : g->logits + at;
-        if (g->logits_lp) k->cast_from_lp(kc, g->logit_block, g->logits_lp + at, (size_t)BT * n, g->c.activations);
-        dt_mm_backward(m, g->dln, dw, NULL, dlogits, g->lnf, w, BT, C, n,
+        float *dw = dt_model_grads(m, c, &fresh);
+        dt_mm_backward(m, g->dln, dw, NULL, logits_block(g, c), g->at, g->lnf, w, BT, C, chunk_rows(g, c),
                        (c == 0 ? DT_SET_DINP : 0) | (fresh ? DT_SET_DPARAMS : 0));
         dt_model_grads_done(m, c);
         dt_model_params_any_done(m, c, w);
@@ -345,9 +345,7 @@ static void gpt_backward(struct dt_model *m)
     dt_model_grads_done(m, g->u_lnf);
     dt_model_params_done(m, g->u_lnf);
     for (int l = L - 1; l >= 0; l--) {
-        if (g->c.activation_checkpointing) block_forward(g, l, g->resid[l], g->proj);
-        else if (g->packed)
-            k->cast_from_lp(kc, g->blk[0].ln1, g->packed + (size_t)l * g->per_block, g->per_block, g->c.activations);
+        if (g->c.activation_checkpointing) block_forward(g, l, g->resid[l], NULL);
         block_backward(g, l, g->resid[l]);
     }
     k->position_backward(kc, dt_model_grads_added(m, g->u_wpe), g->dres, B, T, C);
@@ -361,8 +359,6 @@ static void gpt_free(struct dt_model *m)
     struct gpt *g = m->impl;
     dt_model_drop_buffers(m);
     m->k->free(m->kc, g->arena);
-    m->k->free(m->kc, g->packed);
-    m->k->free(m->kc, g->logits_lp);
     m->k->free(m->kc, g->inputs);
     m->k->free(m->kc, g->targets);
     free(g->resid);
@@ -373,12 +369,61 @@ static void gpt_free(struct dt_model *m)
     free(g);
 }
 
-/* Carve `n` floats off the arena cursor. */
-static float *take(float **cur, size_t n)
+/* The arena's cursor: n elements of type t are carved off it at a time, each piece on a 64-byte
+ * boundary (cache lines; a GPU's vector loads). With no base, it only counts. */
+struct cursor {
+    char *base;
+    size_t off;
+};
+
+static void *take(struct cursor *c, size_t n, enum dt_dtype t)
 {
-    float *p = *cur;
-    *cur += n;
+    void *p = c->base ? c->base + c->off : NULL;
+    c->off += (n * dt_dtype_size(t) + 63) & ~(size_t)63;
     return p;
+}
+
+/* Lay the activations out from base (NULL: only count); returns the bytes they take, *kept those of
+ * the first part, what forward keeps for backward (the gradient scratch follows). */
+static size_t carve(struct gpt *g, char *base, size_t nscratch, size_t *kept)
+{
+    int C = g->c.n_embd, NH = g->c.n_head, V = g->c.vocab_size, L = g->c.n_layer;
+    size_t BT = (size_t)g->B * g->T, BTC = BT * C, natt = g->base.k->attention_saved(g->B, NH, g->T);
+    enum dt_dtype at = g->at;
+    size_t nblocks = g->c.activation_checkpointing ? 1 : (size_t)L;
+    struct cursor cur = {base, 0};
+    for (int l = 0; l <= L; l++) g->resid[l] = take(&cur, BTC, DT_F32);
+    for (size_t i = 0; i < nblocks; i++) {
+        struct block *b = &g->blk[i];
+        b->ln1 = take(&cur, BTC, at);
+        b->ln1_mean = take(&cur, BT, DT_F32);
+        b->ln1_rstd = take(&cur, BT, DT_F32);
+        b->qkv = take(&cur, 3 * BTC, at);
+        b->atty = take(&cur, BTC, at);
+        b->att = take(&cur, natt, DT_F32);
+        b->res2 = take(&cur, BTC, DT_F32);
+        b->ln2 = take(&cur, BTC, at);
+        b->ln2_mean = take(&cur, BT, DT_F32);
+        b->ln2_rstd = take(&cur, BT, DT_F32);
+        b->fch = take(&cur, 4 * BTC, at);
+        b->fch_gelu = take(&cur, 4 * BTC, at);
+    }
+    for (int l = (int)nblocks; l < L; l++) g->blk[l] = g->blk[0];
+    g->proj = take(&cur, BTC, at);
+    g->lnf = take(&cur, BTC, at);
+    g->lnf_mean = take(&cur, BT, DT_F32);
+    g->lnf_rstd = take(&cur, BT, DT_F32);
+    g->logits = take(&cur, BT * V, at);
+    g->losses = take(&cur, BT, DT_F32);
+    *kept = cur.off;
+    g->dres = take(&cur, BTC, DT_F32);
+    g->dln = take(&cur, BTC, DT_F32);
+    g->datty = take(&cur, BTC, DT_F32);
+    g->dqkv = take(&cur, 3 * BTC, at);
+    g->dfch = take(&cur, 4 * BTC, at);
+    g->dfch_gelu = take(&cur, 4 * BTC, DT_F32);
+    g->attn_scratch = take(&cur, nscratch, DT_F32);
+    return cur.off;
 }
 
 dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels *k, struct dt_kctx *kc, int B, int T,
@@ -403,75 +448,32 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
         gpt_free(m);
         return rc;
     }
-    int C = c->n_embd, NH = c->n_head, V = c->vocab_size, L = c->n_layer;
-    size_t BT = (size_t)B * T, BTC = BT * C, nparams = m->nparams;
-    size_t natt = k->attention_saved(B, NH, T), nscratch = k->attention_scratch(B, NH, T);
-    /* a block's activations but attention's saved state, which stays fp32 (it is what softmax's
-     * exponent is taken against) and per layer */
-    size_t per_block = BTC /* ln1 */ + 2 * BT + 3 * BTC + BTC + BTC /* res2 */ + BTC + 2 * BT + 8 * BTC;
-    /* one fp32 block when block activations are recomputed or kept packed in 16 bits */
-    bool pack = c->activations != DT_F32 && !c->activation_checkpointing;
-    size_t nblocks = c->activation_checkpointing || pack ? 1 : (size_t)L;
-    /* 16-bit logits: a block of vb vocabulary columns is computed in fp32 at a time */
-    bool lp_logits = c->activations != DT_F32;
-    size_t nlogits = lp_logits ? BT * (size_t)g->vb : BT * V;
-    size_t natts = pack ? (size_t)L : nblocks;
-    size_t nacts = (size_t)(L + 1) * BTC + nblocks * per_block + natts * natt + BTC + BTC + 2 * BT + nlogits + BT;
-    /* dres, dln, datty (BTC each), dqkv (3 BTC), dfch and dfch_gelu (4 BTC each), attention scratch */
-    size_t ngrad_scratch = 14 * BTC + nscratch;
-    m->params = k->alloc(kc, nparams * sizeof(float));
-    m->grads = k->alloc(kc, nparams * sizeof(float));
-    g->arena = k->alloc(kc, (nacts + ngrad_scratch) * sizeof(float));
-    g->per_block = per_block;
-    if (pack) g->packed = k->alloc(kc, (size_t)L * per_block * sizeof(uint16_t));
-    if (lp_logits) g->logits_lp = k->alloc(kc, BT * V * sizeof(uint16_t));
+    int C = c->n_embd, NH = c->n_head, L = c->n_layer;
+    size_t nparams = m->nparams;
+    g->at = c->activations;
+    m->compute = c->activations;
     g->resid = calloc((size_t)L + 1, sizeof *g->resid);
     g->blk = calloc((size_t)L, sizeof *g->blk);
-    g->inputs = k->alloc(kc, BT * sizeof(int32_t));
-    g->targets = k->alloc(kc, BT * sizeof(int32_t));
-    if (!m->params || !m->grads || !g->arena || (pack && !g->packed) || (lp_logits && !g->logits_lp) || !g->resid ||
-        !g->blk || !g->inputs || !g->targets) {
+    if (!g->resid || !g->blk) {
+        gpt_free(m);
+        return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the model");
+    }
+    size_t nacts, nscratch = k->attention_scratch(B, T, C, NH, g->at);
+    size_t bytes = carve(g, NULL, nscratch, &nacts);
+    m->params = k->alloc(kc, nparams * sizeof(float));
+    m->grads = k->alloc(kc, nparams * sizeof(float));
+    g->arena = k->alloc(kc, bytes);
+    g->inputs = k->alloc(kc, (size_t)B * T * sizeof(int32_t));
+    g->targets = k->alloc(kc, (size_t)B * T * sizeof(int32_t));
+    if (!m->params || !m->grads || !g->arena || !g->inputs || !g->targets) {
         gpt_free(m);
         return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the model (%zu parameters, %zu MiB of "
                         "activations); lower data.micro_batch_size or enable model.activation_checkpointing",
-                        nparams, nacts * 4 >> 20);
+                        nparams, bytes >> 20);
     }
-    float *cur = g->arena;
-    for (int l = 0; l <= L; l++) g->resid[l] = take(&cur, BTC);
-    for (size_t i = 0; i < nblocks; i++) {
-        struct block *b = &g->blk[i];
-        b->ln1 = take(&cur, BTC);
-        b->ln1_mean = take(&cur, BT);
-        b->ln1_rstd = take(&cur, BT);
-        b->qkv = take(&cur, 3 * BTC);
-        b->atty = take(&cur, BTC);
-        b->res2 = take(&cur, BTC);
-        b->ln2 = take(&cur, BTC);
-        b->ln2_mean = take(&cur, BT);
-        b->ln2_rstd = take(&cur, BT);
-        b->fch = take(&cur, 4 * BTC);
-        b->fch_gelu = take(&cur, 4 * BTC);
-    }
-    for (int l = (int)nblocks; l < L; l++) g->blk[l] = g->blk[0];
-    for (size_t i = 0; i < natts; i++) g->blk[i].att = take(&cur, natt);
-    for (int l = (int)natts; l < L; l++) g->blk[l].att = g->blk[0].att;
-    g->proj = take(&cur, BTC);
-    g->lnf = take(&cur, BTC);
-    g->lnf_mean = take(&cur, BT);
-    g->lnf_rstd = take(&cur, BT);
-    if (lp_logits) g->logit_block = take(&cur, nlogits);
-    else g->logits = take(&cur, nlogits);
-    g->losses = take(&cur, BT);
-    g->dres = take(&cur, BTC);
-    g->dln = take(&cur, BTC);
-    g->datty = take(&cur, BTC);
-    g->dqkv = take(&cur, 3 * BTC);
-    g->dfch = take(&cur, 4 * BTC);
-    g->dfch_gelu = take(&cur, 4 * BTC);
-    g->attn_scratch = take(&cur, nscratch);
+    carve(g, g->arena, nscratch, &nacts);
     dt_model_own_mem(m);
-    m->activation_bytes = nacts * sizeof(float) + (pack ? (size_t)L * per_block * sizeof(uint16_t) : 0) +
-                          (lp_logits ? BT * V * sizeof(uint16_t) : 0);
+    m->activation_bytes = nacts;
     m->flops_per_token = 6.0 * (double)nparams + 12.0 * L * C * T;
     *out = m;
     return DT_SUCCESS;
@@ -577,7 +579,7 @@ void dt_gpt_logits(const struct dt_model *m, float *out)
     for (int c = 0; c < g->nchunks; c++) {
         int n = chunk_rows(g, c), v0 = c * g->vb;
         for (int i = 0; i < BT; i++)
-            m->k->copy(m->kc, out + (size_t)i * V + v0, g->logits + (size_t)BT * v0 + (size_t)i * n,
+            m->k->copy(m->kc, out + (size_t)i * V + v0, (const float *)g->logits + (size_t)BT * v0 + (size_t)i * n,
                        (size_t)n * sizeof(float), DT_COPY_TO_HOST);
     }
 }

@@ -15,10 +15,10 @@ struct dt_gpt_config {
     int n_layer, n_head, n_embd, vocab_size, max_seq_len;
     bool activation_checkpointing; /* keep only block inputs; recompute the rest in backward */
     bool decay_embeddings;         /* weight decay on wte/wpe (default off) */
-    /* DT_F32, or DT_BF16 / DT_F16: each block's activations are kept in 16 bits from forward to
-     * backward (mixed precision), computed in one fp32 work block; so are the logits, computed a
-     * vocabulary block at a time and fed to the cross-entropy in fp32 (torch.autocast's bf16 LM head
-     * into its fp32 cross_entropy) */
+    /* DT_F32, or DT_BF16 / DT_F16 (mixed precision): the type of the activations between ops and
+     * of the matmuls' operands (the model's compute type), as torch.autocast keeps them: layernorm,
+     * attention, GELU and the matmuls write 16 bits, the residual stream and the statistics stay
+     * fp32, and the 16-bit logits go to a cross-entropy reduced in fp32 */
     enum dt_dtype activations;
 };
 

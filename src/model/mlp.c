@@ -17,12 +17,14 @@ struct mlp {
     struct dt_param_view views[2 * DT_MLP_MAX_LAYERS];
     struct dt_unit units[DT_MLP_MAX_LAYERS]; /* layer l: its weight and bias */
     char names[2 * DT_MLP_MAX_LAYERS][8];
-    float *pre[DT_MLP_MAX_LAYERS];  /* (B, width[l+1]) */
-    float *post[DT_MLP_MAX_LAYERS]; /* GELU(pre[l]), the next layer's input; post[-1] is x */
-    float *dpre, *dpost;            /* gradient scratch, (B, max width) */
+    /* of the activation type (c.activations) but the output layer's pre, fp32 */
+    void *pre[DT_MLP_MAX_LAYERS];  /* (B, width[l+1]) */
+    void *post[DT_MLP_MAX_LAYERS]; /* GELU(pre[l]), the next layer's input; post[-1] is x */
+    void *dpre;                    /* gradient scratch, (B, max width): of the activation type, */
+    float *dpost;                  /* fp32 (a matmul's dinp) */
     float *dout;                    /* d loss / d output, (B, out) */
     float *losses;                  /* (B) */
-    float *x;                       /* the batch's features, (B, in) */
+    float *x;                       /* the batch's features, (B, in), narrowed in place to the activation type */
     float *y;                       /* regression targets, (B, out) */
     int32_t *labels;                /* class labels, (B) */
 };
@@ -33,14 +35,17 @@ static float mlp_forward(struct dt_model *m, const struct dt_batch *b, float gra
     const struct dt_kernels *k = m->k;
     struct dt_kctx *kc = m->kc;
     int B = p->B, L = p->nlayers, out = p->c.out;
+    enum dt_dtype at = p->c.activations;
     k->copy(kc, p->x, b->x, (size_t)B * p->c.in * sizeof(float), DT_COPY_TO_DEVICE);
-    const float *in = p->x;
+    /* the one conversion of a step: the batch into the activation type */
+    if (at != DT_F32) k->narrow_inplace(kc, p->x, (size_t)B * p->c.in, at);
+    const void *in = p->x;
     for (int l = 0; l < L; l++) {
         struct dt_wref w = dt_model_params_any(m, l); /* the weight (width[l+1], width[l]), then the bias */
-        dt_mm_forward(m, p->pre[l], in, w, true, B, p->width[l], p->width[l + 1]);
+        dt_mm_forward(m, p->pre[l], l + 1 < L ? at : DT_F32, in, w, true, B, p->width[l], p->width[l + 1]);
         dt_model_params_any_done(m, l, w);
         if (l + 1 < L) {
-            k->gelu_forward(kc, p->post[l], p->pre[l], (size_t)B * p->width[l + 1]);
+            k->gelu_forward(kc, p->post[l], p->pre[l], at, (size_t)B * p->width[l + 1]);
             in = p->post[l];
         }
     }
@@ -61,21 +66,22 @@ static void mlp_backward(struct dt_model *m)
     const struct dt_kernels *k = m->k;
     struct dt_kctx *kc = m->kc;
     int B = p->B;
-    const float *dcur = p->dout; /* d loss / d pre[l] */
+    const void *dcur = p->dout; /* d loss / d pre[l], of type dt */
+    enum dt_dtype dt = DT_F32, at = p->c.activations;
     for (int l = p->nlayers - 1; l >= 0; l--) {
-        const float *in = l ? p->post[l - 1] : p->x;
+        const void *in = l ? p->post[l - 1] : p->x;
         size_t nin = (size_t)B * p->width[l], nw = (size_t)p->width[l] * p->width[l + 1];
         struct dt_wref w = dt_model_params_any(m, l);
         bool fresh;
         float *dw = dt_model_grads(m, l, &fresh);
-        dt_mm_backward(m, p->dpost, dw, dw + nw, dcur, in, w, B, p->width[l], p->width[l + 1],
+        dt_mm_backward(m, p->dpost, dw, dw + nw, dcur, dt, in, w, B, p->width[l], p->width[l + 1],
                        DT_SET_DINP | (fresh ? DT_SET_DPARAMS : 0));
         dt_model_grads_done(m, l);
         dt_model_params_any_done(m, l, w);
         if (l == 0) break;
-        k->zero(kc, p->dpre, nin * sizeof(float));
-        k->gelu_backward(kc, p->dpre, p->pre[l - 1], p->dpost, nin);
+        k->gelu_backward(kc, p->dpre, p->pre[l - 1], p->dpost, at, nin);
         dcur = p->dpre;
+        dt = at;
     }
 }
 
@@ -124,7 +130,8 @@ dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels
     p->width[0] = c->in;
     for (int i = 0; i < c->nhidden; i++) p->width[i + 1] = c->hidden[i];
     p->width[p->nlayers] = c->out;
-    size_t off = 0;
+    m->compute = c->activations;
+    size_t off = 0, as = dt_dtype_size(c->activations);
     int maxw = 0;
     for (int l = 0; l < p->nlayers; l++) {
         int fi = p->width[l], fo = p->width[l + 1];
@@ -137,8 +144,8 @@ dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels
         p->views[2 * l + 1] = (struct dt_param_view){p->names[2 * l + 1], off, (size_t)fo, false, 1, {fo, 0, 0}};
         off += (size_t)fo;
         p->units[l] = (struct dt_unit){p->views[2 * l].offset, (size_t)fo * fi + fo};
-        p->pre[l] = k->alloc(kc, (size_t)B * fo * sizeof(float));
-        p->post[l] = k->alloc(kc, (size_t)B * fo * sizeof(float));
+        p->pre[l] = k->alloc(kc, (size_t)B * fo * dt_dtype_size(l + 1 < p->nlayers ? c->activations : DT_F32));
+        p->post[l] = k->alloc(kc, (size_t)B * fo * as);
     }
     m->iface = (struct dt_model_i){.forward = mlp_forward, .backward = mlp_backward, .free = mlp_free};
     m->impl = p;
@@ -149,7 +156,7 @@ dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels
     m->nunits = p->nlayers;
     m->params = k->alloc(kc, off * sizeof(float));
     m->grads = k->alloc(kc, off * sizeof(float));
-    p->dpre = k->alloc(kc, (size_t)B * maxw * sizeof(float));
+    p->dpre = k->alloc(kc, (size_t)B * maxw * as);
     p->dpost = k->alloc(kc, (size_t)B * maxw * sizeof(float));
     p->dout = k->alloc(kc, (size_t)B * c->out * sizeof(float));
     p->losses = k->alloc(kc, (size_t)B * sizeof(float));
@@ -163,8 +170,9 @@ dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels
         return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the mlp (%zu parameters)", off);
     }
     size_t acts = 0;
-    for (int l = 0; l < p->nlayers; l++) acts += 2 * (size_t)B * p->width[l + 1];
-    m->activation_bytes = acts * sizeof(float);
+    for (int l = 0; l < p->nlayers; l++)
+        acts += (size_t)B * p->width[l + 1] * (as + dt_dtype_size(l + 1 < p->nlayers ? c->activations : DT_F32));
+    m->activation_bytes = acts;
     m->flops_per_token = 6.0 * (double)off;
     dt_model_own_mem(m);
     *out = m;

@@ -16,6 +16,9 @@ struct dt_mlp_config {
     int nhidden;
     int hidden[DT_MLP_MAX_LAYERS - 1];
     bool regression;
+    /* the activations between layers and the matmuls' operands: DT_F32, or mixed precision's DT_BF16 /
+     * DT_F16 (the model's compute type); the output layer's stay fp32 for the loss */
+    enum dt_dtype activations;
 };
 
 dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels *k, struct dt_kctx *kc, int B,

@@ -96,8 +96,9 @@ struct dt_model {
     float *params, *grads;
     size_t activation_bytes; /* the activation arena, measured as allocated */
     double flops_per_token;  /* forward + backward, 6N plus attention (PaLM appendix B) */
-    /* the operands of every matmul: DT_F32, or DT_BF16 / DT_F16 (mixed precision: rounded to
-     * 16 bits, products accumulated in fp32) */
+    /* the operands of every matmul and the type activations are stored in between ops: DT_F32, or
+     * DT_BF16 / DT_F16 (mixed precision: 16-bit activations, products accumulated in fp32), set by
+     * the model's config at creation */
     enum dt_dtype compute;
     void *impl;
 };
@@ -124,21 +125,25 @@ static inline void dt_model_params_any_done(struct dt_model *m, int u, struct dt
     if (w.t == DT_F32) dt_model_params_done(m, u);
 }
 
-/* out = inp @ w^T (+ the bias that follows the OC x C weight in the unit, when bias) */
-static inline void dt_mm_forward(const struct dt_model *m, float *out, const float *inp, struct dt_wref w, bool bias,
-                                 int BT, int C, int OC)
+/* out = inp @ w^T (+ the bias that follows the OC x C weight in the unit, when bias). inp holds
+ * activations of the model's compute type (fp32, or mixed precision's 16-bit type); out is of type
+ * ot: the compute type, or fp32 where a loss reads it (fp32 compute: both fp32). */
+static inline void dt_mm_forward(const struct dt_model *m, void *out, enum dt_dtype ot, const void *inp,
+                                 struct dt_wref w, bool bias, int BT, int C, int OC)
 {
     const void *b = bias ? (const char *)w.p + (size_t)OC * C * dt_dtype_size(w.t) : NULL;
     if (m->compute == DT_F32) m->k->matmul_forward(m->kc, out, inp, w.p, b, BT, C, OC);
-    else m->k->matmul_forward_lp(m->kc, out, inp, w.p, b, w.t, BT, C, OC, m->compute);
+    else m->k->matmul_forward_lp(m->kc, out, ot, inp, w.p, b, w.t, BT, C, OC, m->compute);
 }
 
-/* set: the DT_SET_* outputs to overwrite (kernels.h) */
-static inline void dt_mm_backward(const struct dt_model *m, float *dinp, float *dw, float *db, const float *dout,
-                                  const float *inp, struct dt_wref w, int BT, int C, int OC, unsigned set)
+/* dout of type dt (the compute type, or fp32: a residual stream's or a loss's gradient); dinp, dw
+ * and db fp32; set: the DT_SET_* outputs to overwrite (kernels.h) */
+static inline void dt_mm_backward(const struct dt_model *m, float *dinp, float *dw, float *db, const void *dout,
+                                  enum dt_dtype dt, const void *inp, struct dt_wref w, int BT, int C, int OC,
+                                  unsigned set)
 {
     if (m->compute == DT_F32) m->k->matmul_backward(m->kc, dinp, dw, db, dout, inp, w.p, BT, C, OC, set);
-    else m->k->matmul_backward_lp(m->kc, dinp, dw, db, dout, inp, w.p, w.t, BT, C, OC, m->compute, set);
+    else m->k->matmul_backward_lp(m->kc, dinp, dw, db, dout, dt, inp, w.p, w.t, BT, C, OC, m->compute, set);
 }
 static inline float *dt_model_grads(struct dt_model *m, int u, bool *fresh) { return m->mem.grads(m->mem_ctx, u, fresh); }
 /* unit u's gradients, zeroed when fresh: for the ops that only add */

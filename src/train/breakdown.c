@@ -47,7 +47,8 @@ void dt_breakdown_log(struct dt_kctx *kc, int64_t steps, double train_s)
         o += (size_t)snprintf(table + o, sizeof table - o, "\n  %-20s %9.3f ms %5.1f%%  %6.1f calls", p->name[i], ms,
                               100 * ms / step_ms, (double)p->calls_total[i] / (double)steps);
     }
-    DT_INFO(DT_SUB_TRAIN, "wall clock per step by op (events.wall_clock_breakdown), over %lld steps of %.3f ms:%s\n"
+    DT_INFO(DT_SUB_TRAIN, "wall clock per step by op (events.wall_clock_breakdown; each op timed from when the device "
+            "has run the ops before it, so a GPU's are device times), over %lld steps of %.3f ms:%s\n"
             "  %-20s %9.3f ms %5.1f%%", (long long)steps, step_ms, table, "(outside the ops)", step_ms - in_ops,
             100 * (step_ms - in_ops) / step_ms);
 }

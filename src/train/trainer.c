@@ -29,6 +29,7 @@
 #include "precision/policy.h"
 #include "strategy/strategy.h"
 #include "train/breakdown.h"
+#include "train/peak.h"
 #include "train/shapes.h"
 #include "train/signals.h"
 #include "train/trainer_impl.h"
@@ -168,6 +169,7 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     if (mlp) {
         struct dt_mlp_config mc;
         dt_shapes_mlp(cfg, &mc);
+        mc.activations = tr->prec.compute;
         DT_CHECK(dt_mlp_create(&mc, tr->k, tr->kc, tr->B, &tr->model));
         DT_CHECK(dt_mlp_init(tr->model, (uint64_t)cfg->run.seed));
         tr->x = malloc((size_t)tr->B * mc.in * sizeof(float));
@@ -322,9 +324,12 @@ static dt_status_t report(struct trainer *tr, int64_t step, double loss, double 
         m.op_names = p->name;
         m.op_ms = op_ms;
     }
-    m.mfu = cfg->events.peak_tflops > 0 ? tr->model->flops_per_token * m.tokens_per_s /
-                                              (cfg->events.peak_tflops * 1e12 * tr->world)
-                                        : NAN;
+    if (tr->k->device_memory) {
+        m.device_memory = true;
+        tr->k->device_memory(tr->kc, &m.device_peak_allocated_bytes, &m.device_reserved_bytes);
+    }
+    m.mfu = tr->peak_tflops > 0 ? tr->model->flops_per_token * m.tokens_per_s / (tr->peak_tflops * 1e12 * tr->world)
+                                : NAN;
     return dt_events_metrics(&tr->events, &m);
 }
 
@@ -498,6 +503,25 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
     return DT_SUCCESS;
 }
 
+/* A GPU run's device for run_started ("cuda:0 (NVIDIA H200, 139.8 GiB, sm_90, ...)") and, unless
+ * events.peak_tflops says, the peak its name has in peak.h's table for MFU. */
+static dt_status_t gpu_peak(struct trainer *tr, char *device, size_t n)
+{
+    char desc[256];
+    DT_CHECK(dt_backend_gpu_describe(tr->device, desc, sizeof desc));
+    snprintf(device, n, "cuda:%d (%s)", tr->device, desc);
+    desc[strcspn(desc, ",")] = 0; /* the name */
+    if (tr->peak_tflops > 0) return DT_SUCCESS;
+    tr->peak_tflops = dt_peak_tflops(desc, tr->prec.compute);
+    if (tr->peak_tflops > 0)
+        DT_INFO(DT_SUB_TRAIN, "MFU against %s's peak dense %s rate, %.1f TFLOP/s (events.peak_tflops overrides)",
+                desc, tr->prec.compute == DT_F32 ? "fp32" : dt_dtype_str(tr->prec.compute), tr->peak_tflops);
+    else if (tr->rank == 0)
+        DT_WARN("no peak rate known for %s: mfu is null in the metrics\n"
+                "  hint: set events.peak_tflops to one device's peak dense TFLOP/s for this precision", desc);
+    return DT_SUCCESS;
+}
+
 dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, const struct dt_devmap *dev,
                      struct dt_train_result *res)
 {
@@ -534,14 +558,16 @@ dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, cons
                 (long long)cfg->resolved.global_batch, tr.T, dt_kernels_threads(), dt_kernels_threads() > 1 ? "s" : "",
                 paths, source, tr.model->activation_bytes / 1048576.0, tr.world, tr.world > 1 ? "s" : "", tr.strategy->name,
                 tr.prec.name);
-        char world[160], device[64];
+        char world[160], device[320];
         dt_world_describe(w, world, sizeof world);
         snprintf(device, sizeof device, "cpu (%d thread%s)", dt_kernels_threads(), dt_kernels_threads() > 1 ? "s" : "");
+        tr.peak_tflops = cfg->events.peak_tflops;
         const struct dt_model *m = tr.model;
         struct dt_mem_report mem;
         dt_engine_memory(tr.strategy->engine, &mem);
         double most = (double)mem.state;
         rc = dt_strategy_max(tr.strategy, &most, 1);
+        if (rc == DT_SUCCESS && tr.device >= 0) rc = gpu_peak(&tr, device, sizeof device);
         struct dt_run_info info = {
             .model = model, .params = (int64_t)m->nparams, .steps = tr.steps, .world = world, .device = device,
             .strategy = tr.strategy->name, .precision = tr.prec.name, .param_bytes = mem.params,

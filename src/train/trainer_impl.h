@@ -30,6 +30,7 @@ struct trainer {
     const struct dt_kernels *k; /* this rank's op table and its context (dt_kernels_choose) */
     struct dt_kctx *kc;
     int device; /* the GPU ordinal, or -1 */
+    double peak_tflops; /* one device's peak for MFU: events.peak_tflops, else the GPU's (peak.h); 0: unknown */
     struct dt_model *model;
     struct dt_sched sched;
     struct dt_dataset train, val;

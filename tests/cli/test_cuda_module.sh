@@ -52,14 +52,14 @@ module=$(dirname "$DTRUN")/../kernels/cuda/.libs/dtrun_cuda.so
 syms=$(nm -C "$module" | sed -n 's/^[0-9a-f]* [tT] \(void \)\{0,1\}\([a-z_]*\).*/\2/p' | sort -u)
 table=$(cat <<'OPS'
 matmul_forward dt_cuda_matmul_forward
-matmul_backward dt_cuda_matmul_backward column_sums_kernel
+matmul_backward dt_cuda_matmul_backward colsum_partials_kernel partials_sum_kernel
 matmul_forward_lp dt_cuda_matmul_forward cast_to_lp_kernel
 matmul_backward_lp dt_cuda_matmul_backward cast_to_lp_kernel
 cast_to_lp cast_to_lp_kernel
 cast_from_lp cast_from_lp_kernel
 round_lp round_lp_kernel
 layernorm_forward layernorm_forward_kernel
-layernorm_backward layernorm_dinp_kernel layernorm_dparams_kernel
+layernorm_backward layernorm_dinp_kernel layernorm_partials_kernel partials_sum_kernel
 attention_forward attention_forward_kernel
 attention_backward attention_drow_kernel attention_dkv_kernel attention_dq_kernel
 gelu_forward gelu_forward_kernel
@@ -88,7 +88,7 @@ missing=""
 while read -r op kernels; do
     for k in $kernels; do grep -qx "$k" <<<"$syms" || missing="$missing $op:$k"; done
 done <<<"$table"
-ops=$(sed -n 's/^ *[a-z_ ]*(\*\([a-z_0-9]*\))(struct dt_kctx \*kc, .*/\1/p' "$DT_SRCDIR/kernels/kernels.h" | grep -vxE 'describe|alloc|free|host_alloc|host_free|zero|copy|synchronize' | sort)
+ops=$(sed -n 's/^ *[a-z_ ]*(\*\([a-z_0-9]*\))(struct dt_kctx \*kc, .*/\1/p' "$DT_SRCDIR/kernels/kernels.h" | grep -vxE 'describe|alloc|free|host_alloc|host_free|zero|copy|synchronize|wait|device_memory' | sort)
 same "the table names every op of kernels.h" "$(cut -d' ' -f1 <<<"$table" | sort)" "$ops"
 same "each op's kernels are in the module" "$missing" ""
 DTRUN_CUDA_MODULE=$TMP/none.so run "dtrun info without the module" 0 "$DTRUN" info

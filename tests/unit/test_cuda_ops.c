@@ -2,9 +2,12 @@
  * test_cuda_ops.c - every CUDA kernel of the module (kernels/cuda/ops.cu) against its CPU twin
  * (dt_kernels_cpu) on random inputs, with a tolerance per op written here: casts bit for bit
  * (both sides compile core/half.h), elementwise ops within a few ulp (the GPU's expf is not
- * glibc's), reductions within what a different summation order gives. The fused attention
- * (kernels/cuda/attention.cu) is held against the CPU kernel and against the module's cuBLAS
- * reference path, whose att must match the CPU's softmax. Speaks TAP into its log; where the
+ * glibc's), reductions in the CPU's fixed order (row blocks of 64) bit for bit where they add
+ * without multiplying, matmuls within the rounding error bound of fp32 accumulation. Each op that
+ * takes activations of the run's type is run in fp32, bf16 and fp16: a 16-bit result may differ
+ * from the CPU's by the fp32 tolerance plus one unit in its last place (lp_excess). The fused
+ * attention (kernels/cuda/attention.cu) is held against the CPU kernel and against the module's
+ * cuBLAS reference path, whose att must match a softmax computed here. Speaks TAP into its log; where the
  * module cannot be loaded or sees no GPU it says why and exits 77, which `make check` counts as
  * skipped, so it runs for real only on a GPU node: `make check-gpu`.
  */
@@ -85,6 +88,58 @@ static double maxrel(const float *a, const float *b, size_t n)
     return m;
 }
 
+/* a 16-bit value of type t widened */
+static double wide16(uint16_t h, enum dt_dtype t) { return t == DT_BF16 ? dt_f32_from_bf16(h) : dt_f32_from_f16(h); }
+
+/*
+ * Two results of type t (16-bit) of the same fp32 computation: if the two sides' fp32 values differ
+ * by d, each rounding moves its value by at most half a unit in the last place at its magnitude, so
+ * |got - ref| <= d + ulp, ulp the spacing above the larger of the two. Returns the largest
+ * (|got - ref| - ulp) / max(1, |ref|), at least 0: what is left for the fp32 tolerance (the metric
+ * of maxrel) to cover.
+ */
+static double lp_excess(const uint16_t *got, const uint16_t *ref, size_t n, enum dt_dtype t)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double g = wide16(got[i], t), r = wide16(ref[i], t);
+        uint16_t big = (got[i] & 0x7fff) > (ref[i] & 0x7fff) ? got[i] & 0x7fff : ref[i] & 0x7fff;
+        double ulp = wide16((uint16_t)(big + 1), t) - wide16(big, t);
+        double d = (fabs(g - r) - ulp) / fmax(1.0, fabs(r));
+        if (!(d <= m)) m = d; /* a NaN counts as a failure */
+    }
+    return m;
+}
+
+/* n values of type t (fp32 or 16-bit) as the bytes the GPU and the CPU kernels take */
+static void *typed(const float *x, size_t n, enum dt_dtype t)
+{
+    void *p = malloc(n * dt_dtype_size(t));
+    dt_kernels_cpu.convert(kc, p, t, x, DT_F32, n);
+    return p;
+}
+
+/* an activation's result of type t, GPU's against CPU's: maxrel for fp32, lp_excess for 16 bits */
+static double act_diff(const void *got, const void *ref, size_t n, enum dt_dtype t)
+{
+    return t == DT_F32 ? maxrel(got, ref, n) : lp_excess(got, ref, n, t);
+}
+
+/* n values of type t copied back from the device (after the queue has run) */
+static void *back_typed(const void *d, size_t n, enum dt_dtype t)
+{
+    void *h = malloc(n * dt_dtype_size(t));
+    int e = gpu->synchronize();
+    if (!e) e = gpu->to_host(h, d, n * dt_dtype_size(t));
+    if (e) {
+        printf("Bail out! a kernel or copy failed: %s\n", gpu->error_string(e));
+        exit(1);
+    }
+    return h;
+}
+
+static const enum dt_dtype act_types[3] = {DT_F32, DT_BF16, DT_F16};
+
 /* units in the last place between two 16-bit floats of one type (both encodings are sign-magnitude) */
 static int ulps(uint16_t a, uint16_t b)
 {
@@ -100,33 +155,48 @@ static int max_ulps(const uint16_t *a, const uint16_t *b, size_t n)
     return worst;
 }
 
+/* GELU and the residual add on activations of each type; GELU's backward writes dinp */
 static void elementwise(void)
 {
     size_t N = 100003;
-    float *x = randn(N, 1), *y = randn(N, 2), *cpu = calloc(N, sizeof *cpu);
-    float *dx = dev(x, N * 4), *dy = dev(y, N * 4), *dout = dev(NULL, N * 4);
-    dt_kernels_cpu.gelu_forward(kc, cpu, x, N);
-    CK(gpu->gelu_forward(dout, dx, N));
-    float *g = back(dout, N);
-    double d = maxrel(g, cpu, N);
-    report(d < 1e-5, "gelu_forward", d);
-    free(g);
-    memcpy(cpu, y, N * 4); /* backward accumulates into what is there */
-    dt_kernels_cpu.gelu_backward(kc, cpu, x, y, N);
-    CK(gpu->to_device(dout, y, N * 4));
-    CK(gpu->gelu_backward(dout, dx, dy, N));
-    g = back(dout, N);
-    d = maxrel(g, cpu, N);
-    report(d < 1e-5, "gelu_backward accumulates", d);
-    free(g);
-    dt_kernels_cpu.residual_forward(kc, cpu, x, y, N);
-    CK(gpu->residual_forward(dout, dx, dy, N));
-    g = back(dout, N);
-    d = maxrel(g, cpu, N);
-    report(d == 0, "residual_forward", d);
-    free(g);
-    gpu->free(dx), gpu->free(dy), gpu->free(dout);
-    free(x), free(y), free(cpu);
+    float *x = randn(N, 1), *y = randn(N, 2), *a = randn(N, 3), *res = calloc(N, 4);
+    for (int k = 0; k < 3; k++) {
+        enum dt_dtype t = act_types[k];
+        size_t es = dt_dtype_size(t);
+        char what[96];
+        void *xt = typed(x, N, t), *yt = typed(y, N, t), *cpu = malloc(N * es);
+        void *dx = dev(xt, N * es), *dyt = dev(yt, N * es), *dout = dev(NULL, N * es);
+        float *dy32 = dev(y, N * 4), *da = dev(a, N * 4), *dres = dev(NULL, N * 4);
+        dt_kernels_cpu.gelu_forward(kc, cpu, xt, t, N);
+        CK(gpu->gelu_forward(dout, dx, (int)t, N));
+        void *g = back_typed(dout, N, t);
+        double d = act_diff(g, cpu, N, t);
+        snprintf(what, sizeof what, "gelu_forward %s", dt_dtype_str(t));
+        report(d < 1e-5, what, d);
+        free(g);
+        /* written, not added: the buffer starts from other values on both sides */
+        memcpy(cpu, yt, N * es);
+        dt_kernels_cpu.gelu_backward(kc, cpu, xt, y, t, N);
+        CK(gpu->to_device(dout, yt, N * es));
+        CK(gpu->gelu_backward(dout, dx, dy32, (int)t, N));
+        g = back_typed(dout, N, t);
+        d = act_diff(g, cpu, N, t);
+        snprintf(what, sizeof what, "gelu_backward %s writes dinp", dt_dtype_str(t));
+        report(d < 1e-5, what, d);
+        free(g);
+        /* one fp32 add of exactly widened values: the CPU's bits */
+        dt_kernels_cpu.residual_forward(kc, res, a, yt, t, N);
+        CK(gpu->residual_forward(dres, da, dyt, (int)t, N));
+        float *h = back(dres, N);
+        snprintf(what, sizeof what, "residual_forward fp32 + %s, bit for bit", dt_dtype_str(t));
+        report(memcmp(h, res, N * 4) == 0, what, maxrel(h, res, N));
+        free(h), free(xt), free(yt), free(cpu);
+        gpu->free(dx), gpu->free(dyt), gpu->free(dout), gpu->free(dy32), gpu->free(da), gpu->free(dres);
+    }
+    /* refused before any launch: a type of no activation */
+    int e1 = gpu->gelu_forward(NULL, NULL, 7, N), e2 = gpu->residual_forward(NULL, NULL, NULL, 7, N);
+    report(e1 != 0 && e2 != 0, "gelu and residual refuse an unknown type", (double)(e1 == 0) + (e2 == 0));
+    free(x), free(y), free(a), free(res);
 }
 
 static void casts(void)
@@ -255,34 +325,58 @@ static void optimizer_and_norms(void)
     free(p), free(g), free(m), free(v), free(h);
 }
 
+/* B*T = 145 rows: two full blocks of 64 and a part, so the row blocks' order shows */
 static void layernorm_and_positions(int C)
 {
-    int B = 3, T = 17, BT = B * T;
+    int B = 5, T = 29, BT = B * T;
     size_t n = (size_t)BT * C;
-    char what[96];
+    char what[128];
     float *x = randn(n, 8), *w = randn(C, 9), *b = randn(C, 10), *dy = randn(n, 11);
-    float *out = calloc(n, 4), *mean = calloc(BT, 4), *rstd = calloc(BT, 4);
-    /* backward accumulates: start from values, so "=" in place of "+=" would show */
+    float *mean = calloc(BT, 4), *rstd = calloc(BT, 4);
+    float *gx = dev(x, n * 4), *gw = dev(w, C * 4), *gb = dev(b, C * 4), *gdy = dev(dy, n * 4);
+    float *gmean = dev(NULL, BT * 4), *grstd = dev(NULL, BT * 4);
+    for (int k = 0; k < 3; k++) {
+        enum dt_dtype t = act_types[k];
+        void *cpu = malloc(n * dt_dtype_size(t)), *gout = dev(NULL, n * dt_dtype_size(t));
+        dt_kernels_cpu.layernorm_forward(kc, cpu, t, mean, rstd, x, w, b, BT, C);
+        CK(gpu->layernorm_forward(gout, (int)t, gmean, grstd, gx, gw, gb, BT, C));
+        void *h = back_typed(gout, n, t);
+        float *hm = back(gmean, BT), *hr = back(grstd, BT);
+        double d = fmax(act_diff(h, cpu, n, t), fmax(maxrel(hm, mean, BT), maxrel(hr, rstd, BT)));
+        snprintf(what, sizeof what, "layernorm_forward %s, C = %d: out, mean, rstd", dt_dtype_str(t), C);
+        report(d < 1e-5, what, d);
+        free(h), free(hm), free(hr), free(cpu);
+        gpu->free(gout);
+    }
+    /* backward accumulates: start from values, so "=" in place of "+=" would show; both sides from
+     * the CPU's mean and rstd */
     float *dx = randn(n, 13), *dw = randn(C, 14), *db = randn(C, 15);
     float *gdx = dev(dx, n * 4), *gdw = dev(dw, C * 4), *gdb = dev(db, C * 4);
-    dt_kernels_cpu.layernorm_forward(kc, out, mean, rstd, x, w, b, BT, C);
+    CK(gpu->to_device(gmean, mean, BT * 4));
+    CK(gpu->to_device(grstd, rstd, BT * 4));
+    void *ctx = NULL;
+    CK(gpu->ctx_create(&ctx));
     dt_kernels_cpu.layernorm_backward(kc, dx, dw, db, dy, x, w, mean, rstd, BT, C);
-    float *gx = dev(x, n * 4), *gw = dev(w, C * 4), *gb = dev(b, C * 4), *gdy = dev(dy, n * 4);
-    float *gout = dev(NULL, n * 4), *gmean = dev(NULL, BT * 4), *grstd = dev(NULL, BT * 4);
-    CK(gpu->layernorm_forward(gout, gmean, grstd, gx, gw, gb, BT, C));
-    float *h = back(gout, n);
-    double d = maxrel(h, out, n);
-    snprintf(what, sizeof what, "layernorm_forward, C = %d", C);
-    report(d < 1e-5, what, d);
-    free(h);
-    CK(gpu->layernorm_backward(gdx, gdw, gdb, gdy, gx, gw, gmean, grstd, BT, C));
+    CK(gpu->layernorm_backward(ctx, gdx, gdw, gdb, gdy, gx, gw, gmean, grstd, BT, C));
     float *hx = back(gdx, n), *hw = back(gdw, C), *hb = back(gdb, C);
-    d = fmax(maxrel(hx, dx, n), maxrel(hw, dw, C));
+    /* dinp: sums over C in another order; dweight: the CPU's order, but nvcc and GCC may fuse the
+     * product's last multiply with the add differently (an fp32 rounding per row, 145 rows) */
+    double d = fmax(maxrel(hx, dx, n), maxrel(hw, dw, C));
     snprintf(what, sizeof what, "layernorm_backward, C = %d: dinp, dweight", C);
     report(d < 1e-4, what, d);
-    snprintf(what, sizeof what, "layernorm_backward, C = %d: dbias, rows added in the CPU's order", C);
-    report(maxrel(hb, db, C) == 0, what, maxrel(hb, db, C));
-    free(hx), free(hw), free(hb);
+    snprintf(what, sizeof what, "layernorm_backward, C = %d: dbias, row blocks in the CPU's order, bit for bit", C);
+    report(memcmp(hb, db, C * 4) == 0, what, maxrel(hb, db, C));
+    /* the same bits on a second run (no atomics) */
+    float *hw1 = hw, *hb1 = hb;
+    CK(gpu->to_device(gdw, dw, C * 4));
+    CK(gpu->to_device(gdb, db, C * 4));
+    CK(gpu->layernorm_backward(ctx, gdx, gdw, gdb, gdy, gx, gw, gmean, grstd, BT, C));
+    hw = back(gdw, C), hb = back(gdb, C);
+    dt_kernels_cpu.layernorm_backward(kc, dx, dw, db, dy, x, w, mean, rstd, BT, C);
+    snprintf(what, sizeof what, "layernorm_backward, C = %d: a second pass adds the same sums again", C);
+    report(memcmp(hb, db, C * 4) == 0 && maxrel(hw, dw, C) < 1e-4, what, maxrel(hw, dw, C));
+    free(hx), free(hw), free(hb), free(hw1), free(hb1);
+    gpu->ctx_destroy(ctx);
     float *wpe = randn((size_t)T * C, 12), *pos = calloc(n, 4), *dwpe = randn((size_t)T * C, 16);
     float *gwpe = dev(wpe, (size_t)T * C * 4), *gpos = dev(NULL, n * 4), *gdwpe = dev(dwpe, (size_t)T * C * 4);
     dt_kernels_cpu.position_forward(kc, pos, wpe, B, T, C);
@@ -294,9 +388,47 @@ static void layernorm_and_positions(int C)
     d = maxrel(hd, dwpe, (size_t)T * C);
     report(d == 0, "position_backward accumulates, batches in the CPU's order", d);
     free(hp), free(hd), free(wpe), free(pos), free(dwpe);
-    void *all[] = {gx, gw, gb, gdy, gout, gmean, grstd, gdx, gdw, gdb, gwpe, gpos, gdwpe};
+    void *all[] = {gx, gw, gb, gdy, gmean, grstd, gdx, gdw, gdb, gwpe, gpos, gdwpe};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
-    free(x), free(w), free(b), free(dy), free(out), free(mean), free(rstd), free(dx), free(dw), free(db);
+    free(x), free(w), free(b), free(dy), free(mean), free(rstd), free(dx), free(dw), free(db);
+}
+
+/*
+ * A table's gradient into a range of it, the CPU's sums in the CPU's order, bit for bit, for a table
+ * of each type. The cases: rows repeating within one stretch of the kernel's 256 entries; many
+ * stretches (nrows 3000) over more table rows than the kernel's 1024 groups, so a block owns several
+ * rows, with a token that repeats hundreds of times; a range starting and ending inside rows.
+ */
+static void rows_add_cases(void)
+{
+    static const struct {
+        int nrows, width, V, lo_row, lo_col, len_rows;
+    } cases[] = {{132, 96, 160, 37, 5, 120}, {3000, 40, 2500, 3, 17, 2400}, {700, 300, 50, 0, 0, 50}};
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        int nrows = cases[k].nrows, width = cases[k].width, V = cases[k].V;
+        size_t lo = (size_t)cases[k].lo_row * width + (size_t)cases[k].lo_col, len = (size_t)cases[k].len_rows * width;
+        int32_t *tok = malloc(nrows * sizeof *tok);
+        for (int i = 0; i < nrows; i++) tok[i] = i % 5 == 0 ? 7 : (int32_t)(((unsigned)i * 7919u) % (unsigned)V);
+        float *vals = randn((size_t)nrows * width, 22 + (unsigned)k), *dst = randn(len, 23 + (unsigned)k);
+        float *gvals = dev(vals, (size_t)nrows * width * 4);
+        int32_t *gtok = dev(tok, nrows * sizeof *tok);
+        for (int ti = 0; ti < 3; ti++) {
+            enum dt_dtype t = act_types[ti];
+            size_t es = dt_dtype_size(t);
+            void *d = typed(dst, len, t), *gd = dev(d, len * es);
+            dt_kernels_cpu.rows_add(kc, d, t, lo, len, tok, vals, nrows, width);
+            CK(gpu->rows_add(gd, (int)t, lo, len, gtok, gvals, nrows, width));
+            void *h = back_typed(gd, len, t);
+            char what[128];
+            snprintf(what, sizeof what, "rows_add %s, %d entries of width %d, repeated rows, bit for bit", dt_dtype_str(t),
+                     nrows, width);
+            report(memcmp(h, d, len * es) == 0, what, (double)(memcmp(h, d, len * es) != 0));
+            free(h), free(d);
+            gpu->free(gd);
+        }
+        gpu->free(gvals), gpu->free(gtok);
+        free(tok), free(vals), free(dst);
+    }
 }
 
 static void embeddings_and_loss(void)
@@ -328,26 +460,6 @@ static void embeddings_and_loss(void)
         free(h), free(t16);
         gpu->free(gt16);
     }
-    /* the table's gradient into a range of it, rows repeating: the same sums in the same order */
-    size_t lo = 37 * C + 5, len = 120 * C;
-    float *vals = randn((size_t)n * C, 22), *dst = randn(len, 23);
-    float *gvals = dev(vals, (size_t)n * C * 4), *gdst = dev(dst, len * 4);
-    for (int i = 0; i < n; i++) tok[i] %= 160;
-    CK(gpu->to_device(gtok, tok, n * sizeof *tok));
-    dt_kernels_cpu.rows_add(kc, dst, DT_F32, lo, len, tok, vals, n, C);
-    CK(gpu->rows_add(gdst, (int)DT_F32, lo, len, gtok, gvals, n, C));
-    h = back(gdst, len);
-    report(maxrel(h, dst, len) == 0, "rows_add fp32, repeated rows, bit for bit", maxrel(h, dst, len));
-    free(h);
-    uint16_t *d16 = malloc(len * 2), *g16 = malloc(len * 2);
-    dt_kernels_cpu.cast_to_lp(kc, d16, dst, len, DT_BF16);
-    uint16_t *gd16 = dev(d16, len * 2);
-    dt_kernels_cpu.rows_add(kc, d16, DT_BF16, lo, len, tok, vals, n, C);
-    CK(gpu->rows_add(gd16, (int)DT_BF16, lo, len, gtok, gvals, n, C));
-    CK(gpu->synchronize());
-    CK(gpu->to_host(g16, gd16, len * 2));
-    report(memcmp(d16, g16, len * 2) == 0, "rows_add bf16, rounded after each add as the CPU does",
-           (double)(memcmp(d16, g16, len * 2) != 0));
     /* softmax + cross-entropy on block-major logits (vb < V), loss and gradient in place */
     int BT = 45, vb = 128;
     float *logits = randn((size_t)BT * V, 24), *losses = calloc(BT, 4);
@@ -363,62 +475,260 @@ static void embeddings_and_loss(void)
     d = maxrel(hg, logits, (size_t)BT * V);
     report(d < 1e-6, "softmax_xent: the gradient written in place, block-major", d);
     free(hl), free(hg);
-    void *all[] = {gtab, gout, gtok, gvals, gdst, gd16, glog, gloss, gy};
+    void *all[] = {gtab, gout, gtok, glog, gloss, gy};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
-    free(tok), free(table), free(out), free(vals), free(dst), free(d16), free(g16), free(logits), free(losses), free(y);
+    free(tok), free(table), free(out), free(logits), free(losses), free(y);
+}
+
+/*
+ * The matmuls' tolerance, from the arithmetic: each output is a sum of K exact products (fp32 x
+ * fp32 in fp32 is not exact, but its rounding is one of the K + 2 below; 16-bit x 16-bit is exact in
+ * fp32) plus at most an initial value (accumulation) and a bias, added in fp32 in some order. Any
+ * order of recursive or blocked summation, fused or not, is within gamma_{K+2} S ~ (K + 2) u S of the
+ * exact sum, S the sum of the terms' magnitudes and u = 2^-24 (Higham, Accuracy and Stability of
+ * Numerical Algorithms, 2nd ed., section 3.1). The CPU rounds to nearest; tensor cores' fp32
+ * accumulation may truncate (Fasi et al. 2021), up to twice that per add. So the two results lie
+ * within 3 (K + 2) u S of each other. bound() returns S per output element, in double; mm_excess
+ * the largest |got - ref| / (3 (K + 2) u S) (for 16-bit outputs after one ulp of the type is taken
+ * off, lp_excess's argument): at most 1 when the GPU is right. A term missing or doubled is an
+ * error of about |a b|, far above (K + 2) u S for the shapes here; TF32 (a 2^-11 relative error per
+ * product) is caught by its own test below.
+ */
+#define U32 (1.0 / 16777216.0)
+
+/* S(r, c) = sum_k |A(r, k) B(c, k)| + |init(r, c)| + |bias(c)|, A (R, K) and B (Cn, K) row-major
+ * with strides (sa_r, sa_k) and (sb_c, sb_k); init and bias may be NULL */
+static double *bound(const float *A, size_t sa_r, size_t sa_k, const float *B, size_t sb_c, size_t sb_k, const float *init,
+                     const float *bias, int R, int Cn, int K)
+{
+    double *S = malloc((size_t)R * Cn * sizeof *S);
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < Cn; c++) {
+            double s = (init ? fabs(init[(size_t)r * Cn + c]) : 0) + (bias ? fabs(bias[c]) : 0);
+            for (int k = 0; k < K; k++) s += fabs((double)A[r * sa_r + k * sa_k] * B[c * sb_c + k * sb_k]);
+            S[(size_t)r * Cn + c] = s;
+        }
+    return S;
+}
+
+/* got and ref of type t (fp32, or 16-bit: one ulp of the type off first), against 3 (K + 2) u S */
+static double mm_excess(const void *got, const void *ref, const double *S, size_t n, int K, enum dt_dtype t)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double g, r, ulp = 0;
+        if (t == DT_F32) {
+            g = ((const float *)got)[i], r = ((const float *)ref)[i];
+        } else {
+            uint16_t hg = ((const uint16_t *)got)[i], hr = ((const uint16_t *)ref)[i];
+            uint16_t big = (hg & 0x7fff) > (hr & 0x7fff) ? hg & 0x7fff : hr & 0x7fff;
+            g = wide16(hg, t), r = wide16(hr, t), ulp = wide16((uint16_t)(big + 1), t) - wide16(big, t);
+        }
+        double d = fmax(0.0, fabs(g - r) - ulp) / (3.0 * (K + 2) * U32 * S[i] + 1e-30);
+        if (!(d <= m)) m = d;
+    }
+    return m;
+}
+
+/* fp32 values rounded to lp and back, in place: the operands as the 16-bit products see them */
+static void round_host(float *x, size_t n, enum dt_dtype lp)
+{
+    if (lp != DT_F32) dt_kernels_cpu.round_lp(kc, x, x, n, lp);
+}
+
+/*
+ * One shape, one operand type lp (fp32: matmul_forward/_backward; bf16, fp16: the _lp twins with
+ * inp of type lp) against the CPU: forward into fp32 (and for lp, into lp: rounded once), backward
+ * from dout in fp32 (rounded to lp there) and in lp, accumulating or overwriting (set). dbias: the
+ * column sums of the rounded dout in the CPU's order, bit for bit.
+ */
+static void matmul_case(void *ctx, enum dt_dtype lp, int BT, int C, int OC, bool biased, unsigned set)
+{
+    size_t nx = (size_t)BT * C, nw = (size_t)OC * C, ny = (size_t)BT * OC, es = dt_dtype_size(lp);
+    char what[160], shape[96];
+    snprintf(shape, sizeof shape, "%s %dx%dx%d%s", dt_dtype_str(lp), BT, C, OC, biased ? "" : ", no bias");
+    float *x = randn(nx, 30), *w = randn(nw, 31), *b = randn(OC, 32), *dy = randn(ny, 33);
+    float *dx0 = randn(nx, 34), *dw0 = randn(nw, 35), *db0 = randn(OC, 36);
+    void *xt = typed(x, nx, lp); /* inp of type lp */
+    round_host(x, nx, lp);
+    float *wr = malloc(nw * 4), *dyr = malloc(ny * 4);
+    memcpy(wr, w, nw * 4), memcpy(dyr, dy, ny * 4);
+    round_host(wr, nw, lp), round_host(dyr, ny, lp);
+    const float *cb = biased ? b : NULL;
+    void *gx = dev(xt, nx * es);
+    float *gw = dev(w, nw * 4), *gb = dev(b, OC * 4), *gdy = dev(dy, ny * 4);
+    const float *gcb = biased ? gb : NULL;
+
+    /* forward, out of type ot: fp32, and lp itself */
+    for (int o = 0; o < (lp == DT_F32 ? 1 : 2); o++) {
+        enum dt_dtype ot = o ? lp : DT_F32;
+        size_t os = dt_dtype_size(ot);
+        void *out = malloc(ny * os), *gout = dev(NULL, ny * os);
+        if (lp == DT_F32) dt_kernels_cpu.matmul_forward(kc, out, x, w, cb, BT, C, OC);
+        else dt_kernels_cpu.matmul_forward_lp(kc, out, ot, xt, w, cb, DT_F32, BT, C, OC, lp);
+        CK(gpu->matmul_forward(ctx, gout, (int)ot, gx, gw, gcb, (int)DT_F32, BT, C, OC, (int)lp));
+        void *h = back_typed(gout, ny, ot);
+        double *S = bound(x, C, 1, wr, C, 1, NULL, cb, BT, OC, C);
+        double d = mm_excess(h, out, S, ny, C, ot);
+        snprintf(what, sizeof what, "matmul_forward %s, out %s: within 3 (K+2) u sum|terms|", shape, dt_dtype_str(ot));
+        report(d <= 1.0, what, d);
+        free(S), free(h), free(out);
+        gpu->free(gout);
+    }
+
+    /* backward from dout of type dt: fp32, and (16-bit lp) lp itself */
+    for (int o = 0; o < (lp == DT_F32 ? 1 : 2); o++) {
+        enum dt_dtype dt = o ? lp : DT_F32;
+        void *dyt = typed(dy, ny, dt), *gdyt = dev(dyt, ny * dt_dtype_size(dt));
+        float *dx = malloc(nx * 4), *dw = malloc(nw * 4), *db = malloc(OC * 4);
+        memcpy(dx, dx0, nx * 4), memcpy(dw, dw0, nw * 4), memcpy(db, db0, OC * 4);
+        float *gdx = dev(dx0, nx * 4), *gdw = dev(dw0, nw * 4), *gdb = dev(db0, OC * 4);
+        float *cdb = biased ? db : NULL, *gcdb = biased ? gdb : NULL;
+        if (lp == DT_F32) dt_kernels_cpu.matmul_backward(kc, dx, dw, cdb, dy, x, w, BT, C, OC, set);
+        else dt_kernels_cpu.matmul_backward_lp(kc, dx, dw, cdb, dyt, dt, xt, w, DT_F32, BT, C, OC, lp, set);
+        CK(gpu->matmul_backward(ctx, gdx, gdw, gcdb, gdyt, (int)dt, gx, gw, (int)DT_F32, BT, C, OC, (int)lp, set));
+        float *hx = back(gdx, nx), *hw = back(gdw, nw), *hb = back(gdb, OC);
+        /* dinp(BT, C) = dout(BT, OC) . weight(OC, C): K = OC; dweight(OC, C) = dout^T . inp: K = BT */
+        double *Sx = bound(dyr, OC, 1, wr, 1, C, set & DT_SET_DINP ? NULL : dx0, NULL, BT, C, OC);
+        double *Sw = bound(dyr, 1, OC, x, 1, C, set & DT_SET_DPARAMS ? NULL : dw0, NULL, OC, C, BT);
+        double d = fmax(mm_excess(hx, dx, Sx, nx, OC, DT_F32), mm_excess(hw, dw, Sw, nw, BT, DT_F32));
+        snprintf(what, sizeof what, "matmul_backward %s, dout %s: dinp, dweight %s, within 3 (K+2) u sum|terms|", shape,
+                 dt_dtype_str(dt), set ? "overwritten" : "accumulate");
+        report(d <= 1.0, what, d);
+        snprintf(what, sizeof what, "matmul_backward %s, dout %s: dbias %s", shape, dt_dtype_str(dt),
+                 biased ? "in the CPU's order, bit for bit" : "left alone when NULL");
+        report(memcmp(hb, db, OC * 4) == 0, what, maxrel(hb, db, OC));
+        free(Sx), free(Sw), free(hx), free(hw), free(hb), free(dx), free(dw), free(db), free(dyt);
+        gpu->free(gdx), gpu->free(gdw), gpu->free(gdb), gpu->free(gdyt);
+    }
+    void *all[] = {gx, gw, gb, gdy};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
+    free(x), free(w), free(b), free(dy), free(dx0), free(dw0), free(db0), free(xt), free(wr), free(dyr);
 }
 
 /* A weight and bias already of type lp (a strategy's 16-bit copy, wt == lp), used as they are: the
  * same bits as the fp32-weight path on those values kept in fp32, and the CPU's result within the
- * tolerance of the lp matmuls. */
+ * bound of the lp matmuls, out in fp32 and in lp. */
 static void matmul_16bit_weight(void *ctx, enum dt_dtype lp, const int shape[3], bool biased)
 {
     int BT = shape[0], C = shape[1], OC = shape[2];
     size_t nx = (size_t)BT * C, nw = (size_t)OC * C, ny = (size_t)BT * OC;
     float *x = randn(nx, 80), *w = randn(nw, 81), *b = randn(OC, 82), *dy = randn(ny, 83);
     float *dx = randn(nx, 84), *dw = randn(nw, 85), *db = randn(OC, 86), *out = calloc(ny, 4);
-    uint16_t *w16 = malloc(nw * 2), *b16 = malloc((size_t)OC * 2);
+    uint16_t *w16 = malloc(nw * 2), *b16 = malloc((size_t)OC * 2), *x16 = malloc(nx * 2);
+    uint16_t *out16 = malloc(ny * 2);
     dt_kernels_cpu.cast_to_lp(kc, w16, w, nw, lp);
     dt_kernels_cpu.cast_to_lp(kc, b16, b, OC, lp);
+    dt_kernels_cpu.cast_to_lp(kc, x16, x, nx, lp);
     dt_kernels_cpu.cast_from_lp(kc, w, w16, nw, lp); /* the same values in fp32 */
     dt_kernels_cpu.cast_from_lp(kc, b, b16, OC, lp);
-    float *gx = dev(x, nx * 4), *gdy = dev(dy, ny * 4), *gw = dev(w, nw * 4), *gb = dev(b, OC * 4);
-    uint16_t *gw16 = dev(w16, nw * 2), *gb16 = dev(b16, (size_t)OC * 2);
+    dt_kernels_cpu.cast_from_lp(kc, x, x16, nx, lp);
+    uint16_t *gx = dev(x16, nx * 2);
+    float *gdy = dev(dy, ny * 4), *gw = dev(w, nw * 4), *gb = dev(b, OC * 4);
+    uint16_t *gw16 = dev(w16, nw * 2), *gb16 = dev(b16, (size_t)OC * 2), *go16l = dev(NULL, ny * 2);
     /* out: fp32 weight, 16-bit weight; the gradients from the same start on each path */
     float *go32 = dev(NULL, ny * 4), *go16 = dev(NULL, ny * 4);
     float *gdx32 = dev(dx, nx * 4), *gdw32 = dev(dw, nw * 4), *gdb32 = dev(db, OC * 4);
     float *gdx16 = dev(dx, nx * 4), *gdw16 = dev(dw, nw * 4), *gdb16 = dev(db, OC * 4);
-    const float *gcb = biased ? gb : NULL;
+    const float *gcb = biased ? gb : NULL, *cb = biased ? b : NULL;
     const uint16_t *gcb16 = biased ? gb16 : NULL, *cb16 = biased ? b16 : NULL;
     float *cdb = biased ? db : NULL, *gcdb32 = biased ? gdb32 : NULL, *gcdb16 = biased ? gdb16 : NULL;
-    CK(gpu->matmul_forward(ctx, go32, gx, gw, gcb, (int)DT_F32, BT, C, OC, (int)lp));
-    CK(gpu->matmul_forward(ctx, go16, gx, gw16, gcb16, (int)lp, BT, C, OC, (int)lp));
-    CK(gpu->matmul_backward(ctx, gdx32, gdw32, gcdb32, gdy, gx, gw, (int)DT_F32, BT, C, OC, (int)lp, 0));
-    CK(gpu->matmul_backward(ctx, gdx16, gdw16, gcdb16, gdy, gx, gw16, (int)lp, BT, C, OC, (int)lp, 0));
-    dt_kernels_cpu.matmul_forward_lp(kc, out, x, w16, cb16, lp, BT, C, OC, lp);
-    dt_kernels_cpu.matmul_backward_lp(kc, dx, dw, cdb, dy, x, w16, lp, BT, C, OC, lp, 0);
-    float *o32 = back(go32, ny), *o16 = back(go16, ny), *x32 = back(gdx32, nx), *x16 = back(gdx16, nx);
+    CK(gpu->matmul_forward(ctx, go32, (int)DT_F32, gx, gw, gcb, (int)DT_F32, BT, C, OC, (int)lp));
+    CK(gpu->matmul_forward(ctx, go16, (int)DT_F32, gx, gw16, gcb16, (int)lp, BT, C, OC, (int)lp));
+    CK(gpu->matmul_forward(ctx, go16l, (int)lp, gx, gw16, gcb16, (int)lp, BT, C, OC, (int)lp));
+    CK(gpu->matmul_backward(ctx, gdx32, gdw32, gcdb32, gdy, (int)DT_F32, gx, gw, (int)DT_F32, BT, C, OC, (int)lp, 0));
+    CK(gpu->matmul_backward(ctx, gdx16, gdw16, gcdb16, gdy, (int)DT_F32, gx, gw16, (int)lp, BT, C, OC, (int)lp, 0));
+    dt_kernels_cpu.matmul_forward_lp(kc, out, DT_F32, x16, w16, cb16, lp, BT, C, OC, lp);
+    dt_kernels_cpu.matmul_forward_lp(kc, out16, lp, x16, w16, cb16, lp, BT, C, OC, lp);
+    float *dyr = malloc(ny * 4), *dx0 = malloc(nx * 4), *dw0 = malloc(nw * 4);
+    memcpy(dyr, dy, ny * 4), memcpy(dx0, dx, nx * 4), memcpy(dw0, dw, nw * 4);
+    round_host(dyr, ny, lp);
+    dt_kernels_cpu.matmul_backward_lp(kc, dx, dw, cdb, dy, DT_F32, x16, w16, lp, BT, C, OC, lp, 0);
+    float *o32 = back(go32, ny), *o16 = back(go16, ny), *x32 = back(gdx32, nx), *x16h = back(gdx16, nx);
     float *w32h = back(gdw32, nw), *w16h = back(gdw16, nw), *b32h = back(gdb32, OC), *b16h = back(gdb16, OC);
-    char what[128];
+    uint16_t *o16l = back_typed(go16l, ny, lp);
+    char what[160];
     snprintf(what, sizeof what, "matmul_forward %s %dx%dx%d, %s weight%s: the fp32-weight path's bits", dt_dtype_str(lp),
              BT, C, OC, dt_dtype_str(lp), biased ? " and bias" : "");
     report(memcmp(o16, o32, ny * 4) == 0, what, maxrel(o16, o32, ny));
     snprintf(what, sizeof what, "matmul_backward %s %dx%dx%d, %s weight: the fp32-weight path's bits", dt_dtype_str(lp),
              BT, C, OC, dt_dtype_str(lp));
-    int same = !memcmp(x16, x32, nx * 4) && !memcmp(w16h, w32h, nw * 4) && !memcmp(b16h, b32h, OC * 4);
-    report(same, what, fmax(maxrel(x16, x32, nx), maxrel(w16h, w32h, nw)));
-    double d = maxrel(o16, out, ny);
-    snprintf(what, sizeof what, "matmul_forward %s %dx%dx%d, %s weight, vs the CPU", dt_dtype_str(lp), BT, C, OC,
-             dt_dtype_str(lp));
-    report(d < 1e-4, what, d);
-    d = fmax(maxrel(x16, dx, nx), fmax(maxrel(w16h, dw, nw), maxrel(b16h, db, OC)));
-    snprintf(what, sizeof what, "matmul_backward %s %dx%dx%d, %s weight, vs the CPU", dt_dtype_str(lp), BT, C, OC,
-             dt_dtype_str(lp));
-    report(d < 1e-4, what, d);
-    void *all[] = {gx, gdy, gw, gb, gw16, gb16, go32, go16, gdx32, gdw32, gdb32, gdx16, gdw16, gdb16};
+    int same = !memcmp(x16h, x32, nx * 4) && !memcmp(w16h, w32h, nw * 4) && !memcmp(b16h, b32h, OC * 4);
+    report(same, what, fmax(maxrel(x16h, x32, nx), maxrel(w16h, w32h, nw)));
+    double *S = bound(x, C, 1, w, C, 1, NULL, cb, BT, OC, C);
+    double d = fmax(mm_excess(o16, out, S, ny, C, DT_F32), mm_excess(o16l, out16, S, ny, C, lp));
+    snprintf(what, sizeof what, "matmul_forward %s %dx%dx%d, %s weight, out fp32 and %s, vs the CPU", dt_dtype_str(lp), BT,
+             C, OC, dt_dtype_str(lp), dt_dtype_str(lp));
+    report(d <= 1.0, what, d);
+    double *Sx = bound(dyr, OC, 1, w, 1, C, dx0, NULL, BT, C, OC), *Sw = bound(dyr, 1, OC, x, 1, C, dw0, NULL, OC, C, BT);
+    d = fmax(mm_excess(x16h, dx, Sx, nx, OC, DT_F32), mm_excess(w16h, dw, Sw, nw, BT, DT_F32));
+    snprintf(what, sizeof what, "matmul_backward %s %dx%dx%d, %s weight, vs the CPU (dbias bit for bit)",
+             dt_dtype_str(lp), BT, C, OC, dt_dtype_str(lp));
+    report(d <= 1.0 && memcmp(b16h, db, OC * 4) == 0, what, d);
+    void *all[] = {gx, gdy, gw, gb, gw16, gb16, go16l, go32, go16, gdx32, gdw32, gdb32, gdx16, gdw16, gdb16};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
-    free(x), free(w), free(b), free(dy), free(dx), free(dw), free(db), free(out), free(w16), free(b16);
-    free(o32), free(o16), free(x32), free(x16), free(w32h), free(w16h), free(b32h), free(b16h);
+    free(x), free(w), free(b), free(dy), free(dx), free(dw), free(db), free(out), free(w16), free(b16), free(x16);
+    free(out16), free(o32), free(o16), free(x32), free(x16h), free(w32h), free(w16h), free(b32h), free(b16h), free(o16l);
+    free(S), free(Sx), free(Sw), free(dyr), free(dx0), free(dw0);
+}
+
+/*
+ * Two properties a tolerance cannot show. fp32 is multiplied in fp32, not TF32: with inp 1 + 2^-20
+ * and weight 1 the output is exactly 1 + 2^-20 (TF32 keeps 10 bits of mantissa: it gives 1). A 16-bit
+ * out is rounded once, after the bias: with inp (1, 2^-(m+1)), weight (1, 1) and bias 2^-20 (m the
+ * type's mantissa bits) the sum 1 + 2^-(m+1) + 2^-20 rounds to 1 + 2^-m; rounding the product sum
+ * first would give 1 (a tie, to even), and 1 + 2^-20 rounds to 1 again. Both with a 16-bit bias (the
+ * epilogue's; at an address 2 bytes past an alignment, as a slice of the parameters may be) and an
+ * fp32 one (rounded after the fp32 sum).
+ */
+static void matmul_exact(void *ctx)
+{
+    enum { N = 16 };
+    float x[N * N] = {0}, w[N * N] = {0}, b[N], out[N * N];
+    for (int i = 0; i < N; i++) x[i * N] = 1.0f + ldexpf(1.0f, -20), w[i * N] = 1.0f, b[i] = 0.0f;
+    float *gx = dev(x, sizeof x), *gw = dev(w, sizeof w), *go = dev(NULL, sizeof out);
+    CK(gpu->matmul_forward(ctx, go, (int)DT_F32, gx, gw, NULL, (int)DT_F32, N, N, N, (int)DT_F32));
+    float *h = back(go, N * N);
+    int bad = 0;
+    for (int i = 0; i < N; i++) /* column 0 of weight's rows is 1: every output is x[i][0] */
+        for (int o = 0; o < N; o++) bad += h[i * N + o] != 1.0f + ldexpf(1.0f, -20);
+    report(bad == 0, "matmul_forward fp32: fp32 products, not TF32 (1 + 2^-20 kept)", bad);
+    free(h);
+    gpu->free(gx), gpu->free(gw), gpu->free(go);
+    static const enum dt_dtype lp[] = {DT_BF16, DT_F16};
+    for (int k = 0; k < 2; k++) {
+        int m = lp[k] == DT_BF16 ? 7 : 10;
+        for (int i = 0; i < N * N; i++) x[i] = w[i] = 0.0f;
+        for (int i = 0; i < N; i++) {
+            x[i * N] = 1.0f, x[i * N + 1] = ldexpf(1.0f, -(m + 1));
+            w[i * N] = w[i * N + 1] = 1.0f;
+            b[i] = ldexpf(1.0f, -20);
+        }
+        uint16_t *x16 = typed(x, N * N, lp[k]), *w16 = typed(w, N * N, lp[k]), *b16 = typed(b, N, lp[k]);
+        uint16_t b16off[N + 1] = {0};
+        memcpy(b16off + 1, b16, N * 2);
+        uint16_t cpu[N * N], want = lp[k] == DT_BF16 ? dt_bf16_from_f32(1.0f + ldexpf(1.0f, -m))
+                                                     : dt_f16_from_f32(1.0f + ldexpf(1.0f, -m));
+        uint16_t *gx16 = dev(x16, N * N * 2), *gw16 = dev(w16, N * N * 2), *gb16 = dev(b16off, (N + 1) * 2);
+        uint16_t *go16 = dev(NULL, N * N * 2);
+        float *gw32 = dev(w, sizeof w), *gb32 = dev(b, sizeof b);
+        for (int f32 = 0; f32 < 2; f32++) {
+            if (f32) CK(gpu->matmul_forward(ctx, go16, (int)lp[k], gx16, gw32, gb32, (int)DT_F32, N, N, N, (int)lp[k]));
+            else CK(gpu->matmul_forward(ctx, go16, (int)lp[k], gx16, gw16, gb16 + 1, (int)lp[k], N, N, N, (int)lp[k]));
+            dt_kernels_cpu.matmul_forward_lp(kc, cpu, lp[k], x16, f32 ? (const void *)w : w16, f32 ? (const void *)b : b16,
+                                             f32 ? DT_F32 : lp[k], N, N, N, lp[k]);
+            uint16_t *g = back_typed(go16, N * N, lp[k]);
+            bad = 0;
+            for (int i = 0; i < N * N; i++) bad += g[i] != want || cpu[i] != want;
+            char what[128];
+            snprintf(what, sizeof what, "matmul_forward %s, out %s, %s bias: the sum and the bias rounded once",
+                     dt_dtype_str(lp[k]), dt_dtype_str(lp[k]), f32 ? "fp32" : dt_dtype_str(lp[k]));
+            report(bad == 0, what, bad);
+            free(g);
+        }
+        free(x16), free(w16), free(b16);
+        gpu->free(gx16), gpu->free(gw16), gpu->free(gb16), gpu->free(go16), gpu->free(gw32), gpu->free(gb32);
+    }
 }
 
 static void matmuls(void)
@@ -426,56 +736,24 @@ static void matmuls(void)
     void *ctx = NULL;
     CK(gpu->ctx_create(&ctx));
     /* an odd shape, then a larger one of multiples of 16 (tensor-core algorithms, scratch growth),
-     * the second without bias and dbias */
+     * the second without bias and dbias; BT 67 and 256: one part block of rows and four full ones */
     static const int shapes[2][3] = {{67, 96, 130}, {256, 192, 384}};
     static const enum dt_dtype kinds[] = {DT_F32, DT_BF16, DT_F16};
-    for (int k = 0; k < 6; k++) {
-        enum dt_dtype lp = kinds[k % 3];
-        int BT = shapes[k / 3][0], C = shapes[k / 3][1], OC = shapes[k / 3][2];
-        bool biased = k < 3;
-        float *x = randn((size_t)BT * C, 30), *w = randn((size_t)OC * C, 31), *b = randn(OC, 32);
-        float *dy = randn((size_t)BT * OC, 33), *out = randn((size_t)BT * OC, 37); /* overwritten, not added to */
-        /* backward accumulates, or with set overwrites: start from values */
-        unsigned set = k % 2 ? DT_SET_DINP | DT_SET_DPARAMS : 0;
-        float *dx = randn((size_t)BT * C, 34), *dw = randn((size_t)OC * C, 35), *db = randn(OC, 36);
-        float *gx = dev(x, (size_t)BT * C * 4), *gw = dev(w, (size_t)OC * C * 4), *gb = dev(b, OC * 4);
-        float *gdy = dev(dy, (size_t)BT * OC * 4), *gout = dev(out, (size_t)BT * OC * 4);
-        float *gdx = dev(dx, (size_t)BT * C * 4), *gdw = dev(dw, (size_t)OC * C * 4), *gdb = dev(db, OC * 4);
-        const float *cb = biased ? b : NULL, *gcb = biased ? gb : NULL;
-        float *cdb = biased ? db : NULL, *gcdb = biased ? gdb : NULL;
-        if (lp == DT_F32) {
-            dt_kernels_cpu.matmul_forward(kc, out, x, w, cb, BT, C, OC);
-            dt_kernels_cpu.matmul_backward(kc, dx, dw, cdb, dy, x, w, BT, C, OC, set);
-        } else {
-            dt_kernels_cpu.matmul_forward_lp(kc, out, x, w, cb, DT_F32, BT, C, OC, lp);
-            dt_kernels_cpu.matmul_backward_lp(kc, dx, dw, cdb, dy, x, w, DT_F32, BT, C, OC, lp, set);
-        }
-        CK(gpu->matmul_forward(ctx, gout, gx, gw, gcb, (int)DT_F32, BT, C, OC, (int)lp));
-        CK(gpu->matmul_backward(ctx, gdx, gdw, gcdb, gdy, gx, gw, (int)DT_F32, BT, C, OC, (int)lp, set));
-        float *ho = back(gout, (size_t)BT * OC), *hx = back(gdx, (size_t)BT * C), *hw = back(gdw, (size_t)OC * C);
-        float *hb = back(gdb, OC);
-        double tol = lp == DT_F32 ? 1e-5 : 1e-4, d = maxrel(ho, out, (size_t)BT * OC);
-        char what[96];
-        snprintf(what, sizeof what, "matmul_forward %s %dx%dx%d, %s", dt_dtype_str(lp), BT, C, OC,
-                 biased ? "bias fused" : "no bias");
-        report(d < tol, what, d);
-        d = fmax(maxrel(hx, dx, (size_t)BT * C), maxrel(hw, dw, (size_t)OC * C));
-        snprintf(what, sizeof what, "matmul_backward %s %dx%dx%d: dinp, dweight %s", dt_dtype_str(lp), BT, C, OC,
-                 set ? "overwritten" : "accumulate");
-        report(d < tol, what, d);
-        d = maxrel(hb, db, OC);
-        snprintf(what, sizeof what, "matmul_backward %s %dx%dx%d: dbias%s", dt_dtype_str(lp), BT, C, OC,
-                 biased ? "" : " left alone when NULL");
-        report(d < 1e-5, what, d);
-        void *all[] = {gx, gw, gb, gdy, gout, gdx, gdw, gdb};
-        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
-        free(x), free(w), free(b), free(dy), free(out), free(dx), free(dw), free(db), free(ho), free(hx), free(hw), free(hb);
-    }
+    for (int k = 0; k < 6; k++)
+        matmul_case(ctx, kinds[k % 3], shapes[k / 3][0], shapes[k / 3][1], shapes[k / 3][2], k < 3,
+                    k % 2 ? DT_SET_DINP | DT_SET_DPARAMS : 0);
     for (int k = 0; k < 4; k++) matmul_16bit_weight(ctx, k % 2 ? DT_F16 : DT_BF16, shapes[k / 2], k < 2);
-    /* refused before any launch: a weight of another 16-bit type than lp, a 16-bit weight in fp32 */
-    int e1 = gpu->matmul_forward(ctx, NULL, NULL, NULL, NULL, (int)DT_F16, 4, 4, 4, (int)DT_BF16);
-    int e2 = gpu->matmul_backward(ctx, NULL, NULL, NULL, NULL, NULL, NULL, (int)DT_BF16, 4, 4, 4, (int)DT_F32, 0);
-    report(e1 != 0 && e2 != 0, "matmuls refuse a weight type that is neither fp32 nor lp", (double)(e1 == 0) + (e2 == 0));
+    matmul_exact(ctx);
+    /* refused before any launch: a weight of another 16-bit type than lp, a 16-bit weight in fp32,
+     * an output or dout of another 16-bit type than lp */
+    int e1 = gpu->matmul_forward(ctx, NULL, (int)DT_F32, NULL, NULL, NULL, (int)DT_F16, 4, 4, 4, (int)DT_BF16);
+    int e2 = gpu->matmul_backward(ctx, NULL, NULL, NULL, NULL, (int)DT_F32, NULL, NULL, (int)DT_BF16, 4, 4, 4,
+                                  (int)DT_F32, 0);
+    int e3 = gpu->matmul_forward(ctx, NULL, (int)DT_F16, NULL, NULL, NULL, (int)DT_F32, 4, 4, 4, (int)DT_BF16);
+    int e4 = gpu->matmul_backward(ctx, NULL, NULL, NULL, NULL, (int)DT_BF16, NULL, NULL, (int)DT_F32, 4, 4, 4,
+                                  (int)DT_F16, 0);
+    report(e1 && e2 && e3 && e4, "matmuls refuse a weight, out or dout type that is neither fp32 nor lp",
+           (double)(!e1 + !e2 + !e3 + !e4));
     gpu->ctx_destroy(ctx);
 }
 
@@ -550,12 +828,13 @@ static void updates_and_conversions(void)
     gpu->free(gp), gpu->free(gg), gpu->free(gbuf), gpu->free(gr), gpu->free(gdout);
 }
 
-/* log sum over u <= t of exp(scale q_t . k_u) for every (b, h, t) (B,NH,T), in double from the inputs */
-static float *lse_of(const float *qkv, int B, int T, int C, int NH)
+/* The causal softmax of every (b, h) in double from the inputs, (B,NH,T,T), masked entries 0, and
+ * each row's log-sum-exp of its scaled scores (B,NH,T): what the reference path's att and the fused
+ * path's lse hold. */
+static void softmax_of(const float *qkv, int B, int T, int C, int NH, float *att, float *lse)
 {
     int hs = C / NH;
     double scale = 1.0f / sqrtf((float)hs); /* the kernels' float scale */
-    float *lse = malloc((size_t)B * NH * T * sizeof *lse);
     double *s = malloc((size_t)T * sizeof *s);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++)
@@ -570,14 +849,19 @@ static float *lse_of(const float *qkv, int B, int T, int C, int NH)
                     mx = fmax(mx, s[u]);
                 }
                 for (int u = 0; u <= t; u++) sum += exp(s[u] - mx);
-                lse[((size_t)b * NH + h) * T + t] = (float)(mx + log(sum));
+                size_t row = ((size_t)b * NH + h) * T + t;
+                lse[row] = (float)(mx + log(sum));
+                for (int u = 0; u < T; u++) att[row * T + u] = u <= t ? (float)(exp(s[u] - mx) / sum) : 0.0f;
             }
     free(s);
-    return lse;
 }
 
-/* the fused attention and the cuBLAS reference path, each against the CPU kernel and each other */
-static void attention(void *ctx, int B, int T, int C, int NH)
+/*
+ * The fused attention in fp32 against the CPU kernel, the cuBLAS reference path against the CPU
+ * (out, dqkv) and against softmax_of (att: the CPU's fused kernel keeps only lse), and the two GPU
+ * paths against each other. Backward writes dqkv: every path starts from other values.
+ */
+static void attention_f32(void *ctx, int B, int T, int C, int NH)
 {
     size_t nqkv = (size_t)B * T * 3 * C, nout = (size_t)B * T * C, natt = (size_t)B * NH * T * T;
     size_t nlse = (size_t)B * NH * T;
@@ -585,49 +869,48 @@ static void attention(void *ctx, int B, int T, int C, int NH)
     snprintf(shape, sizeof shape, "B %d T %d C %d NH %d (head size %d)", B, T, C, NH, C / NH);
     float *qkv = randn(nqkv, 50), *dout = randn(nout, 51);
     for (size_t i = 0; i < nqkv; i++) qkv[i] *= 0.5f; /* scores of about a unit: rows neither flat nor one-hot */
-    /* backward accumulates: start from values */
-    float *dqkv0 = randn(nqkv, 52), *dqkv = malloc(nqkv * 4);
-    memcpy(dqkv, dqkv0, nqkv * 4);
-    float *out = calloc(nout, 4), *att = calloc(natt, 4);
-    float *scratch = malloc(dt_kernels_cpu.attention_scratch(B, NH, T) * sizeof *scratch);
-    dt_kernels_cpu.attention_forward(kc, out, att, qkv, B, T, C, NH);
-    dt_kernels_cpu.attention_backward(kc, dqkv, dout, qkv, out, att, scratch, B, T, C, NH);
-    float *lse = lse_of(qkv, B, T, C, NH);
+    float *junk = randn(nqkv, 52), *dqkv = malloc(nqkv * 4);
+    memcpy(dqkv, junk, nqkv * 4);
+    float *out = calloc(nout, 4), *lse_cpu = calloc(nlse, 4), *att = malloc(natt * 4), *lse = malloc(nlse * 4);
+    float *scratch = malloc(dt_kernels_cpu.attention_scratch(B, T, C, NH, DT_F32) * sizeof *scratch + 1);
+    dt_kernels_cpu.attention_forward(kc, out, lse_cpu, qkv, DT_F32, B, T, C, NH);
+    dt_kernels_cpu.attention_backward(kc, dqkv, dout, qkv, out, lse_cpu, scratch, DT_F32, B, T, C, NH);
+    softmax_of(qkv, B, T, C, NH, att, lse);
 
     float *gqkv = dev(qkv, nqkv * 4), *gdout = dev(dout, nout * 4), *gout = dev(NULL, nout * 4);
-    float *glse = dev(NULL, nlse * 4), *gd = dev(dqkv0, nqkv * 4), *gd2 = dev(dqkv0, nqkv * 4);
-    float *gscr = dev(NULL, gpu->attention_scratch(B, NH, T) * 4);
-    CK(gpu->attention_forward(gout, glse, gqkv, B, T, C, NH));
+    float *glse = dev(NULL, nlse * 4), *gd = dev(junk, nqkv * 4), *gd2 = dev(NULL, nqkv * 4);
+    float *gscr = dev(NULL, gpu->attention_scratch(B, T, C, NH, (int)DT_F32) * 4);
+    CK(gpu->attention_forward(gout, glse, gqkv, (int)DT_F32, B, T, C, NH));
     float *fo = back(gout, nout), *fl = back(glse, nlse);
     double d = maxrel(fo, out, nout);
-    snprintf(what, sizeof what, "attention fused forward %s: out vs the CPU", shape);
+    snprintf(what, sizeof what, "attention fused forward fp32 %s: out vs the CPU", shape);
     report(d < 1e-5, what, d);
-    d = maxrel(fl, lse, nlse);
-    snprintf(what, sizeof what, "attention fused forward %s: lse, the scores' log-sum-exp", shape);
+    d = fmax(maxrel(fl, lse, nlse), maxrel(fl, lse_cpu, nlse));
+    snprintf(what, sizeof what, "attention fused forward fp32 %s: lse, the scores' log-sum-exp, and the CPU's", shape);
     report(d < 1e-5, what, d);
-    CK(gpu->attention_backward(gd, gdout, gqkv, gout, glse, gscr, B, T, C, NH));
-    CK(gpu->attention_backward(gd2, gdout, gqkv, gout, glse, gscr, B, T, C, NH));
+    CK(gpu->attention_backward(gd, gdout, gqkv, gout, glse, gscr, (int)DT_F32, B, T, C, NH));
+    CK(gpu->attention_backward(gd2, gdout, gqkv, gout, glse, gscr, (int)DT_F32, B, T, C, NH));
     float *fd = back(gd, nqkv), *fd2 = back(gd2, nqkv);
     d = maxrel(fd, dqkv, nqkv);
-    snprintf(what, sizeof what, "attention fused backward %s: dqkv accumulates, vs the CPU", shape);
+    snprintf(what, sizeof what, "attention fused backward fp32 %s: dqkv written, vs the CPU", shape);
     report(d < 5e-5, what, d);
-    snprintf(what, sizeof what, "attention fused backward %s: the same bits on a second run", shape);
+    snprintf(what, sizeof what, "attention fused backward fp32 %s: the same bits on a second run", shape);
     report(memcmp(fd, fd2, nqkv * 4) == 0, what, (double)(memcmp(fd, fd2, nqkv * 4) != 0));
 
-    float *rout = dev(NULL, nout * 4), *ratt = dev(NULL, natt * 4), *rd = dev(dqkv0, nqkv * 4);
+    float *rout = dev(NULL, nout * 4), *ratt = dev(NULL, natt * 4), *rd = dev(junk, nqkv * 4);
     float *rscr = dev(NULL, gpu->attention_ref_scratch(NH, T) * 4);
     CK(gpu->attention_forward_ref(ctx, rout, ratt, gqkv, B, T, C, NH));
     float *ro = back(rout, nout), *ra = back(ratt, natt);
-    size_t above = 0; /* the masked entries: exactly 0, as the CPU writes them */
+    size_t above = 0; /* the masked entries: exactly 0 */
     for (size_t r = 0; r < (size_t)B * NH * T; r++)
         for (int u = (int)(r % T) + 1; u < T; u++) above += ra[r * T + u] != 0;
     d = fmax(maxrel(ro, out, nout), maxrel(ra, att, natt));
-    snprintf(what, sizeof what, "attention reference forward %s: out, att vs the CPU", shape);
+    snprintf(what, sizeof what, "attention reference forward %s: out vs the CPU, att vs the softmax in double", shape);
     report(d < 1e-5 && above == 0, what, d);
     CK(gpu->attention_backward_ref(ctx, rd, gdout, gqkv, ratt, rscr, B, T, C, NH));
     float *rdh = back(rd, nqkv);
     d = maxrel(rdh, dqkv, nqkv);
-    snprintf(what, sizeof what, "attention reference backward %s: dqkv vs the CPU", shape);
+    snprintf(what, sizeof what, "attention reference backward %s: dqkv written, vs the CPU", shape);
     report(d < 5e-5, what, d);
     d = fmax(maxrel(fo, ro, nout), maxrel(fd, rdh, nqkv));
     snprintf(what, sizeof what, "attention fused vs reference %s: out, dqkv", shape);
@@ -635,8 +918,54 @@ static void attention(void *ctx, int B, int T, int C, int NH)
 
     void *all[] = {gqkv, gdout, gout, glse, gd, gd2, gscr, rout, ratt, rd, rscr};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
-    free(qkv), free(dout), free(dqkv0), free(dqkv), free(out), free(att), free(scratch), free(lse);
+    free(qkv), free(dout), free(junk), free(dqkv), free(out), free(lse_cpu), free(att), free(lse), free(scratch);
     free(fo), free(fl), free(fd), free(fd2), free(ro), free(ra), free(rdh);
+}
+
+/*
+ * The fused attention on 16-bit activations (t) against the CPU's: both widen qkv, compute in fp32
+ * and round out and dqkv once, so the fp32 tolerances hold after one ulp of t (lp_excess). Backward
+ * runs on both sides from the CPU's out and lse, so that a 1-ulp difference in out does not reach
+ * Drow.
+ */
+static void attention_lp(int B, int T, int C, int NH, enum dt_dtype t)
+{
+    size_t nqkv = (size_t)B * T * 3 * C, nout = (size_t)B * T * C, nlse = (size_t)B * NH * T;
+    char shape[80], what[160];
+    snprintf(shape, sizeof shape, "%s B %d T %d C %d NH %d (head size %d)", dt_dtype_str(t), B, T, C, NH, C / NH);
+    float *qkv = randn(nqkv, 53), *dout = randn(nout, 54), *junk = randn(nqkv, 55);
+    for (size_t i = 0; i < nqkv; i++) qkv[i] *= 0.5f;
+    uint16_t *q16 = typed(qkv, nqkv, t), *d16 = typed(junk, nqkv, t), *out = malloc(nout * 2);
+    float *lse = calloc(nlse, 4);
+    float *scratch = malloc(dt_kernels_cpu.attention_scratch(B, T, C, NH, t) * sizeof *scratch + 1);
+    dt_kernels_cpu.attention_forward(kc, out, lse, q16, t, B, T, C, NH);
+    void *gqkv = dev(q16, nqkv * 2), *gout = dev(NULL, nout * 2), *gd = dev(d16, nqkv * 2), *gd2 = dev(NULL, nqkv * 2);
+    float *glse = dev(NULL, nlse * 4), *gdout = dev(dout, nout * 4);
+    float *gscr = dev(NULL, gpu->attention_scratch(B, T, C, NH, (int)t) * 4);
+    CK(gpu->attention_forward(gout, glse, gqkv, (int)t, B, T, C, NH));
+    uint16_t *fo = back_typed(gout, nout, t);
+    float *fl = back(glse, nlse);
+    double d = lp_excess(fo, out, nout, t);
+    snprintf(what, sizeof what, "attention fused forward %s: out vs the CPU, within 1 ulp + 1e-5", shape);
+    report(d < 1e-5, what, d);
+    d = maxrel(fl, lse, nlse);
+    snprintf(what, sizeof what, "attention fused forward %s: lse vs the CPU", shape);
+    report(d < 1e-5, what, d);
+    dt_kernels_cpu.attention_backward(kc, d16, dout, q16, out, lse, scratch, t, B, T, C, NH);
+    CK(gpu->to_device(gout, out, nout * 2));
+    CK(gpu->to_device(glse, lse, nlse * 4));
+    CK(gpu->attention_backward(gd, gdout, gqkv, gout, glse, gscr, (int)t, B, T, C, NH));
+    CK(gpu->attention_backward(gd2, gdout, gqkv, gout, glse, gscr, (int)t, B, T, C, NH));
+    uint16_t *fd = back_typed(gd, nqkv, t), *fd2 = back_typed(gd2, nqkv, t);
+    d = lp_excess(fd, d16, nqkv, t);
+    snprintf(what, sizeof what, "attention fused backward %s: dqkv written, vs the CPU, within 1 ulp + 5e-5", shape);
+    report(d < 5e-5, what, d);
+    snprintf(what, sizeof what, "attention fused backward %s: the same bits on a second run", shape);
+    report(memcmp(fd, fd2, nqkv * 2) == 0, what, (double)(memcmp(fd, fd2, nqkv * 2) != 0));
+    void *all[] = {gqkv, gout, gd, gd2, glse, gdout, gscr};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
+    free(qkv), free(dout), free(junk), free(q16), free(d16), free(out), free(lse), free(scratch);
+    free(fo), free(fl), free(fd), free(fd2);
 }
 
 static void attention_shapes(void)
@@ -644,17 +973,21 @@ static void attention_shapes(void)
     void *ctx = NULL;
     CK(gpu->ctx_create(&ctx));
     /* head sizes padded to 32, 64 and 128 columns (16, 24, 100 not multiples of anything), T
-     * not a multiple of the 32-row tiles nor of the blocks' 16 or 32 own rows, T = 1 */
-    static const int shapes[][4] = {{2, 37, 48, 2}, {3, 33, 64, 4}, {2, 100, 128, 2},
-                                    {1, 70, 256, 2}, {1, 45, 200, 2}, {2, 1, 64, 1}};
-    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
-        attention(ctx, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3]);
+     * not a multiple of the 32-row tiles nor of the blocks' 16 or 32 own rows, T = 1; GPT-2's
+     * head size 64 and a 128 */
+    static const int shapes[][4] = {{2, 37, 48, 2}, {3, 33, 64, 4}, {2, 100, 128, 2}, {1, 70, 256, 2},
+                                    {1, 45, 200, 2}, {2, 1, 64, 1}, {1, 131, 256, 4}, {1, 77, 256, 2}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        attention_f32(ctx, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3]);
+        attention_lp(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], i % 2 ? DT_F16 : DT_BF16);
+    }
     gpu->ctx_destroy(ctx);
     /* refused before any launch, so no buffers */
-    int e1 = gpu->attention_forward(NULL, NULL, NULL, 1, 4, 272, 2);
-    int e2 = gpu->attention_forward(NULL, NULL, NULL, 1, 4, 65, 2);
-    report(e1 != 0 && e2 != 0, "attention fused refuses head size 136 and heads not dividing C",
-           (double)(e1 == 0) + (e2 == 0));
+    int e1 = gpu->attention_forward(NULL, NULL, NULL, (int)DT_F32, 1, 4, 272, 2);
+    int e2 = gpu->attention_forward(NULL, NULL, NULL, (int)DT_BF16, 1, 4, 65, 2);
+    int e3 = gpu->attention_forward(NULL, NULL, NULL, 7, 1, 4, 64, 2);
+    report(e1 != 0 && e2 != 0 && e3 != 0, "attention fused refuses head size 136, heads not dividing C, an unknown type",
+           (double)(e1 == 0) + (e2 == 0) + (e3 == 0));
 }
 
 static void loss_lp(void)
@@ -748,6 +1081,7 @@ int main(void)
     layernorm_and_positions(768);
     layernorm_and_positions(77); /* fewer channels than threads, and odd */
     embeddings_and_loss();
+    rows_add_cases();
     matmuls();
     updates_and_conversions();
     attention_shapes();

@@ -105,14 +105,14 @@ struct ln {
 static void ln_fwd(struct fd *f, float *out)
 {
     struct ln *l = f->ctx;
-    K->layernorm_forward(KC, out, l->mean, l->rstd, l->inp, l->w, l->b, l->BT, l->C);
+    K->layernorm_forward(KC, out, DT_F32, l->mean, l->rstd, l->inp, l->w, l->b, l->BT, l->C);
 }
 static void layernorm_case(int BT, int C)
 {
     struct ln l = {rnd(BT * C, 1, 5), rnd(C, 1, 6), rnd(C, 1, 7), calloc(BT, 4), calloc(BT, 4), BT, C};
     float *R = rnd(BT * C, 1, 8), *out = calloc(BT * C, 4);
     float *di = calloc(BT * C, 4), *dw = calloc(C, 4), *db = calloc(C, 4);
-    K->layernorm_forward(KC, out, l.mean, l.rstd, l.inp, l.w, l.b, BT, C);
+    K->layernorm_forward(KC, out, DT_F32, l.mean, l.rstd, l.inp, l.w, l.b, BT, C);
     K->layernorm_backward(KC, di, dw, db, R, l.inp, l.w, l.mean, l.rstd, BT, C);
     struct fd f = {ln_fwd, (size_t)BT * C, R, &l};
     check(&f, "layernorm dinp", l.inp, BT * C, di, 5e-3);
@@ -135,16 +135,16 @@ struct at {
 static void at_fwd(struct fd *f, float *out)
 {
     struct at *a = f->ctx;
-    K->attention_forward(KC, out, a->att, a->qkv, a->B, a->T, a->C, a->NH);
+    K->attention_forward(KC, out, a->att, a->qkv, DT_F32, a->B, a->T, a->C, a->NH);
 }
 /* the gradient of the whole layer against finite differences, at one shape */
 static void attention_fd(int B, int T, int C, int NH, uint64_t stream, const char *what)
 {
     struct at a = {rnd((size_t)B * T * 3 * C, 1, stream), calloc(K->attention_saved(B, NH, T), 4), B, T, C, NH};
     float *R = rnd((size_t)B * T * C, 1, stream + 1), *out = calloc((size_t)B * T * C, 4);
-    float *dqkv = calloc((size_t)B * T * 3 * C, 4), *scratch = calloc(K->attention_scratch(B, NH, T) + 1, 4);
-    K->attention_forward(KC, out, a.att, a.qkv, B, T, C, NH);
-    K->attention_backward(KC, dqkv, R, a.qkv, out, a.att, scratch, B, T, C, NH);
+    float *dqkv = calloc((size_t)B * T * 3 * C, 4), *scratch = calloc(K->attention_scratch(B, T, C, NH, DT_F32) + 1, 4);
+    K->attention_forward(KC, out, a.att, a.qkv, DT_F32, B, T, C, NH);
+    K->attention_backward(KC, dqkv, R, a.qkv, out, a.att, scratch, DT_F32, B, T, C, NH);
     struct fd f = {at_fwd, (size_t)B * T * C, R, &a};
     check(&f, what, a.qkv, (size_t)B * T * 3 * C, dqkv, 5e-3);
     free(a.qkv), free(a.att), free(R), free(out), free(dqkv), free(scratch);
@@ -161,9 +161,9 @@ static void attention_plain(void **state)
     enum { B = 2, T = 150, C = 16, NH = 2, HS = C / NH };
     float *qkv = rnd((size_t)B * T * 3 * C, 3, 33), *R = rnd((size_t)B * T * C, 1, 34);
     float *out = calloc((size_t)B * T * C, 4), *dqkv = calloc((size_t)B * T * 3 * C, 4);
-    float *saved = calloc(K->attention_saved(B, NH, T), 4), *scratch = calloc(K->attention_scratch(B, NH, T) + 1, 4);
-    K->attention_forward(KC, out, saved, qkv, B, T, C, NH);
-    K->attention_backward(KC, dqkv, R, qkv, out, saved, scratch, B, T, C, NH);
+    float *saved = calloc(K->attention_saved(B, NH, T), 4), *scratch = calloc(K->attention_scratch(B, T, C, NH, DT_F32) + 1, 4);
+    K->attention_forward(KC, out, saved, qkv, DT_F32, B, T, C, NH);
+    K->attention_backward(KC, dqkv, R, qkv, out, saved, scratch, DT_F32, B, T, C, NH);
     static double p[T][T], dp[T][T], ref[B * T * C], dref[B * T * 3 * C];
     memset(dref, 0, sizeof dref);
     double sc = 1.0 / sqrt((double)HS);
@@ -221,11 +221,11 @@ static void attention_plain(void **state)
 }
 
 /* ---------------------------------------------------------------- gelu */
-static void gelu_fwd(struct fd *f, float *out) { K->gelu_forward(KC, out, f->ctx, f->nout); }
+static void gelu_fwd(struct fd *f, float *out) { K->gelu_forward(KC, out, f->ctx, DT_F32, f->nout); }
 static void gelu(void **state)
 {
     float *x = rnd(40, 2, 11), *R = rnd(40, 1, 12), *dx = calloc(40, 4);
-    K->gelu_backward(KC, dx, x, R, 40);
+    K->gelu_backward(KC, dx, x, R, DT_F32, 40);
     struct fd f = {gelu_fwd, 40, R, x};
     check(&f, "gelu dinp", x, 40, dx, 1e-3);
     free(x), free(R), free(dx);
@@ -435,5 +435,78 @@ static void reductions(void **state)
     free(x);
 }
 
+/* ---------------------------------------------------------------- 16-bit activations */
+/* n fp32 values rounded to t, as 16-bit values, and those widened again */
+static uint16_t *lp_of(const float *x, size_t n, enum dt_dtype t)
+{
+    uint16_t *h = malloc(n * sizeof *h);
+    for (size_t i = 0; i < n; i++) h[i] = t == DT_BF16 ? dt_bf16_from_f32(x[i]) : dt_f16_from_f32(x[i]);
+    return h;
+}
+static float *f32_of(const uint16_t *h, size_t n, enum dt_dtype t)
+{
+    float *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++) x[i] = t == DT_BF16 ? dt_f32_from_bf16(h[i]) : dt_f32_from_f16(h[i]);
+    return x;
+}
+/* got (n values of type t) is ref rounded to t, bit for bit */
+static void same_rounded(const char *what, enum dt_dtype t, const uint16_t *got, const float *ref, size_t n)
+{
+    uint16_t *want = lp_of(ref, n, t);
+    for (size_t i = 0; i < n; i++)
+        if (got[i] != want[i])
+            fail_msg("%s in %s: element %zu is 0x%04x, the fp32 result rounded is 0x%04x", what, dt_dtype_str(t), i, got[i],
+                     want[i]);
+    free(want);
+}
+
+/* Each op that takes the activation type: on 16-bit operands it computes what its fp32 form computes
+ * on the same values widened, and stores that rounded once (kernels.h's contract, the CUDA kernels'
+ * reference); attention at T = 70 crosses a block edge. */
+static void activations_16bit(void **state)
+{
+    enum { B = 2, T = 70, C = 24, NH = 3, BT = B * T };
+    static const enum dt_dtype types[] = {DT_BF16, DT_F16};
+    for (int ti = 0; ti < 2; ti++) {
+        enum dt_dtype t = types[ti];
+        float *x = rnd(BT * C, 1, 60), *w = rnd(C, 1, 61), *b = rnd(C, 1, 62), *res = rnd(BT * C, 1, 63);
+        float *mean = calloc(BT, 4), *rstd = calloc(BT, 4), *ref = calloc(BT * 3 * C, 4);
+        uint16_t *out = calloc(BT * 3 * C, 2);
+        K->layernorm_forward(KC, out, t, mean, rstd, x, w, b, BT, C);
+        K->layernorm_forward(KC, ref, DT_F32, mean, rstd, x, w, b, BT, C);
+        same_rounded("layernorm_forward", t, out, ref, BT * C);
+        /* GELU forward and backward on 16-bit values */
+        uint16_t *h = lp_of(x, BT * C, t);
+        float *hx = f32_of(h, BT * C, t);
+        K->gelu_forward(KC, out, h, t, BT * C);
+        K->gelu_forward(KC, ref, hx, DT_F32, BT * C);
+        same_rounded("gelu_forward", t, out, ref, BT * C);
+        K->gelu_backward(KC, out, h, res, t, BT * C);
+        K->gelu_backward(KC, ref, hx, res, DT_F32, BT * C);
+        same_rounded("gelu_backward", t, out, ref, BT * C);
+        /* the residual stream plus a 16-bit projection, in fp32 */
+        float *sum = calloc(BT * C, 4);
+        K->residual_forward(KC, sum, res, h, t, BT * C);
+        K->residual_forward(KC, ref, res, hx, DT_F32, BT * C);
+        assert_memory_equal(sum, ref, BT * C * sizeof *sum);
+        /* attention forward and backward */
+        float *qkv = rnd(BT * 3 * C, 1, 64), *lse = calloc(K->attention_saved(B, NH, T), 4);
+        float *lse32 = calloc(K->attention_saved(B, NH, T), 4), *dout = rnd(BT * C, 1, 65);
+        float *scratch = calloc(K->attention_scratch(B, T, C, NH, t) + 1, 4);
+        uint16_t *q = lp_of(qkv, BT * 3 * C, t), *o = calloc(BT * C, 2);
+        float *qx = f32_of(q, BT * 3 * C, t);
+        K->attention_forward(KC, o, lse, q, t, B, T, C, NH);
+        K->attention_forward(KC, ref, lse32, qx, DT_F32, B, T, C, NH);
+        same_rounded("attention_forward", t, o, ref, BT * C);
+        assert_memory_equal(lse, lse32, K->attention_saved(B, NH, T) * sizeof *lse);
+        float *ox = f32_of(o, BT * C, t);
+        K->attention_backward(KC, out, dout, q, o, lse, scratch, t, B, T, C, NH);
+        K->attention_backward(KC, ref, dout, qx, ox, lse, scratch, DT_F32, B, T, C, NH);
+        same_rounded("attention_backward", t, out, ref, BT * 3 * C);
+        free(x), free(w), free(b), free(res), free(mean), free(rstd), free(ref), free(out), free(h), free(hx);
+        free(sum), free(qkv), free(lse), free(lse32), free(dout), free(scratch), free(q), free(o), free(qx), free(ox);
+    }
+}
+
 DT_TESTS(T(matmul), T(layernorm), T(attention), T(attention_blocks), T(attention_plain), T(gelu), T(embedding), T(softmax_xent), T(mixed_types),
-         T(stochastic_rounding), T(reductions))
+         T(stochastic_rounding), T(reductions), T(activations_16bit))

@@ -2,7 +2,8 @@
  * test_matmul_lp.c - mixed-precision matmuls against their definition: the
  * operands rounded to bf16/fp16 by the portable conversion, widened back and
  * multiplied in fp32 (exact products, so only the summation order may differ),
- * forward and backward; and rounding really happens (fp32 gives other values);
+ * forward and backward, on 16-bit activations; a 16-bit output is the fp32 one
+ * rounded once; and rounding really happens (fp32 gives other values);
  * weights stored in 16 bits give the bits of the same weights rounded from fp32.
  * The cross-entropy on 16-bit logits against the fp32 one.
  */
@@ -44,37 +45,51 @@ static double rel(const float *a, const float *b, size_t n)
     return d / m;
 }
 
+static uint16_t *narrowed(struct dt_kctx *kc, const float *x, size_t n, enum dt_dtype t)
+{
+    uint16_t *y = malloc(n * sizeof *y);
+    dt_cpu_cast_to_lp(kc, y, x, n, t);
+    return y;
+}
+
 static void check(enum dt_dtype t)
 {
     struct dt_kctx *kc = dt_test_kctx();
     float *x = randn(BT * C, 1), *w = randn(OC * C, 2), *bias = randn(OC, 3), *dout = randn(BT * OC, 4);
     float *xr = rounded(x, BT * C, t), *wr = rounded(w, OC * C, t), *dr = rounded(dout, BT * OC, t);
-    float out[BT * OC], ref[BT * OC], full[BT * OC];
-    dt_cpu_matmul_forward_lp(kc, out, x, w, bias, DT_F32, BT, C, OC, t);
+    /* the activations in t, as the model stores them */
+    uint16_t *xl = narrowed(kc, x, BT * C, t), *dl = narrowed(kc, dout, BT * OC, t);
+    static float out[BT * OC], ref[BT * OC], full[BT * OC];
+    dt_cpu_matmul_forward_lp(kc, out, DT_F32, xl, w, bias, DT_F32, BT, C, OC, t);
     dt_cpu_matmul_forward(kc, ref, xr, wr, bias, BT, C, OC);
     dt_cpu_matmul_forward(kc, full, x, w, bias, BT, C, OC);
     double e = rel(out, ref, BT * OC), r = rel(full, ref, BT * OC);
     if (e > 1e-6) fail_msg("%s forward differs from rounded fp32 by %g", dt_dtype_str(t), e);
     if (r < 1e-4) fail_msg("%s forward equals fp32 (%g): nothing was rounded", dt_dtype_str(t), r);
+    /* a 16-bit output: the fp32 one rounded once */
+    static uint16_t o16[BT * OC];
+    uint16_t *oref = narrowed(kc, out, BT * OC, t);
+    dt_cpu_matmul_forward_lp(kc, o16, t, xl, w, bias, DT_F32, BT, C, OC, t);
+    assert_memory_equal(o16, oref, sizeof o16);
 
     static float dx[BT * C], dw[OC * C], db[OC], rdx[BT * C], rdw[OC * C], rdb[OC];
     for (int i = 0; i < BT * C; i++) dx[i] = rdx[i] = 0.5f; /* backward accumulates */
     for (int i = 0; i < OC * C; i++) dw[i] = rdw[i] = -0.25f;
     for (int i = 0; i < OC; i++) db[i] = rdb[i] = 1.0f;
-    dt_cpu_matmul_backward_lp(kc, dx, dw, db, dout, x, w, DT_F32, BT, C, OC, t, 0);
-    /* the bias gradient sums the fp32 output gradient */
+    dt_cpu_matmul_backward_lp(kc, dx, dw, db, dout, DT_F32, xl, w, DT_F32, BT, C, OC, t, 0);
+    /* the bias gradient sums the output gradient as the products read it, rounded */
     dt_cpu_matmul_backward(kc, rdx, rdw, NULL, dr, xr, wr, BT, C, OC, 0);
-    dt_cpu_colsum(rdb, dout, BT, OC, false);
+    dt_cpu_colsum(rdb, dr, BT, OC, false);
     if ((e = rel(dx, rdx, BT * C)) > 1e-6) fail_msg("%s dinp differs by %g", dt_dtype_str(t), e);
     if ((e = rel(dw, rdw, OC * C)) > 1e-6) fail_msg("%s dweight differs by %g", dt_dtype_str(t), e);
     assert_memory_equal(db, rdb, sizeof db);
-    /* overwritten (DT_SET_*): from NaN, what the reference adds to zeros */
+    /* overwritten (DT_SET_*): from NaN, what the reference adds to zeros; dout already in t */
     for (int i = 0; i < BT * C; i++) dx[i] = NAN, rdx[i] = 0;
     for (int i = 0; i < OC * C; i++) dw[i] = NAN, rdw[i] = 0;
     for (int i = 0; i < OC; i++) db[i] = NAN, rdb[i] = 0;
-    dt_cpu_matmul_backward_lp(kc, dx, dw, db, dout, x, w, DT_F32, BT, C, OC, t, DT_SET_DINP | DT_SET_DPARAMS);
+    dt_cpu_matmul_backward_lp(kc, dx, dw, db, dl, t, xl, w, DT_F32, BT, C, OC, t, DT_SET_DINP | DT_SET_DPARAMS);
     dt_cpu_matmul_backward(kc, rdx, rdw, NULL, dr, xr, wr, BT, C, OC, 0);
-    dt_cpu_colsum(rdb, dout, BT, OC, false);
+    dt_cpu_colsum(rdb, dr, BT, OC, false);
     if ((e = rel(dx, rdx, BT * C)) > 1e-6) fail_msg("%s dinp overwritten differs by %g", dt_dtype_str(t), e);
     if ((e = rel(dw, rdw, OC * C)) > 1e-6) fail_msg("%s dweight overwritten differs by %g", dt_dtype_str(t), e);
     if ((e = rel(db, rdb, OC)) > 1e-6) fail_msg("%s dbias overwritten differs by %g", dt_dtype_str(t), e);
@@ -83,20 +98,21 @@ static void check(enum dt_dtype t)
     uint16_t *w16 = malloc((OC * C + OC) * sizeof *w16);
     dt_cpu_cast_to_lp(kc, w16, w, OC * C, t);
     dt_cpu_cast_to_lp(kc, w16 + OC * C, bias, OC, t);
-    float *br = rounded(bias, OC, t), out16[BT * OC];
-    dt_cpu_matmul_forward_lp(kc, out, x, w, br, DT_F32, BT, C, OC, t);
-    dt_cpu_matmul_forward_lp(kc, out16, x, w16, w16 + OC * C, t, BT, C, OC, t);
+    float *br = rounded(bias, OC, t);
+    static float out16[BT * OC];
+    dt_cpu_matmul_forward_lp(kc, out, DT_F32, xl, w, br, DT_F32, BT, C, OC, t);
+    dt_cpu_matmul_forward_lp(kc, out16, DT_F32, xl, w16, w16 + OC * C, t, BT, C, OC, t);
     assert_memory_equal(out16, out, sizeof out);
     static float dx16[BT * C], dw16[OC * C];
     for (int i = 0; i < BT * C; i++) dx[i] = dx16[i] = 0.5f;
     for (int i = 0; i < OC * C; i++) dw[i] = dw16[i] = -0.25f;
-    dt_cpu_matmul_backward_lp(kc, dx, dw, NULL, dout, x, w, DT_F32, BT, C, OC, t, 0);
-    dt_cpu_matmul_backward_lp(kc, dx16, dw16, NULL, dout, x, w16, t, BT, C, OC, t, 0);
+    dt_cpu_matmul_backward_lp(kc, dx, dw, NULL, dout, DT_F32, xl, w, DT_F32, BT, C, OC, t, 0);
+    dt_cpu_matmul_backward_lp(kc, dx16, dw16, NULL, dout, DT_F32, xl, w16, t, BT, C, OC, t, 0);
     assert_memory_equal(dx16, dx, sizeof dx);
     assert_memory_equal(dw16, dw, sizeof dw);
     /* and a stored weight really is read: another weight gives another output */
     w16[0] ^= 0x4000;
-    dt_cpu_matmul_forward_lp(kc, out16, x, w16, w16 + OC * C, t, BT, C, OC, t);
+    dt_cpu_matmul_forward_lp(kc, out16, DT_F32, xl, w16, w16 + OC * C, t, BT, C, OC, t);
     if (!memcmp(out16, out, sizeof out)) fail_msg("%s forward ignored the 16-bit weight", dt_dtype_str(t));
     free(w16);
     free(br);
@@ -107,6 +123,9 @@ static void check(enum dt_dtype t)
     free(xr);
     free(wr);
     free(dr);
+    free(xl);
+    free(dl);
+    free(oref);
 }
 
 static void bf16_onednn(void **state)
