@@ -6,6 +6,7 @@
  * op that hands a value back to the host (a loss, a norm) synchronizes by itself.
  */
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "core/error.h"
@@ -122,7 +123,9 @@ static void device_memory(struct dt_kctx *kc, int64_t *peak_allocated, int64_t *
 {
     size_t free_bytes = 0, total = 0;
     note(kc, "device_memory", C(kc)->ops->mem_info(&free_bytes, &total));
-    *peak_allocated = C(kc)->peak;
+    /* the model's, optimizer's and strategy's allocations at their most, and the module's own now
+     * (its scratch only grows): never below the true peak, above it by what scratch grew after it */
+    *peak_allocated = C(kc)->peak + (int64_t)C(kc)->ops->ctx_bytes(C(kc)->mm);
     *reserved = (int64_t)(total - free_bytes);
 }
 static void *host_alloc(struct dt_kctx *kc, size_t bytes)
@@ -270,6 +273,18 @@ static float softmax_xent_lp(struct dt_kctx *kc, float *losses, uint16_t *logits
     CALL(kc, softmax_xent_lp, losses, logits, targets, dloss, BT, V, vb, (int)t, &mean);
     return mean;
 }
+static void adamw_slices(struct dt_kctx *kc, const struct dt_adamw_slice *s, int ns, enum dt_dtype gt, float gscale,
+                         float lr, float beta1, float beta2, float eps, int t, enum dt_dtype pt)
+{
+    const struct dt_cuda_adamw_slice *m = (const struct dt_cuda_adamw_slice *)s; /* the same layout: below */
+    note(kc, "adamw_slices",
+         C(kc)->ops->adamw_slices(C(kc)->mm, m, ns, (int)gt, gscale, lr, beta1, beta2, eps, t, (int)pt));
+}
+#define SAME(f) (offsetof(struct dt_adamw_slice, f) == offsetof(struct dt_cuda_adamw_slice, f))
+_Static_assert(sizeof(struct dt_adamw_slice) == sizeof(struct dt_cuda_adamw_slice) && SAME(param) && SAME(m) &&
+                   SAME(v) && SAME(grad) && SAME(plp) && SAME(n) && SAME(wd) && SAME(l2),
+               "module.h's slice is kernels.h's");
+#undef SAME
 static void adamw(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtype gt, float gscale, float l2, float *m,
                   float *v, size_t n, float lr, float beta1, float beta2, float eps, float wd, int t, void *plp,
                   enum dt_dtype pt)
@@ -376,6 +391,7 @@ const struct dt_kernels dt_kernels_cuda = {
     .softmax_xent = softmax_xent,
     .softmax_xent_lp = softmax_xent_lp,
     .adamw = adamw,
+    .adamw_slices = adamw_slices,
     .sgd = sgd,
     .mse = mse,
     .sumsq = sumsq,

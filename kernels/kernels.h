@@ -37,6 +37,16 @@ enum dt_copy_kind { DT_COPY_TO_DEVICE, DT_COPY_TO_HOST, DT_COPY_ON_DEVICE };
  * step needs no zeroed buffer, and the gemm reads nothing back (the values in CUDA's module too). */
 enum { DT_SET_DINP = 1u, DT_SET_DPARAMS = 2u };
 
+/* One slice of AdamW's update: what differs between the slices of a multi-tensor step (adamw_slices);
+ * each field as adamw's argument of that name. */
+struct dt_adamw_slice {
+    float *param, *m, *v;
+    const void *grad;
+    void *plp;
+    size_t n;
+    float wd, l2;
+};
+
 struct dt_kernels {
     const char *name;
     /* device: the GPU ordinal the context drives (-1 for the CPU) */
@@ -81,7 +91,8 @@ struct dt_kernels {
     /* The matmuls of mixed precision: inp holds activations of type lp (DT_BF16 or DT_F16, stored
      * in 16 bits between ops as torch.autocast keeps them), the products are accumulated in fp32
      * and the bias added in fp32, and out is of type ot: lp (rounded once, to nearest even) or
-     * DT_F32. weight and bias are of type wt: DT_F32 (rounded to lp here), or lp already (a
+     * DT_F32. weight and bias are of type wt: DT_F32 (both rounded to lp here, as autocast's F.linear
+     * rounds them), or lp already (a
      * strategy's 16-bit storage, read as it is: the weights are converted once per optimizer step,
      * not once per use). */
     void (*matmul_forward_lp)(struct dt_kctx *kc, void *out, enum dt_dtype ot, const void *inp, const void *weight,
@@ -160,6 +171,10 @@ struct dt_kernels {
     void (*adamw)(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtype gt, float gscale, float l2, float *m,
                   float *v, size_t n, float lr, float beta1, float beta2, float eps, float wd, int t, void *plp,
                   enum dt_dtype pt);
+    /* adamw over ns slices at once, gt, pt and the rest shared: one launch a step on a GPU instead of
+     * one a slice (a 124M GPT's step has about 150); the bits of adamw slice by slice. */
+    void (*adamw_slices)(struct dt_kctx *kc, const struct dt_adamw_slice *s, int ns, enum dt_dtype gt, float gscale,
+                         float lr, float beta1, float beta2, float eps, int t, enum dt_dtype pt);
     /* SGD with momentum (PyTorch's formulation: buf = mu*buf + g; nesterov: g + mu*buf) and decoupled wd;
      * grad, plp and pt as adamw's. */
     void (*sgd)(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtype gt, float gscale, float *buf, size_t n,

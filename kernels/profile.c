@@ -31,6 +31,7 @@ enum {
     OP_softmax_xent,
     OP_softmax_xent_lp,
     OP_adamw,
+    OP_adamw_slices,
     OP_sgd,
     OP_mse,
     OP_sumsq,
@@ -69,6 +70,7 @@ static const char *const op_names[OP_N] = {
     "softmax_xent",
     "softmax_xent_lp",
     "adamw",
+    "adamw_slices",
     "sgd",
     "mse",
     "sumsq",
@@ -259,6 +261,13 @@ static void p_adamw(struct dt_kctx *kc, float *param, const void *grad, enum dt_
     P(kc)->k->adamw(P(kc)->inner, param, grad, gt, gscale, l2, m, v, n, lr, beta1, beta2, eps, wd, t, plp, pt);
     took(kc, OP_adamw, t0);
 }
+static void p_adamw_slices(struct dt_kctx *kc, const struct dt_adamw_slice *s, int ns, enum dt_dtype gt, float gscale,
+                           float lr, float beta1, float beta2, float eps, int t, enum dt_dtype pt)
+{
+    double t0 = start(kc);
+    P(kc)->k->adamw_slices(P(kc)->inner, s, ns, gt, gscale, lr, beta1, beta2, eps, t, pt);
+    took(kc, OP_adamw_slices, t0);
+}
 static void p_sgd(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtype gt, float gscale, float *buf,
                   size_t n, float lr, float momentum, int nesterov, float wd, int first_step, void *plp,
                   enum dt_dtype pt)
@@ -405,6 +414,7 @@ dt_status_t dt_kprofile_wrap(const struct dt_kernels **k, struct dt_kctx **kc)
     t->softmax_xent = p_softmax_xent;
     t->softmax_xent_lp = p_softmax_xent_lp;
     t->adamw = p_adamw;
+    t->adamw_slices = p_adamw_slices;
     t->sgd = p_sgd;
     t->mse = p_mse;
     t->sumsq = p_sumsq;

@@ -101,6 +101,7 @@ const struct dt_kernels dt_kernels_cpu = {
     .softmax_xent = dt_cpu_softmax_xent,
     .softmax_xent_lp = dt_cpu_softmax_xent_lp,
     .adamw = dt_cpu_adamw,
+    .adamw_slices = dt_cpu_adamw_slices,
     .sgd = dt_cpu_sgd,
     .mse = dt_cpu_mse,
     .sumsq = dt_cpu_sumsq,

@@ -105,6 +105,8 @@ float dt_cpu_softmax_xent_lp(struct dt_kctx *kc, float *losses, uint16_t *logits
 void dt_cpu_adamw(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtype gt, float gscale, float l2, float *m,
                   float *v, size_t n, float lr, float beta1, float beta2, float eps, float wd, int t, void *plp,
                   enum dt_dtype pt);
+void dt_cpu_adamw_slices(struct dt_kctx *kc, const struct dt_adamw_slice *s, int ns, enum dt_dtype gt, float gscale,
+                         float lr, float beta1, float beta2, float eps, int t, enum dt_dtype pt);
 void dt_cpu_sgd(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtype gt, float gscale, float *buf, size_t n,
                 float lr, float momentum, int nesterov, float wd, int first_step, void *plp, enum dt_dtype pt);
 float dt_cpu_mse(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n);

@@ -212,12 +212,15 @@ static bool widened(struct dt_kctx *kc, enum dt_dtype t)
     return true;
 }
 
-/* The bias of a 16-bit weight (wt != DT_F32) widened into scratch; fp32 biases as they are. */
-static const float *bias_f32(struct dt_kctx *kc, const void *bias, enum dt_dtype wt, int OC)
+/* The bias as the products' type t has it, in fp32 scratch: an fp32 bias rounded to t (as autocast's
+ * F.linear rounds it; so a strategy's 16-bit storage gives the same bits), a 16-bit one widened. */
+static const float *bias_f32(struct dt_kctx *kc, const void *bias, enum dt_dtype wt, int OC, enum dt_dtype t)
 {
-    if (!bias || wt == DT_F32) return bias;
+    if (!bias) return NULL;
     float *b = grow(&kc->s_bias, (size_t)OC * sizeof(float));
-    dt_cpu_cast_from_lp(kc, b, bias, (size_t)OC, wt);
+    if (wt == DT_F32) dt_cpu_round_lp(kc, b, bias, (size_t)OC, t);
+    else dt_cpu_convert(kc, b, DT_F32, bias, wt, (size_t)OC);
+    if (wt != DT_F32 && wt != t) dt_cpu_round_lp(kc, b, b, (size_t)OC, t);
     return b;
 }
 
@@ -243,7 +246,7 @@ static const uint16_t *weight_lp(struct dt_kctx *kc, const void *weight, enum dt
 void dt_cpu_matmul_forward_lp(struct dt_kctx *kc, void *out, enum dt_dtype ot, const void *inp, const void *weight,
                               const void *bias, enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype t)
 {
-    const float *b = bias_f32(kc, bias, wt, OC);
+    const float *b = bias_f32(kc, bias, wt, OC, t);
     size_t nx = (size_t)BT * C, no = (size_t)BT * OC;
     /* the fp32 sums, rounded into a 16-bit out once they are complete */
     float *o = ot == DT_F32 ? out : grow(&kc->s_out, no * sizeof(float));

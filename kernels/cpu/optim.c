@@ -102,6 +102,15 @@ void dt_cpu_adamw(struct dt_kctx *kc, float *param, const void *grad, enum dt_dt
     update(&u, param, m, v, grad, gt, n, plp, pt);
 }
 
+/* slice by slice: the CPU has no launches to save */
+void dt_cpu_adamw_slices(struct dt_kctx *kc, const struct dt_adamw_slice *s, int ns, enum dt_dtype gt, float gscale,
+                         float lr, float beta1, float beta2, float eps, int t, enum dt_dtype pt)
+{
+    for (int i = 0; i < ns; i++)
+        dt_cpu_adamw(kc, s[i].param, s[i].grad, gt, gscale, s[i].l2, s[i].m, s[i].v, s[i].n, lr, beta1, beta2, eps,
+                     s[i].wd, t, s[i].plp, pt);
+}
+
 void dt_cpu_sgd(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtype gt, float gscale, float *buf, size_t n,
                 float lr, float momentum, int nesterov, float wd, int first_step, void *plp, enum dt_dtype pt)
 {

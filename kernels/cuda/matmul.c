@@ -76,6 +76,13 @@ void dt_cuda_ctx_destroy(struct dt_cuda_ctx *c)
 
 cublasHandle_t dt_cuda_ctx_blas(struct dt_cuda_ctx *c) { return c->blas; }
 
+size_t dt_cuda_ctx_bytes(const struct dt_cuda_ctx *c)
+{
+    size_t n = WORKSPACE;
+    for (int i = 0; i < DT_CUDA_SCRATCH_SLOTS; i++) n += c->scratch_n[i];
+    return n;
+}
+
 /* Slot i, grown as needed. The old buffer's cudaFree waits for the device, so no kernel still
  * queued reads it. */
 int dt_cuda_ctx_scratch(struct dt_cuda_ctx *c, int slot, size_t bytes, void **out)
@@ -87,7 +94,10 @@ int dt_cuda_ctx_scratch(struct dt_cuda_ctx *c, int slot, size_t bytes, void **ou
         c->scratch[slot] = NULL;
         c->scratch_n[slot] = 0;
         if (!e) e = (int)cudaMalloc(&c->scratch[slot], bytes);
-        if (e) return e;
+        if (e) {
+            cudaGetLastError(); /* an allocation's failure is this call's, not the next launch's */
+            return e;
+        }
         c->scratch_n[slot] = bytes;
     }
     *out = c->scratch[slot];
@@ -184,6 +194,28 @@ static bool weight_type_ok(int wt, int lp) { return wt == DT_CUDA_F32 || (wt == 
 /* an activation (out, dout) of type t: fp32, or lp itself */
 static bool act_type_ok(int t, int lp) { return t == DT_CUDA_F32 || t == lp; }
 
+/* The bias as the BIAS epilogue takes it: of D's type ot (cuBLASLt's default), 16-byte aligned (an
+ * under-aligned bias pointer faults, whatever its type), holding the values of type lp the products
+ * take (an fp32 bias under 16-bit products rounded to them first, as autocast's F.linear rounds it,
+ * and as the CPU does). Into scratch unless the bias already is all that. */
+static int epilogue_bias(struct dt_cuda_ctx *c, const void *bias, int wt, int ot, int lp, int OC, const void **out)
+{
+    bool round = lp != DT_CUDA_F32 && wt == DT_CUDA_F32;
+    size_t esz = ot == DT_CUDA_F32 ? sizeof(float) : sizeof(uint16_t);
+    *out = bias;
+    if (wt == ot && !round && alignment(bias) >= 16) return 0;
+    void *s;
+    int e = dt_cuda_ctx_scratch(c, DT_CUDA_SCRATCH_BIAS, (size_t)OC * esz, &s);
+    if (e) return e;
+    *out = s;
+    if (wt == ot && !round) /* moved to an aligned address */
+        return (int)cudaMemcpyAsync(s, bias, (size_t)OC * esz, cudaMemcpyDeviceToDevice, cudaStreamPerThread);
+    if (wt != DT_CUDA_F32) /* a 16-bit bias into an fp32 D */
+        return (int)dt_cuda_cast_from_lp(s, bias, (size_t)OC, wt);
+    if (ot != DT_CUDA_F32) return (int)dt_cuda_cast_to_lp(s, bias, (size_t)OC, ot);
+    return (int)dt_cuda_round_lp(s, bias, (size_t)OC, lp); /* rounded to lp, kept in fp32 for an fp32 D */
+}
+
 int dt_cuda_matmul_forward(struct dt_cuda_ctx *c, void *out, int ot, const void *inp, const void *weight,
                            const void *bias, int wt, int BT, int C, int OC, int lp)
 {
@@ -194,26 +226,9 @@ int dt_cuda_matmul_forward(struct dt_cuda_ctx *c, void *out, int ot, const void 
     int e = 0;
     if (lp != DT_CUDA_F32 && wt == DT_CUDA_F32) e = rounded(c, DT_CUDA_SCRATCH_WEIGHT, weight, (size_t)OC * C, lp, &w);
     const void *in[] = {[DT_MM_INP] = inp, [DT_MM_WEIGHT] = w};
-    if (e) return e;
-    if (!bias || (wt == ot && (ot == DT_CUDA_F32 || alignment(bias) >= 16))) /* none, or of D's type */
-        return run_plan(c, &p[0], in, out, bias, lp, ot);
-    void *s;
-    if (wt == ot) { /* a 16-bit bias at any even address: into aligned scratch, which every algorithm takes */
-        e = dt_cuda_ctx_scratch(c, DT_CUDA_SCRATCH_BIAS, (size_t)OC * sizeof(uint16_t), &s);
-        if (!e) e = (int)cudaMemcpyAsync(s, bias, (size_t)OC * sizeof(uint16_t), cudaMemcpyDeviceToDevice,
-                                         cudaStreamPerThread);
-        return e ? e : run_plan(c, &p[0], in, out, s, lp, ot);
-    }
-    if (ot == DT_CUDA_F32) { /* a 16-bit bias into an fp32 D: widened into scratch for the epilogue */
-        e = dt_cuda_ctx_scratch(c, DT_CUDA_SCRATCH_BIAS, (size_t)OC * sizeof(float), &s);
-        if (!e) e = (int)dt_cuda_cast_from_lp(s, bias, (size_t)OC, wt);
-        return e ? e : run_plan(c, &p[0], in, out, s, lp, ot);
-    }
-    /* an fp32 bias into a 16-bit D: the sums and the bias in fp32 scratch, then rounded once */
-    e = dt_cuda_ctx_scratch(c, DT_CUDA_SCRATCH_OUT, (size_t)BT * OC * sizeof(float), &s);
-    if (!e) e = run_plan(c, &p[0], in, s, bias, lp, DT_CUDA_F32);
-    if (!e) e = (int)dt_cuda_cast_to_lp(out, s, (size_t)BT * OC, ot);
-    return e;
+    const void *b = bias;
+    if (!e && bias) e = epilogue_bias(c, bias, wt, ot, lp, OC, &b);
+    return e ? e : run_plan(c, &p[0], in, out, b, lp, ot);
 }
 
 int dt_cuda_matmul_backward(struct dt_cuda_ctx *c, float *dinp, float *dweight, float *dbias, const void *dout, int dt,

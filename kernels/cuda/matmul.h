@@ -25,12 +25,14 @@ cublasHandle_t dt_cuda_ctx_blas(struct dt_cuda_ctx *c);
 enum {
     DT_CUDA_SCRATCH_WEIGHT,   /* an fp32 weight rounded to lp */
     DT_CUDA_SCRATCH_DOUT,     /* an fp32 dout rounded to lp */
-    DT_CUDA_SCRATCH_OUT,      /* an fp32 D before its rounding into a 16-bit out */
     DT_CUDA_SCRATCH_BIAS,     /* a 16-bit bias, widened or aligned */
     DT_CUDA_SCRATCH_PARTIALS, /* the row blocks' partial sums (ops.h) */
+    DT_CUDA_SCRATCH_SLICES,   /* a multi-tensor AdamW step's slice table (ops.h) */
     DT_CUDA_SCRATCH_SLOTS
 };
 int dt_cuda_ctx_scratch(struct dt_cuda_ctx *c, int slot, size_t bytes, void **out);
+/* device bytes c holds: the workspace and every scratch slot */
+size_t dt_cuda_ctx_bytes(const struct dt_cuda_ctx *c);
 /* kernels.h's matmul_forward/_backward and their _lp twins. lp: DT_CUDA_F32 (everything fp32), or
  * bf16/fp16, the type the products take their operands in (fp32 accumulation): inp is of type lp,
  * out (ot) and dout (dt) of type lp or fp32 (a 16-bit out rounded once, an fp32 dout rounded to lp

@@ -28,6 +28,15 @@
  * take it. The GPU tests drive them against the CPU kernels, and kernels/cuda_table.c is kernels.h's
  * table over them.
  */
+/* kernels.h's struct dt_adamw_slice, field for field (cuda_table.c asserts the layouts are one) */
+struct dt_cuda_adamw_slice {
+    float *param, *m, *v;
+    const void *grad;
+    void *plp;
+    size_t n;
+    float wd, l2;
+};
+
 struct dt_cuda_ops {
     const char *(*error_string)(int err); /* CUDA's errors and cuBLASLt's */
     /* what the matmuls keep between calls (the cuBLASLt handle, workspace, scratch) */
@@ -58,6 +67,8 @@ struct dt_cuda_ops {
     /* device to device; the ranges may overlap (then through a temporary buffer) */
     int (*on_device)(void *dst, const void *src, size_t bytes);
     int (*synchronize)(void);
+    /* device bytes the context holds: cuBLASLt's workspace and the ops' scratch (it only grows) */
+    size_t (*ctx_bytes)(void *ctx);
     /* cudaMemGetInfo on the calling thread's device */
     int (*mem_info)(size_t *free_bytes, size_t *total_bytes);
     /* gelu_backward writes dinp (=) */
@@ -83,6 +94,9 @@ struct dt_cuda_ops {
     /* table of type t: fp32, bf16 or fp16 */
     int (*rows_forward)(float *out, const int32_t *inp, const void *table, int t, int v0, int nv, int n, int C);
     int (*rows_add)(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals, int nrows, int width);
+    /* adamw over ns slices in one launch (ctx: where the slice table goes on the device) */
+    int (*adamw_slices)(void *ctx, const struct dt_cuda_adamw_slice *s, int ns, int gt, float gscale, float lr,
+                        float beta1, float beta2, float eps, int t, int pt);
     /* grad, gt, plp and pt as adamw's */
     int (*sgd)(float *param, const void *grad, int gt, float gscale, float *buf, size_t n, float lr, float momentum,
                int nesterov, float wd, int first_step, void *plp, int pt);

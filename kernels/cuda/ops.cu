@@ -98,15 +98,44 @@ __global__ static void round_lp_kernel(float *dst, const float *src, size_t n, i
 
 /* the gradient of type gt widened as it is read; plp (type pt) not NULL: the updated parameter
  * rounded into it too, so mixed precision's 16-bit copy costs no pass of its own */
+__device__ static inline void adamw_at(float *param, const void *grad, int gt, float gscale, float l2, float *m,
+                                       float *v, size_t i, float lr, float beta1, float beta2, float eps, float wd,
+                                       float step, float rbc2, void *plp, int pt)
+{
+    dt_adamw_one(&param[i], &m[i], &v[i], load(grad, gt, i) * gscale + l2 * param[i], lr, beta1, beta2, eps, wd, step,
+                 rbc2);
+    if (plp) store(plp, pt, i, param[i]);
+}
+
 __global__ static void adamw_kernel(float *param, const void *grad, int gt, float gscale, float l2, float *m, float *v,
                                     size_t n, float lr, float beta1, float beta2, float eps, float wd, float step,
                                     float rbc2, void *plp, int pt)
 {
-    FOR_EACH(i, n)
-    {
-        dt_adamw_one(&param[i], &m[i], &v[i], load(grad, gt, i) * gscale + l2 * param[i], lr, beta1, beta2, eps, wd,
-                     step, rbc2);
-        if (plp) store(plp, pt, i, param[i]);
+    FOR_EACH(i, n) adamw_at(param, grad, gt, gscale, l2, m, v, i, lr, beta1, beta2, eps, wd, step, rbc2, plp, pt);
+}
+
+/* elements of the step's element space a block of adamw_slices_kernel updates */
+#define SLICE_CHUNK 4096
+
+/* Block b updates elements [b * SLICE_CHUNK, (b + 1) * SLICE_CHUNK) of the slices laid end to end:
+ * it finds the slice of its first element by bisection, and each thread steps on to the next slice
+ * as its elements pass the end of one (they only grow). */
+__global__ static void adamw_slices_kernel(const struct dt_cuda_slice_dev *s, int ns, size_t total, int gt,
+                                           float gscale, float lr, float beta1, float beta2, float eps, float step,
+                                           float rbc2, int pt)
+{
+    size_t first = (size_t)blockIdx.x * SLICE_CHUNK, end = first + SLICE_CHUNK < total ? first + SLICE_CHUNK : total;
+    int k = 0, hi = ns - 1;
+    while (k < hi) {
+        int mid = (k + hi + 1) / 2;
+        if (s[mid].start <= first) k = mid;
+        else hi = mid - 1;
+    }
+    for (size_t g = first + threadIdx.x; g < end; g += blockDim.x) {
+        while (g >= s[k].start + s[k].n) k++;
+        const struct dt_cuda_slice_dev *d = &s[k];
+        adamw_at(d->param, d->grad, gt, gscale, d->l2, d->m, d->v, g - d->start, lr, beta1, beta2, eps, d->wd, step,
+                 rbc2, d->plp, pt);
     }
 }
 
@@ -581,6 +610,19 @@ cudaError_t dt_cuda_adamw(float *param, const void *grad, int gt, float gscale, 
     float bc1 = 1.0f - powf(beta1, (float)t), bc2 = 1.0f - powf(beta2, (float)t);
     adamw_kernel<<<blocks(n), THREADS>>>(param, grad, gt, gscale, l2, m, v, n, lr, beta1, beta2, eps, wd, lr / bc1,
                                          1.0f / sqrtf(bc2), plp, pt);
+    return cudaGetLastError();
+}
+
+cudaError_t dt_cuda_adamw_slices(const struct dt_cuda_slice_dev *s, int ns, size_t total, int gt, float gscale,
+                                 float lr, float beta1, float beta2, float eps, int t, int pt)
+{
+    if (!known(gt) || ns < 1) return cudaErrorInvalidValue;
+    size_t nblocks = (total + SLICE_CHUNK - 1) / SLICE_CHUNK;
+    if (!nblocks) return cudaSuccess;
+    if (nblocks > 0x7fffffffu) return cudaErrorInvalidValue;
+    float bc1 = 1.0f - powf(beta1, (float)t), bc2 = 1.0f - powf(beta2, (float)t);
+    adamw_slices_kernel<<<(unsigned)nblocks, THREADS>>>(s, ns, total, gt, gscale, lr, beta1, beta2, eps, lr / bc1,
+                                                        1.0f / sqrtf(bc2), pt);
     return cudaGetLastError();
 }
 

@@ -56,6 +56,19 @@ cudaError_t dt_cuda_position_backward(float *dwpe, const float *dout, int B, int
 cudaError_t dt_cuda_rows_forward(float *out, const int32_t *inp, const void *table, int t, int v0, int nv, int n, int C);
 cudaError_t dt_cuda_rows_add(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals, int nrows,
                              int width);
+/* A slice of a multi-tensor AdamW step as the kernel reads it: module.h's slice and where its
+ * elements start in the step's element space (the slices' n, summed in order). */
+struct dt_cuda_slice_dev {
+    float *param, *m, *v;
+    const void *grad;
+    void *plp;
+    size_t n, start;
+    float wd, l2;
+};
+/* AdamW over the ns slices of the device table s (n > 0 each, starts ascending), total elements in
+ * all: the bits dt_cuda_adamw gives slice by slice, in one launch */
+cudaError_t dt_cuda_adamw_slices(const struct dt_cuda_slice_dev *s, int ns, size_t total, int gt, float gscale,
+                                 float lr, float beta1, float beta2, float eps, int t, int pt);
 /* grad, gt, plp, pt as dt_cuda_adamw's */
 cudaError_t dt_cuda_sgd(float *param, const void *grad, int gt, float gscale, float *buf, size_t n, float lr,
                         float momentum, int nesterov, float wd, int first_step, void *plp, int pt);

@@ -3,6 +3,7 @@
  * cudaError_t carried as int, so that dtrun and the tests include no CUDA header. Part of the CUDA
  * module.
  */
+#include <stdlib.h>
 #include <cuda_runtime.h>
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/module.h"
@@ -38,6 +39,7 @@ static int to_host(void *dst, const void *src, size_t bytes)
     return (int)cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
 }
 static int synchronize(void) { return (int)cudaStreamSynchronize(cudaStreamPerThread); }
+static size_t ctx_bytes(void *ctx) { return dt_cuda_ctx_bytes(ctx); }
 static int mem_info(size_t *free_bytes, size_t *total_bytes) { return (int)cudaMemGetInfo(free_bytes, total_bytes); }
 static int set_device(int dev) { return (int)cudaSetDevice(dev); }
 static int is_device(const void *p)
@@ -86,6 +88,30 @@ static int cast_from_lp(float *dst, const uint16_t *src, size_t n, int t)
     return (int)dt_cuda_cast_from_lp(dst, src, n, t);
 }
 static int round_lp(float *dst, const float *src, size_t n, int t) { return (int)dt_cuda_round_lp(dst, src, n, t); }
+/* The slice table onto the device (the context's scratch), each slice's start in the step's element
+ * space filled in and empty slices left out, then one launch. */
+static int adamw_slices(void *ctx, const struct dt_cuda_adamw_slice *s, int ns, int gt, float gscale, float lr,
+                        float beta1, float beta2, float eps, int t, int pt)
+{
+    struct dt_cuda_slice_dev *h = malloc((size_t)(ns > 0 ? ns : 1) * sizeof *h);
+    if (!h) return (int)cudaErrorMemoryAllocation;
+    int n = 0, e = 0;
+    size_t total = 0;
+    for (int i = 0; i < ns && !e; i++) {
+        if (s[i].plp && pt != DT_CUDA_BF16 && pt != DT_CUDA_F16) e = (int)cudaErrorInvalidValue;
+        if (e || !s[i].n) continue;
+        h[n++] = (struct dt_cuda_slice_dev){s[i].param, s[i].m, s[i].v, s[i].grad, s[i].plp, s[i].n, total, s[i].wd,
+                                            s[i].l2};
+        total += s[i].n;
+    }
+    void *d = NULL;
+    if (!e && n) e = dt_cuda_ctx_scratch(ctx, DT_CUDA_SCRATCH_SLICES, (size_t)n * sizeof *h, &d);
+    /* from pageable memory the copy returns once h is staged, so h can go right after */
+    if (!e && n) e = (int)cudaMemcpyAsync(d, h, (size_t)n * sizeof *h, cudaMemcpyHostToDevice, cudaStreamPerThread);
+    if (!e && n) e = (int)dt_cuda_adamw_slices(d, n, total, gt, gscale, lr, beta1, beta2, eps, t, pt);
+    free(h);
+    return e;
+}
 static int adamw(float *param, const void *grad, int gt, float gscale, float l2, float *m, float *v, size_t n, float lr,
                  float beta1, float beta2, float eps, float wd, int t, void *plp, int pt)
 {
@@ -193,6 +219,7 @@ const struct dt_cuda_ops dt_cuda_ops = {
     .to_host = to_host,
     .synchronize = synchronize,
     .mem_info = mem_info,
+    .ctx_bytes = ctx_bytes,
     .gelu_forward = gelu_forward,
     .gelu_backward = gelu_backward,
     .residual_forward = residual_forward,
@@ -200,6 +227,7 @@ const struct dt_cuda_ops dt_cuda_ops = {
     .cast_from_lp = cast_from_lp,
     .round_lp = round_lp,
     .adamw = adamw,
+    .adamw_slices = adamw_slices,
     .sumsq_nonfinite = sumsq_nonfinite,
     .layernorm_forward = layernorm_forward,
     .layernorm_backward = layernorm_backward,

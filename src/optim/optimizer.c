@@ -51,6 +51,24 @@ void dt_optimizer_update(const struct dt_optimizer *o, float *p, const void *g, 
     }
 }
 
+bool dt_optimizer_slice(const struct dt_optimizer *o, float *p, const void *g, void *plp, size_t at, size_t n,
+                        bool decay, struct dt_adamw_slice *s)
+{
+    float wd = decay ? o->c.weight_decay : 0.0f;
+    if (o->c.kind == DT_OPT_SGD) return false;
+    /* Adam's L2 penalty is part of the gradient, unlike AdamW's decoupled decay */
+    bool adamw = o->c.kind == DT_OPT_ADAMW;
+    *s = (struct dt_adamw_slice){p, o->m + at, o->v + at, g, plp, n, adamw ? wd : 0.0f, adamw ? 0.0f : wd};
+    return true;
+}
+
+void dt_optimizer_apply(const struct dt_optimizer *o, const struct dt_adamw_slice *s, int ns, enum dt_dtype gt,
+                        enum dt_dtype pt, float lr, float gscale)
+{
+    const struct dt_optim_config *c = &o->c;
+    if (ns > 0) o->k->adamw_slices(o->kc, s, ns, gt, gscale, lr, c->beta1, c->beta2, c->eps, (int)o->t, pt);
+}
+
 void dt_optimizer_step(struct dt_optimizer *o, struct dt_model *m, float lr, float gscale)
 {
     dt_optimizer_begin(o);

@@ -38,6 +38,13 @@ size_t dt_optimizer_state_bytes(enum dt_optim_kind kind);
 void dt_optimizer_begin(struct dt_optimizer *o);
 void dt_optimizer_update(const struct dt_optimizer *o, float *p, const void *g, enum dt_dtype gt, void *plp,
                          enum dt_dtype pt, size_t at, size_t n, bool decay, float lr, float gscale);
+/* The same update for AdamW and Adam as a slice of a multi-tensor step (kernels.h), into *s; false
+ * (nothing written) for SGD, which updates with dt_optimizer_update. plp: as there. */
+bool dt_optimizer_slice(const struct dt_optimizer *o, float *p, const void *g, void *plp, size_t at, size_t n,
+                        bool decay, struct dt_adamw_slice *s);
+/* Update the ns slices dt_optimizer_slice made, gradients of type gt, 16-bit copies of type pt. */
+void dt_optimizer_apply(const struct dt_optimizer *o, const struct dt_adamw_slice *s, int ns, enum dt_dtype gt,
+                        enum dt_dtype pt, float lr, float gscale);
 /* One step of every view of a model that keeps its own buffers (m->params, m->grads). */
 void dt_optimizer_step(struct dt_optimizer *o, struct dt_model *m, float lr, float gscale);
 void dt_optimizer_free(struct dt_optimizer *o);

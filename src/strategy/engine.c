@@ -337,6 +337,7 @@ void dt_engine_free(struct dt_engine *e, bool clean)
         e->k->free(e->kc, e->gslots[i].recv);
     }
     for (int i = 0; i < e->npool; i++) e->k->free(e->kc, e->pool[i]);
+    free(e->slices);
     dt_optimizer_free(&e->opt);
     if (e->rep) dt_comm_close(e->rep, clean);
     if (e->shard && e->shard != e->comm) dt_comm_close(e->shard, clean);

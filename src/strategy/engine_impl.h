@@ -76,6 +76,8 @@ struct dt_engine {
     float *master;           /* fp32 master weights of the shard (mixed precision) */
     struct dt_optimizer opt;
     float *scratch, *scratch2; /* sub_group floats each: the optimizer's fp32 gradients and parameters */
+    struct dt_adamw_slice *slices; /* a step's AdamW updates, applied in one call (host memory) */
+    int nslices, slices_cap;
     size_t scratch_n;          /* that many */
     struct slot slots[DT_ENGINE_SLOTS];
     int nslots;

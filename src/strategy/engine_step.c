@@ -5,6 +5,7 @@
  * the parameters back to every rank that needs them (stages 1-2 all-gather).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 #include "core/error.h"
 #include "core/half.h"
@@ -83,18 +84,38 @@ static int view_at(const struct dt_model *m, int v, size_t at)
     return v;
 }
 
-/* Update flat elements [lo, hi) of piece p, all in one view (decay). */
-static void update(struct dt_engine *e, const struct piece *p, size_t lo, size_t hi, bool decay, float lr,
-                   float gscale)
+/* a slice for the step's one AdamW call; false when the host is out of memory for the list */
+static bool add_slice(struct dt_engine *e, const struct dt_adamw_slice *s)
+{
+    if (e->nslices == e->slices_cap) {
+        int cap = e->slices_cap ? 2 * e->slices_cap : 256;
+        struct dt_adamw_slice *l = realloc(e->slices, (size_t)cap * sizeof *l);
+        if (!l) return false;
+        e->slices = l;
+        e->slices_cap = cap;
+    }
+    e->slices[e->nslices++] = *s;
+    return true;
+}
+
+/* Update flat elements [lo, hi) of piece p, all in one view (decay): AdamW's as a slice of the step's
+ * one call, SGD's and stochastic rounding's (which needs scratch a slice at a time) now. */
+static dt_status_t update(struct dt_engine *e, const struct piece *p, size_t lo, size_t hi, bool decay, float lr,
+                          float gscale)
 {
     size_t n = hi - lo, at = p->shard_at + (lo - p->own_off), rel = lo - p->own_off;
     enum dt_dtype t = e->c.pdt;
     void *g = dt_engine_gat(e, dt_engine_owned_grads(e, p), rel), *w = dt_engine_at(e, owned_params(e, p), rel);
     float *w32 = w;
     /* the gradient is read in its storage type; master weights write their working copy in the same pass */
+    struct dt_adamw_slice s;
+    if (!e->c.stochastic && dt_optimizer_slice(&e->opt, e->master ? e->master + at : w32, g, e->master ? w : NULL, at,
+                                               n, decay, &s))
+        return add_slice(e, &s) ? DT_SUCCESS
+                                : dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory listing the optimizer's slices");
     if (e->master) {
         dt_optimizer_update(&e->opt, e->master + at, g, e->gdt, w, t, at, n, decay, lr, gscale);
-        return;
+        return DT_SUCCESS;
     }
     if (e->c.stochastic) {
         e->k->convert(e->kc, e->scratch2, DT_F32, w, t, n);
@@ -102,6 +123,7 @@ static void update(struct dt_engine *e, const struct piece *p, size_t lo, size_t
     }
     dt_optimizer_update(&e->opt, w32, g, e->gdt, NULL, DT_F32, at, n, decay, lr, gscale);
     if (e->c.stochastic) e->k->round_stochastic(e->kc, w, w32, n, e->c.seed ^ (uint64_t)e->opt.t * 0x9e3779b97f4a7c15ull, lo);
+    return DT_SUCCESS;
 }
 
 /* Stages 1-2: every rank's updated parts to every rank, in place, at most allgather_bucket elements in flight. */
@@ -132,18 +154,22 @@ dt_status_t dt_engine_step(struct dt_engine *e, float lr, float gscale)
     const struct dt_model *m = e->m;
     size_t sub = e->c.sub_group && e->scratch ? e->c.sub_group : SIZE_MAX;
     int v = 0;
-    for (int i = 0; i < e->npieces; i++) {
+    dt_status_t rc = DT_SUCCESS;
+    e->nslices = 0;
+    for (int i = 0; i < e->npieces && rc == DT_SUCCESS; i++) {
         const struct piece *p = &e->pieces[i];
-        for (size_t lo = p->own_off, end = p->own_off + p->own_n; lo < end;) {
+        for (size_t lo = p->own_off, end = p->own_off + p->own_n; lo < end && rc == DT_SUCCESS;) {
             v = view_at(m, v, lo);
             const struct dt_param_view *pv = &m->views[v];
             size_t hi = pv->offset + pv->numel < end ? pv->offset + pv->numel : end;
             if (hi - lo > sub) hi = lo + sub;
-            update(e, p, lo, hi, pv->decay, lr, gscale);
+            rc = update(e, p, lo, hi, pv->decay, lr, gscale);
             lo = hi;
         }
         v = 0;
     }
+    if (rc != DT_SUCCESS) return rc;
+    dt_optimizer_apply(&e->opt, e->slices, e->nslices, e->gdt, e->c.pdt, lr, gscale);
     dt_engine_drop_params(e); /* gathered and widened copies hold the old values */
     if (e->c.stage >= 1 && e->c.stage <= 2 && e->shard) return dt_engine_gather_params(e);
     return DT_SUCCESS;

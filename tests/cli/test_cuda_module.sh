@@ -72,6 +72,7 @@ rows_add rows_add_kernel
 softmax_xent softmax_xent_kernel
 softmax_xent_lp softmax_xent_kernel
 adamw adamw_kernel
+adamw_slices adamw_slices_kernel
 sgd sgd_kernel
 mse mse_partial_kernel
 sumsq sumsq_partial_kernel sumsq_final_kernel

@@ -57,11 +57,12 @@ static void check(enum dt_dtype t)
     struct dt_kctx *kc = dt_test_kctx();
     float *x = randn(BT * C, 1), *w = randn(OC * C, 2), *bias = randn(OC, 3), *dout = randn(BT * OC, 4);
     float *xr = rounded(x, BT * C, t), *wr = rounded(w, OC * C, t), *dr = rounded(dout, BT * OC, t);
+    float *br = rounded(bias, OC, t);
     /* the activations in t, as the model stores them */
     uint16_t *xl = narrowed(kc, x, BT * C, t), *dl = narrowed(kc, dout, BT * OC, t);
     static float out[BT * OC], ref[BT * OC], full[BT * OC];
     dt_cpu_matmul_forward_lp(kc, out, DT_F32, xl, w, bias, DT_F32, BT, C, OC, t);
-    dt_cpu_matmul_forward(kc, ref, xr, wr, bias, BT, C, OC);
+    dt_cpu_matmul_forward(kc, ref, xr, wr, br, BT, C, OC); /* the bias rounded too, as autocast's F.linear */
     dt_cpu_matmul_forward(kc, full, x, w, bias, BT, C, OC);
     double e = rel(out, ref, BT * OC), r = rel(full, ref, BT * OC);
     if (e > 1e-6) fail_msg("%s forward differs from rounded fp32 by %g", dt_dtype_str(t), e);
@@ -98,9 +99,8 @@ static void check(enum dt_dtype t)
     uint16_t *w16 = malloc((OC * C + OC) * sizeof *w16);
     dt_cpu_cast_to_lp(kc, w16, w, OC * C, t);
     dt_cpu_cast_to_lp(kc, w16 + OC * C, bias, OC, t);
-    float *br = rounded(bias, OC, t);
     static float out16[BT * OC];
-    dt_cpu_matmul_forward_lp(kc, out, DT_F32, xl, w, br, DT_F32, BT, C, OC, t);
+    dt_cpu_matmul_forward_lp(kc, out, DT_F32, xl, w, bias, DT_F32, BT, C, OC, t);
     dt_cpu_matmul_forward_lp(kc, out16, DT_F32, xl, w16, w16 + OC * C, t, BT, C, OC, t);
     assert_memory_equal(out16, out, sizeof out);
     static float dx16[BT * C], dw16[OC * C];

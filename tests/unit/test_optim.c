@@ -160,5 +160,47 @@ static void fused_16bit_update(void **state)
         }
 }
 
+/* The multi-tensor step: AdamW and Adam slices of one buffer made by dt_optimizer_slice (decayed and
+ * not, a 16-bit copy written for some), applied in one call, give the bits of dt_optimizer_update
+ * slice by slice; SGD makes no slices. */
+static void slices_one_call(void **state)
+{
+    enum { N = 3000, NS = 5 };
+    static const size_t cut[NS + 1] = {0, 7, 1024, 1500, 2999, N};
+    static float p[N], pref[N], g[N];
+    static uint16_t out[N], outref[N];
+    const struct dt_kernels *k = &dt_kernels_cpu;
+    struct dt_kctx *kc = dt_test_kctx();
+    for (int kind = 0; kind < 3; kind++) {
+        struct dt_optim_config c = {(enum dt_optim_kind)kind, 0.9f, 0.95f, 1e-8f, 0.1f, 0.9f, false};
+        struct dt_optimizer o, oref;
+        assert_int_equal(dt_optimizer_init(&o, &c, k, kc, N), DT_SUCCESS);
+        assert_int_equal(dt_optimizer_init(&oref, &c, k, kc, N), DT_SUCCESS);
+        for (int i = 0; i < N; i++) p[i] = pref[i] = 0.5f + 0.001f * (float)(i % 97), g[i] = 0.01f * (float)(i % 13) - 0.05f;
+        for (int step = 0; step < 2; step++) {
+            struct dt_adamw_slice s[NS];
+            int ns = 0;
+            dt_optimizer_begin(&o);
+            dt_optimizer_begin(&oref);
+            for (int i = 0; i < NS; i++) {
+                size_t at = cut[i], n = cut[i + 1] - cut[i];
+                void *plp = i % 2 ? out + at : NULL, *plpref = i % 2 ? outref + at : NULL;
+                bool made = dt_optimizer_slice(&o, p + at, g + at, plp, at, n, i != 2, &s[ns]);
+                assert_int_equal(made, kind != DT_OPT_SGD);
+                if (made) ns++;
+                else dt_optimizer_update(&o, p + at, g + at, DT_F32, plp, DT_BF16, at, n, i != 2, 1e-3f, 0.5f);
+                dt_optimizer_update(&oref, pref + at, g + at, DT_F32, plpref, DT_BF16, at, n, i != 2, 1e-3f, 0.5f);
+            }
+            dt_optimizer_apply(&o, s, ns, DT_F32, DT_BF16, 1e-3f, 0.5f);
+            assert_memory_equal(p, pref, sizeof p);
+            assert_memory_equal(out, outref, sizeof out);
+            assert_memory_equal(o.m, oref.m, sizeof p);
+        }
+        assert_true(p[1] != 0.501f);
+        dt_optimizer_free(&o);
+        dt_optimizer_free(&oref);
+    }
+}
+
 DT_TESTS(T(sgd_momentum), T(sgd_nesterov), T(sgd_plain_with_decay), T(adamw_decoupled_decay), T(adam_l2_decay),
-         T(clipping_factor), T(fused_16bit_update))
+         T(clipping_factor), T(fused_16bit_update), T(slices_one_call))
