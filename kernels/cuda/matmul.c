@@ -28,16 +28,29 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/plan.h"
 
 #define WORKSPACE (32u << 20) /* what cuBLASLt may use for its faster algorithms */
 
+/* what cuBLASLt's heuristic answers from: a gemm's shape, types, epilogue and alignments */
+struct algo_key {
+    int ta, tb, m, n, k, lda, ldb, ldd, ab, dt, bias, beta0;
+    uint32_t align[4];
+};
+
+/* heuristic answers kept per context: a step runs a few dozen shapes, each asked once */
+#define ALGO_CACHE 128
+
 struct dt_cuda_ctx {
     cublasLtHandle_t lt;
     cublasHandle_t blas;
     void *ws;
+    struct algo_key keys[ALGO_CACHE];
+    cublasLtMatmulAlgo_t algos[ALGO_CACHE];
+    int nalgos;
     void *scratch[DT_CUDA_SCRATCH_SLOTS]; /* cudaMalloc'ed: 256-byte aligned */
     size_t scratch_n[DT_CUDA_SCRATCH_SLOTS];
 };
@@ -162,17 +175,30 @@ static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, co
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
     const void *ptr[4] = {A, B, D, D};
+    struct algo_key key = {ta, tb, m, n, k, lda, ldb, ldd, ab, dt, bias != NULL, beta == 0.0f, {0}};
     for (int i = 0; i < 4 && !e; i++) {
-        uint32_t a = alignment(ptr[i]);
-        e = lt_err(cublasLtMatmulPreferenceSetAttribute(pref, align[i], &a, sizeof a));
+        key.align[i] = alignment(ptr[i]);
+        e = lt_err(cublasLtMatmulPreferenceSetAttribute(pref, align[i], &key.align[i], sizeof key.align[i]));
     }
+    /* the heuristic is asked once per kind of gemm (it costs more host time than the launch) */
+    const cublasLtMatmulAlgo_t *algo = NULL;
+    for (int i = 0; i < c->nalgos && !algo; i++)
+        if (!memcmp(&c->keys[i], &key, sizeof key)) algo = &c->algos[i];
     cublasLtMatmulHeuristicResult_t h;
     int found = 0;
-    if (!e) e = lt_err(cublasLtMatmulAlgoGetHeuristic(c->lt, op, la, lb, ld, ld, pref, 1, &h, &found));
-    if (!e && found == 0) e = DT_CUDA_CUBLAS_ERR + (int)CUBLAS_STATUS_NOT_SUPPORTED;
+    if (!e && !algo) {
+        e = lt_err(cublasLtMatmulAlgoGetHeuristic(c->lt, op, la, lb, ld, ld, pref, 1, &h, &found));
+        if (!e && found == 0) e = DT_CUDA_CUBLAS_ERR + (int)CUBLAS_STATUS_NOT_SUPPORTED;
+        algo = &h.algo;
+        if (!e && c->nalgos < ALGO_CACHE) {
+            c->keys[c->nalgos] = key;
+            c->algos[c->nalgos++] = h.algo;
+        }
+    }
     const float alpha = 1.0f;
     if (!e)
-        e = lt_err(cublasLtMatmul(c->lt, op, &alpha, A, la, B, lb, &beta, D, ld, D, ld, &h.algo, c->ws, WORKSPACE, cudaStreamPerThread));
+        e = lt_err(cublasLtMatmul(c->lt, op, &alpha, A, la, B, lb, &beta, D, ld, D, ld, algo, c->ws, WORKSPACE,
+                                  cudaStreamPerThread));
     if (pref) cublasLtMatmulPreferenceDestroy(pref);
     if (ld) cublasLtMatrixLayoutDestroy(ld);
     if (lb) cublasLtMatrixLayoutDestroy(lb);
