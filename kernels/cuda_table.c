@@ -205,11 +205,12 @@ static void layernorm_forward(struct dt_kctx *kc, void *out, enum dt_dtype ot, f
 {
     CALL(kc, layernorm_forward, out, (int)ot, mean, rstd, inp, weight, bias, BT, Ch);
 }
-static void layernorm_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
-                               const float *inp, const float *weight, const float *mean, const float *rstd, int BT,
-                               int Ch)
+static void layernorm_backward(struct dt_kctx *kc, float *dinp, void *dinp_lp, enum dt_dtype lt, float *dweight,
+                               float *dbias, const float *dout, const float *inp, const float *weight,
+                               const float *mean, const float *rstd, int BT, int Ch)
 {
-    CALL(kc, layernorm_backward, C(kc)->mm, dinp, dweight, dbias, dout, inp, weight, mean, rstd, BT, Ch);
+    CALL(kc, layernorm_backward, C(kc)->mm, dinp, dinp_lp, (int)lt, dweight, dbias, dout, inp, weight, mean, rstd, BT,
+         Ch);
 }
 /* the fused kernel keeps each row's log-sum-exp, not the (T,T) softmax */
 static size_t attention_saved(int B, int NH, int T) { return (size_t)B * NH * T; }

@@ -113,8 +113,11 @@ struct dt_kernels {
      * dinp is the residual stream's gradient, dout the matmul's fp32 dinp. */
     void (*layernorm_forward)(struct dt_kctx *kc, void *out, enum dt_dtype ot, float *mean, float *rstd, const float *inp,
                               const float *weight, const float *bias, int BT, int C);
-    void (*layernorm_backward)(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                               const float *weight, const float *mean, const float *rstd, int BT, int C);
+    /* dinp_lp not NULL: dinp, once added to, also rounded into it (type lt): the residual stream's
+     * gradient as the next 16-bit matmul backward reads it, so no pass of its own rounds it */
+    void (*layernorm_backward)(struct dt_kctx *kc, float *dinp, void *dinp_lp, enum dt_dtype lt, float *dweight,
+                               float *dbias, const float *dout, const float *inp, const float *weight, const float *mean,
+                               const float *rstd, int BT, int C);
     /* Causal multi-head attention, fused (flash attention's blocks and online softmax on both
      * backends: the T x T matrix is never stored). qkv (B,T,3C) holds q|k|v and out (B,T,C) the
      * result, both of type at (fp32, or the 16-bit activation type: then the products take the

@@ -169,12 +169,12 @@ static void p_layernorm_forward(struct dt_kctx *kc, void *out, enum dt_dtype ot,
     P(kc)->k->layernorm_forward(P(kc)->inner, out, ot, mean, rstd, inp, weight, bias, BT, C);
     took(kc, OP_layernorm_forward, t0);
 }
-static void p_layernorm_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout,
-                                 const float *inp, const float *weight, const float *mean, const float *rstd, int BT,
-                                 int C)
+static void p_layernorm_backward(struct dt_kctx *kc, float *dinp, void *dinp_lp, enum dt_dtype lt, float *dweight,
+                                 float *dbias, const float *dout, const float *inp, const float *weight,
+                                 const float *mean, const float *rstd, int BT, int C)
 {
     double t0 = start(kc);
-    P(kc)->k->layernorm_backward(P(kc)->inner, dinp, dweight, dbias, dout, inp, weight, mean, rstd, BT, C);
+    P(kc)->k->layernorm_backward(P(kc)->inner, dinp, dinp_lp, lt, dweight, dbias, dout, inp, weight, mean, rstd, BT, C);
     took(kc, OP_layernorm_backward, t0);
 }
 static void p_attention_forward(struct dt_kctx *kc, void *out, float *att, const void *qkv, enum dt_dtype at, int B,

@@ -82,7 +82,8 @@ void dt_cpu_bf16_gemm_select(struct dt_kctx *kc, int onednn);
 const char *dt_cpu_matmul_lp_path(struct dt_kctx *kc, enum dt_dtype t);
 void dt_cpu_layernorm_forward(struct dt_kctx *kc, void *out, enum dt_dtype ot, float *mean, float *rstd, const float *inp, const float *weight,
                               const float *bias, int BT, int C);
-void dt_cpu_layernorm_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+void dt_cpu_layernorm_backward(struct dt_kctx *kc, float *dinp, void *dinp_lp, enum dt_dtype lt, float *dweight,
+                               float *dbias, const float *dout, const float *inp,
                                const float *weight, const float *mean, const float *rstd, int BT, int C);
 void dt_cpu_attention_forward(struct dt_kctx *kc, void *out, float *att, const void *qkv, enum dt_dtype at, int B, int T,
                               int C, int NH);

@@ -68,8 +68,8 @@ static inline void param_grads(float *dweight, float *dbias, const float *dout, 
     }
 }
 
-DT_CLONES void dt_cpu_layernorm_backward(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias,
-                                         const float *dout, const float *inp, const float *weight, const float *mean,
+DT_CLONES void dt_cpu_layernorm_backward(struct dt_kctx *kc, float *dinp, void *dinp_lp, enum dt_dtype lt,
+                                         float *dweight, float *dbias, const float *dout, const float *inp, const float *weight, const float *mean,
                                          const float *rstd, int BT, int C)
 {
     #pragma omp parallel for
@@ -93,6 +93,7 @@ DT_CLONES void dt_cpu_layernorm_backward(struct dt_kctx *kc, float *dinp, float 
             float dnorm = weight[c] * dy[c];
             dx[c] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
         }
+        if (dinp_lp) dt_cpu_store(dinp_lp, lt, (size_t)i * C, dx, (size_t)C);
     }
     #pragma omp parallel
     {

@@ -86,9 +86,10 @@ struct dt_cuda_ops {
     int (*layernorm_forward)(void *out, int ot, float *mean, float *rstd, const float *inp, const float *weight,
                              const float *bias, int BT, int C);
     /* dweight and dbias reduced over rows in the CPU's order (blocks of 64 rows) in ctx's scratch */
-    int (*layernorm_backward)(void *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
-                              const float *inp, const float *weight, const float *mean, const float *rstd, int BT,
-                              int C);
+    /* dinp_lp (type lt) not NULL: dinp also rounded into it */
+    int (*layernorm_backward)(void *ctx, float *dinp, void *dinp_lp, int lt, float *dweight, float *dbias,
+                              const float *dout, const float *inp, const float *weight, const float *mean,
+                              const float *rstd, int BT, int C);
     int (*position_forward)(float *out, const float *wpe, int B, int T, int C);
     int (*position_backward)(float *dwpe, const float *dout, int B, int T, int C);
     /* table of type t: fp32, bf16 or fp16 */

@@ -214,9 +214,10 @@ __global__ static void layernorm_forward_kernel(S *out, float *mean, float *rstd
     }
 }
 
-/* dinp, one block per row */
-__global__ static void layernorm_dinp_kernel(float *dinp, const float *dout, const float *inp, const float *weight,
-                                             const float *mean, const float *rstd, int C)
+/* dinp, one block per row; lp not NULL: the sum also rounded into it */
+template <typename S>
+__global__ static void layernorm_dinp_kernel(float *dinp, S *lp, const float *dout, const float *inp,
+                                             const float *weight, const float *mean, const float *rstd, int C)
 {
     __shared__ float r1[THREADS], r2[THREADS];
     size_t row = (size_t)blockIdx.x * C;
@@ -237,7 +238,9 @@ __global__ static void layernorm_dinp_kernel(float *dinp, const float *dout, con
     float dnorm_mean = r1[0] / C, dnorm_norm_mean = r2[0] / C;
     for (int c = threadIdx.x; c < C; c += blockDim.x) {
         float norm = (x[c] - m) * s, dnorm = weight[c] * dy[c];
-        dinp[row + c] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+        float d = dinp[row + c] + (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+        dinp[row + c] = d;
+        if (lp) dt_st(&lp[row + c], d);
     }
 }
 
@@ -659,16 +662,21 @@ cudaError_t dt_cuda_layernorm_forward(void *out, int ot, float *mean, float *rst
     });
 }
 
-cudaError_t dt_cuda_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                                       const float *weight, const float *mean, const float *rstd, int BT, int C,
-                                       float *scratch)
+cudaError_t dt_cuda_layernorm_backward(float *dinp, void *dinp_lp, int lt, float *dweight, float *dbias,
+                                       const float *dout, const float *inp, const float *weight, const float *mean,
+                                       const float *rstd, int BT, int C, float *scratch)
 {
     if (BT <= 0 || C <= 0) return cudaSuccess;
     dim3 grid;
     if (!row_grid(BT, C, &grid)) return cudaErrorInvalidValue;
     size_t np = dt_cuda_row_partials(BT, C);
     unsigned cb = (unsigned)((C + THREADS - 1) / THREADS);
-    layernorm_dinp_kernel<<<BT, THREADS>>>(dinp, dout, inp, weight, mean, rstd, C);
+    cudaError_t e = dt_by_type(dinp_lp ? lt : DT_CUDA_F32, [&](auto *tag) {
+        using S = std::remove_pointer_t<decltype(tag)>;
+        layernorm_dinp_kernel<S><<<BT, THREADS>>>(dinp, (S *)dinp_lp, dout, inp, weight, mean, rstd, C);
+        return cudaSuccess;
+    });
+    if (e != cudaSuccess) return e;
     layernorm_partials_kernel<<<grid, THREADS>>>(scratch, scratch + np, dout, inp, mean, rstd, BT, C);
     partials_sum_kernel<<<cb, THREADS>>>(dweight, scratch, (int)grid.x, C, 0);
     partials_sum_kernel<<<cb, THREADS>>>(dbias, scratch + np, (int)grid.x, C, 0);

@@ -46,10 +46,10 @@ size_t dt_cuda_row_partials(int BT, int C);
 /* out of type ot (fp32, bf16, fp16), computed in fp32 */
 cudaError_t dt_cuda_layernorm_forward(void *out, int ot, float *mean, float *rstd, const float *inp, const float *weight,
                                       const float *bias, int BT, int C);
-/* scratch: 2 dt_cuda_row_partials(BT, C) floats */
-cudaError_t dt_cuda_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                                       const float *weight, const float *mean, const float *rstd, int BT, int C,
-                                       float *scratch);
+/* scratch: 2 dt_cuda_row_partials(BT, C) floats; dinp_lp (type lt) not NULL: dinp also rounded into it */
+cudaError_t dt_cuda_layernorm_backward(float *dinp, void *dinp_lp, int lt, float *dweight, float *dbias,
+                                       const float *dout, const float *inp, const float *weight, const float *mean,
+                                       const float *rstd, int BT, int C, float *scratch);
 cudaError_t dt_cuda_position_forward(float *out, const float *wpe, int B, int T, int C);
 cudaError_t dt_cuda_position_backward(float *dwpe, const float *dout, int B, int T, int C);
 /* table of type t: fp32, bf16 or fp16 */

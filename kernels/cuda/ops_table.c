@@ -126,13 +126,15 @@ static int layernorm_forward(void *out, int ot, float *mean, float *rstd, const 
 {
     return (int)dt_cuda_layernorm_forward(out, ot, mean, rstd, inp, weight, bias, BT, C);
 }
-static int layernorm_backward(void *ctx, float *dinp, float *dweight, float *dbias, const float *dout,
-                              const float *inp, const float *weight, const float *mean, const float *rstd, int BT,
-                              int C)
+static int layernorm_backward(void *ctx, float *dinp, void *dinp_lp, int lt, float *dweight, float *dbias,
+                              const float *dout, const float *inp, const float *weight, const float *mean,
+                              const float *rstd, int BT, int C)
 {
     void *s = NULL; /* dweight's partials, then dbias's */
     int e = dt_cuda_ctx_scratch(ctx, DT_CUDA_SCRATCH_PARTIALS, 2 * dt_cuda_row_partials(BT, C) * sizeof(float), &s);
-    return e ? e : (int)dt_cuda_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, BT, C, s);
+    return e ? e
+             : (int)dt_cuda_layernorm_backward(dinp, dinp_lp, lt, dweight, dbias, dout, inp, weight, mean, rstd, BT,
+                                               C, s);
 }
 static int position_forward(float *out, const float *wpe, int B, int T, int C)
 {

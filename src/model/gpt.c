@@ -71,9 +71,11 @@ struct gpt {
     void *logits;         /* (B,T,V) block-major (kernels.h); dlogits after a training forward */
     float *losses;        /* (B,T) */
     /* gradient scratch, reused by every layer: the matmuls' dinp in fp32, dqkv and dfch (a matmul's
-     * dout, written by attention's and GELU's backward) of the activation type */
+     * dout, written by attention's and GELU's backward) of the activation type; dres_lp the residual
+     * stream's gradient rounded to it by layernorm's backward, for the projections' backward (NULL
+     * in fp32, where they read dres) */
     float *dres, *dln, *datty, *dfch_gelu, *attn_scratch;
-    void *dqkv, *dfch;
+    void *dqkv, *dfch, *dres_lp;
     int32_t *inputs, *targets;
 };
 
@@ -250,10 +252,14 @@ static void norm_backward(struct gpt *g, int l, int pair, const float *dout, con
     int u = pair_unit(g, l, pair), C = g->c.n_embd;
     const float *w = dt_model_params(&g->base, u);
     float *dw = dt_model_grads_added(&g->base, u);
-    g->base.k->layernorm_backward(g->base.kc, g->dres, dw, dw + C, dout, inp, w, mean, rstd, g->B * g->T, C);
+    g->base.k->layernorm_backward(g->base.kc, g->dres, g->dres_lp, g->at, dw, dw + C, dout, inp, w, mean, rstd,
+                                  g->B * g->T, C);
     dt_model_grads_done(&g->base, u);
     dt_model_params_done(&g->base, u);
 }
+
+/* the residual stream's gradient as a projection's backward reads it: in the activation type */
+static const void *dres(const struct gpt *g) { return g->dres_lp ? g->dres_lp : g->dres; }
 
 /* On entry dres = dL/d(block output); on return dL/d(block input). */
 static void block_backward(struct gpt *g, int l, const float *x)
@@ -263,12 +269,12 @@ static void block_backward(struct gpt *g, int l, const float *x)
     int B = g->B, T = g->T, C = g->c.n_embd, NH = g->c.n_head;
     size_t BTC = (size_t)B * T * C;
     struct block *b = &g->blk[l];
-    linear_backward(g, l, P_FCPROJ, g->dfch_gelu, g->dres, DT_F32, b->fch_gelu, 4 * C, C);
+    linear_backward(g, l, P_FCPROJ, g->dfch_gelu, dres(g), g->at, b->fch_gelu, 4 * C, C);
     k->gelu_backward(kc, g->dfch, b->fch, g->dfch_gelu, g->at, 4 * BTC);
     linear_backward(g, l, P_FC, g->dln, g->dfch, g->at, b->ln2, C, 4 * C);
     /* the residual path: dres becomes dL/d res2 */
     norm_backward(g, l, P_LN2, g->dln, b->res2, b->ln2_mean, b->ln2_rstd);
-    linear_backward(g, l, P_ATTPROJ, g->datty, g->dres, DT_F32, b->atty, C, C);
+    linear_backward(g, l, P_ATTPROJ, g->datty, dres(g), g->at, b->atty, C, C);
     k->attention_backward(kc, g->dqkv, g->datty, b->qkv, b->atty, b->att, g->attn_scratch, g->at, B, T, C, NH);
     linear_backward(g, l, P_QKV, g->dln, g->dqkv, g->at, b->ln1, C, 3 * C);
     norm_backward(g, l, P_LN1, g->dln, x, b->ln1_mean, b->ln1_rstd);
@@ -341,7 +347,8 @@ static void gpt_backward(struct dt_model *m)
     }
     const float *w = dt_model_params(m, g->u_lnf);
     float *dw = dt_model_grads_added(m, g->u_lnf);
-    k->layernorm_backward(kc, g->dres, dw, dw + C, g->dln, g->resid[L], w, g->lnf_mean, g->lnf_rstd, BT, C);
+    k->layernorm_backward(kc, g->dres, g->dres_lp, g->at, dw, dw + C, g->dln, g->resid[L], w, g->lnf_mean,
+                          g->lnf_rstd, BT, C);
     dt_model_grads_done(m, g->u_lnf);
     dt_model_params_done(m, g->u_lnf);
     for (int l = L - 1; l >= 0; l--) {
@@ -422,6 +429,7 @@ static size_t carve(struct gpt *g, char *base, size_t nscratch, size_t *kept)
     g->dqkv = take(&cur, 3 * BTC, at);
     g->dfch = take(&cur, 4 * BTC, at);
     g->dfch_gelu = take(&cur, 4 * BTC, DT_F32);
+    g->dres_lp = at == DT_F32 ? NULL : take(&cur, BTC, at);
     g->attn_scratch = take(&cur, nscratch, DT_F32);
     return cur.off;
 }

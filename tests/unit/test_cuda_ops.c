@@ -356,8 +356,8 @@ static void layernorm_and_positions(int C)
     CK(gpu->to_device(grstd, rstd, BT * 4));
     void *ctx = NULL;
     CK(gpu->ctx_create(&ctx));
-    dt_kernels_cpu.layernorm_backward(kc, dx, dw, db, dy, x, w, mean, rstd, BT, C);
-    CK(gpu->layernorm_backward(ctx, gdx, gdw, gdb, gdy, gx, gw, gmean, grstd, BT, C));
+    dt_kernels_cpu.layernorm_backward(kc, dx, NULL, DT_F32, dw, db, dy, x, w, mean, rstd, BT, C);
+    CK(gpu->layernorm_backward(ctx, gdx, NULL, DT_F32, gdw, gdb, gdy, gx, gw, gmean, grstd, BT, C));
     float *hx = back(gdx, n), *hw = back(gdw, C), *hb = back(gdb, C);
     /* dinp: sums over C in another order; dweight: the CPU's order, but nvcc and GCC may fuse the
      * product's last multiply with the add differently (an fp32 rounding per row, 145 rows) */
@@ -370,9 +370,9 @@ static void layernorm_and_positions(int C)
     float *hw1 = hw, *hb1 = hb;
     CK(gpu->to_device(gdw, dw, C * 4));
     CK(gpu->to_device(gdb, db, C * 4));
-    CK(gpu->layernorm_backward(ctx, gdx, gdw, gdb, gdy, gx, gw, gmean, grstd, BT, C));
+    CK(gpu->layernorm_backward(ctx, gdx, NULL, DT_F32, gdw, gdb, gdy, gx, gw, gmean, grstd, BT, C));
     hw = back(gdw, C), hb = back(gdb, C);
-    dt_kernels_cpu.layernorm_backward(kc, dx, dw, db, dy, x, w, mean, rstd, BT, C);
+    dt_kernels_cpu.layernorm_backward(kc, dx, NULL, DT_F32, dw, db, dy, x, w, mean, rstd, BT, C);
     snprintf(what, sizeof what, "layernorm_backward, C = %d: a second pass adds the same sums again", C);
     report(memcmp(hb, db, C * 4) == 0 && maxrel(hw, dw, C) < 1e-4, what, maxrel(hw, dw, C));
     free(hx), free(hw), free(hb), free(hw1), free(hb1);

@@ -113,7 +113,7 @@ static void layernorm_case(int BT, int C)
     float *R = rnd(BT * C, 1, 8), *out = calloc(BT * C, 4);
     float *di = calloc(BT * C, 4), *dw = calloc(C, 4), *db = calloc(C, 4);
     K->layernorm_forward(KC, out, DT_F32, l.mean, l.rstd, l.inp, l.w, l.b, BT, C);
-    K->layernorm_backward(KC, di, dw, db, R, l.inp, l.w, l.mean, l.rstd, BT, C);
+    K->layernorm_backward(KC, di, NULL, DT_F32, dw, db, R, l.inp, l.w, l.mean, l.rstd, BT, C);
     struct fd f = {ln_fwd, (size_t)BT * C, R, &l};
     check(&f, "layernorm dinp", l.inp, BT * C, di, 5e-3);
     check(&f, "layernorm dweight", l.w, C, dw, 1e-3);
@@ -475,6 +475,11 @@ static void activations_16bit(void **state)
         K->layernorm_forward(KC, out, t, mean, rstd, x, w, b, BT, C);
         K->layernorm_forward(KC, ref, DT_F32, mean, rstd, x, w, b, BT, C);
         same_rounded("layernorm_forward", t, out, ref, BT * C);
+        /* backward adds into the fp32 residual gradient and rounds the sum into a 16-bit copy */
+        float *dx = rnd(BT * C, 1, 66), *dw = calloc(C, 4), *db = calloc(C, 4);
+        K->layernorm_backward(KC, dx, out, t, dw, db, res, x, w, mean, rstd, BT, C);
+        same_rounded("layernorm_backward's 16-bit dinp", t, out, dx, BT * C);
+        free(dx), free(dw), free(db);
         /* GELU forward and backward on 16-bit values */
         uint16_t *h = lp_of(x, BT * C, t);
         float *hx = f32_of(h, BT * C, t);
