@@ -300,21 +300,21 @@ static void sgd(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtyp
 static float mse(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n)
 {
     float loss = 0;
-    CALL(kc, mse, dout, out, target, dloss, n, &loss);
+    CALL(kc, mse, C(kc)->mm, dout, out, target, dloss, n, &loss);
     return loss;
 }
 static double sumsq(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n)
 {
     double s = 0;
     size_t bad = 0;
-    CALL(kc, sumsq_nonfinite, x, (int)t, n, &s, &bad);
+    CALL(kc, sumsq_nonfinite, C(kc)->mm, x, (int)t, n, &s, &bad);
     return s;
 }
 static size_t nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n)
 {
     double s = 0;
     size_t bad = 0;
-    CALL(kc, sumsq_nonfinite, x, (int)t, n, &s, &bad);
+    CALL(kc, sumsq_nonfinite, C(kc)->mm, x, (int)t, n, &s, &bad);
     return bad;
 }
 /* three of the module's reads of disjoint parts: one read of x in all */
@@ -325,11 +325,11 @@ static double sumsq_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t
     size_t esz = dt_dtype_size(t), hi = lo + sn, nb = 0;
     double s = 0, other = 0;
     *bad = 0;
-    if (sn) CALL(kc, sumsq_nonfinite, b + lo * esz, (int)t, sn, &s, bad);
-    if (lo) CALL(kc, sumsq_nonfinite, b, (int)t, lo, &other, &nb);
+    if (sn) CALL(kc, sumsq_nonfinite, C(kc)->mm, b + lo * esz, (int)t, sn, &s, bad);
+    if (lo) CALL(kc, sumsq_nonfinite, C(kc)->mm, b, (int)t, lo, &other, &nb);
     *bad += nb;
     nb = 0;
-    if (n > hi) CALL(kc, sumsq_nonfinite, b + hi * esz, (int)t, n - hi, &other, &nb);
+    if (n > hi) CALL(kc, sumsq_nonfinite, C(kc)->mm, b + hi * esz, (int)t, n - hi, &other, &nb);
     *bad += nb;
     return s;
 }

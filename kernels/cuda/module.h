@@ -82,7 +82,7 @@ struct dt_cuda_ops {
     /* grad of type gt (any of the three); plp: NULL, or the updated parameters rounded to pt (16-bit) */
     int (*adamw)(float *param, const void *grad, int gt, float gscale, float l2, float *m, float *v, size_t n, float lr,
                  float beta1, float beta2, float eps, float wd, int t, void *plp, int pt);
-    int (*sumsq_nonfinite)(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite);
+    int (*sumsq_nonfinite)(void *ctx, const void *x, int t, size_t n, double *sumsq, size_t *nonfinite);
     int (*layernorm_forward)(void *out, int ot, float *mean, float *rstd, const float *inp, const float *weight,
                              const float *bias, int BT, int C);
     /* dweight and dbias reduced over rows in the CPU's order (blocks of 64 rows) in ctx's scratch */
@@ -105,7 +105,7 @@ struct dt_cuda_ops {
     /* convert (add 0) and accumulate (add 1) between fp32, bf16, fp16 */
     int (*convert)(void *dst, int dt, const void *src, int st, size_t n, int add);
     /* *loss: the mean squared error (synchronizes) */
-    int (*mse)(float *dout, const float *out, const float *target, float dloss, size_t n, float *loss);
+    int (*mse)(void *ctx, float *dout, const float *out, const float *target, float dloss, size_t n, float *loss);
     /* *mean: the mean loss (synchronizes) */
     int (*softmax_xent)(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
                         float *mean);

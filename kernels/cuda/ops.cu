@@ -629,24 +629,23 @@ cudaError_t dt_cuda_adamw_slices(const struct dt_cuda_slice_dev *s, int ns, size
     return cudaGetLastError();
 }
 
-cudaError_t dt_cuda_sumsq_nonfinite(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite)
+static_assert(DT_CUDA_REDUCE_BYTES >= REDUCE_BLOCKS * (sizeof(double) + sizeof(unsigned long long)),
+              "ops.h's reduction scratch holds the partials");
+
+/* scratch: the partial sums, then the partial counts (the caller's: no allocation, which would wait
+ * for the device, per call) */
+cudaError_t dt_cuda_sumsq_nonfinite(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite, void *scratch)
 {
     if (t != DT_CUDA_F32 && t != DT_CUDA_BF16 && t != DT_CUDA_F16) return cudaErrorInvalidValue;
-    double *partial = NULL;
-    unsigned long long *bad = NULL;
-    cudaError_t e = cudaMalloc((void **)&partial, REDUCE_BLOCKS * sizeof *partial);
-    if (e == cudaSuccess) e = cudaMalloc((void **)&bad, REDUCE_BLOCKS * sizeof *bad);
-    if (e == cudaSuccess) {
-        sumsq_partial_kernel<<<REDUCE_BLOCKS, THREADS>>>(partial, bad, x, t, n);
-        sumsq_final_kernel<<<1, 1>>>(partial, bad, REDUCE_BLOCKS);
-        e = cudaGetLastError();
-    }
+    double *partial = (double *)scratch;
+    unsigned long long *bad = (unsigned long long *)(partial + REDUCE_BLOCKS);
+    sumsq_partial_kernel<<<REDUCE_BLOCKS, THREADS>>>(partial, bad, x, t, n);
+    sumsq_final_kernel<<<1, 1>>>(partial, bad, REDUCE_BLOCKS);
+    cudaError_t e = cudaGetLastError();
     unsigned long long nb = 0;
     double sum = 0;
     if (e == cudaSuccess) e = cudaMemcpy(&sum, partial, sizeof sum, cudaMemcpyDeviceToHost);
     if (e == cudaSuccess) e = cudaMemcpy(&nb, bad, sizeof nb, cudaMemcpyDeviceToHost);
-    cudaError_t f1 = cudaFree(partial), f2 = cudaFree(bad);
-    if (e == cudaSuccess) e = f1 != cudaSuccess ? f1 : f2;
     if (e == cudaSuccess) *sumsq = sum, *nonfinite = (size_t)nb;
     return e;
 }
@@ -807,17 +806,13 @@ cudaError_t dt_cuda_convert(void *dst, int dt, const void *src, int st, size_t n
     return cudaGetLastError();
 }
 
-cudaError_t dt_cuda_mse(float *dout, const float *out, const float *target, float dloss, size_t n, float *loss)
+cudaError_t dt_cuda_mse(float *dout, const float *out, const float *target, float dloss, size_t n, float *loss,
+                        void *scratch)
 {
-    double *partial = NULL, host[REDUCE_BLOCKS];
-    cudaError_t e = cudaMalloc((void **)&partial, REDUCE_BLOCKS * sizeof *partial);
-    if (e == cudaSuccess) {
-        mse_partial_kernel<<<REDUCE_BLOCKS, THREADS>>>(partial, dout, out, target, dloss, n);
-        e = cudaGetLastError();
-    }
+    double *partial = (double *)scratch, host[REDUCE_BLOCKS];
+    mse_partial_kernel<<<REDUCE_BLOCKS, THREADS>>>(partial, dout, out, target, dloss, n);
+    cudaError_t e = cudaGetLastError();
     if (e == cudaSuccess) e = cudaMemcpy(host, partial, sizeof host, cudaMemcpyDeviceToHost);
-    cudaError_t f = cudaFree(partial);
-    if (e == cudaSuccess) e = f;
     if (e == cudaSuccess) { /* the partials in order of block, as sumsq adds them */
         double s = 0;
         for (int i = 0; i < REDUCE_BLOCKS; i++) s += host[i];

@@ -35,7 +35,9 @@ cudaError_t dt_cuda_round_lp(float *dst, const float *src, size_t n, int t);
 cudaError_t dt_cuda_adamw(float *param, const void *grad, int gt, float gscale, float l2, float *m, float *v, size_t n,
                           float lr, float beta1, float beta2, float eps, float wd, int t, void *plp, int pt);
 /* both of one gradient in one read, copied back to the host (synchronizes) */
-cudaError_t dt_cuda_sumsq_nonfinite(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite);
+/* the device scratch the reductions to a host value take (sumsq_nonfinite, mse): their block partials */
+#define DT_CUDA_REDUCE_BYTES (256 * 16)
+cudaError_t dt_cuda_sumsq_nonfinite(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite, void *scratch);
 /* Reductions over rows (layernorm's dweight and dbias, a bias's column sums) in kernels/cpu/cpu.h's
  * fixed order: rows cut into blocks of DT_CUDA_ROW_BLOCK, each block summed in row order into a
  * partial (from 0), the partials added in block order (from 0), the total added to the output
@@ -76,7 +78,8 @@ cudaError_t dt_cuda_round_stochastic(uint16_t *dst, const float *src, size_t n, 
 /* kernels.h's convert (add 0) and accumulate (add 1), dt and st any of the three float types */
 cudaError_t dt_cuda_convert(void *dst, int dt, const void *src, int st, size_t n, int add);
 /* *loss: the mean squared error (synchronizes) */
-cudaError_t dt_cuda_mse(float *dout, const float *out, const float *target, float dloss, size_t n, float *loss);
+cudaError_t dt_cuda_mse(float *dout, const float *out, const float *target, float dloss, size_t n, float *loss,
+                        void *scratch);
 /* dbias(OC) += (set: =) the column sums of dout(BT, OC) of type t, widened (the matmul's bias
  * gradient); scratch: dt_cuda_row_partials(BT, OC) floats */
 cudaError_t dt_cuda_column_sums(float *dbias, const void *dout, int t, int BT, int OC, int set, float *scratch);

@@ -117,9 +117,11 @@ static int adamw(float *param, const void *grad, int gt, float gscale, float l2,
 {
     return (int)dt_cuda_adamw(param, grad, gt, gscale, l2, m, v, n, lr, beta1, beta2, eps, wd, t, plp, pt);
 }
-static int sumsq_nonfinite(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite)
+static int sumsq_nonfinite(void *ctx, const void *x, int t, size_t n, double *sumsq, size_t *nonfinite)
 {
-    return (int)dt_cuda_sumsq_nonfinite(x, t, n, sumsq, nonfinite);
+    void *s;
+    int e = dt_cuda_ctx_scratch(ctx, DT_CUDA_SCRATCH_REDUCE, DT_CUDA_REDUCE_BYTES, &s);
+    return e ? e : (int)dt_cuda_sumsq_nonfinite(x, t, n, sumsq, nonfinite, s);
 }
 static int layernorm_forward(void *out, int ot, float *mean, float *rstd, const float *inp, const float *weight,
                              const float *bias, int BT, int C)
@@ -172,9 +174,11 @@ static int convert(void *dst, int dt, const void *src, int st, size_t n, int add
 {
     return (int)dt_cuda_convert(dst, dt, src, st, n, add);
 }
-static int mse(float *dout, const float *out, const float *target, float dloss, size_t n, float *loss)
+static int mse(void *ctx, float *dout, const float *out, const float *target, float dloss, size_t n, float *loss)
 {
-    return (int)dt_cuda_mse(dout, out, target, dloss, n, loss);
+    void *s;
+    int e = dt_cuda_ctx_scratch(ctx, DT_CUDA_SCRATCH_REDUCE, DT_CUDA_REDUCE_BYTES, &s);
+    return e ? e : (int)dt_cuda_mse(dout, out, target, dloss, n, loss, s);
 }
 
 static int softmax_xent_lp(float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V, int vb,

@@ -22,6 +22,7 @@
 
 static const struct dt_cuda_ops *gpu;
 static struct dt_kctx *kc; /* the CPU twins' context */
+static void *mm;            /* the module's context, for the ops that take one outside the matmul tests */
 static int tap_n, failed;
 
 static void report(int ok, const char *what, double got)
@@ -294,12 +295,12 @@ static void optimizer_and_norms(void)
     CK(gpu->to_device(dg, g, N * 4));
     double s = 0;
     size_t bad = 0;
-    CK(gpu->sumsq_nonfinite(dg, (int)DT_F32, N, &s, &bad));
+    CK(gpu->sumsq_nonfinite(mm, dg, (int)DT_F32, N, &s, &bad));
     size_t cpu_bad = dt_kernels_cpu.nonfinite(kc, g, DT_F32, N);
     g[17] = g[4242] = 0;
     report(bad == cpu_bad && bad == 2, "nonfinite counts the inf and the nan", (double)bad);
     CK(gpu->to_device(dg, g, N * 4));
-    CK(gpu->sumsq_nonfinite(dg, (int)DT_F32, N, &s, &bad));
+    CK(gpu->sumsq_nonfinite(mm, dg, (int)DT_F32, N, &s, &bad));
     double ref = dt_kernels_cpu.sumsq(kc, g, DT_F32, N);
     report(fabs(s - ref) / ref < 1e-12 && bad == 0, "sumsq in double, fp32 gradient", fabs(s - ref) / ref);
     uint16_t *h = malloc(N * 2);
@@ -310,13 +311,13 @@ static void optimizer_and_norms(void)
         g[99] = INFINITY;
         dt_kernels_cpu.cast_to_lp(kc, h, g, N, lp[k]);
         CK(gpu->to_device(dh, h, N * 2));
-        CK(gpu->sumsq_nonfinite(dh, (int)lp[k], N, &s, &bad));
+        CK(gpu->sumsq_nonfinite(mm, dh, (int)lp[k], N, &s, &bad));
         snprintf(what, sizeof what, "nonfinite, %s gradient", dt_dtype_str(lp[k]));
         report(bad == dt_kernels_cpu.nonfinite(kc, h, lp[k], N) && bad == 1, what, (double)bad);
         g[99] = 0;
         dt_kernels_cpu.cast_to_lp(kc, h, g, N, lp[k]);
         CK(gpu->to_device(dh, h, N * 2));
-        CK(gpu->sumsq_nonfinite(dh, (int)lp[k], N, &s, &bad));
+        CK(gpu->sumsq_nonfinite(mm, dh, (int)lp[k], N, &s, &bad));
         ref = dt_kernels_cpu.sumsq(kc, h, lp[k], N);
         snprintf(what, sizeof what, "sumsq, %s gradient", dt_dtype_str(lp[k]));
         report(fabs(s - ref) / ref < 1e-12, what, fabs(s - ref) / ref);
@@ -820,7 +821,7 @@ static void updates_and_conversions(void)
     float *dout = calloc(N, 4), *gdout = dev(NULL, N * 4), loss = 0;
     CK(gpu->to_device(gp, p, N * 4)); /* the same outputs on both sides */
     float ref = dt_kernels_cpu.mse(kc, dout, p, g, 0.25f, N);
-    CK(gpu->mse(gdout, gp, gg, 0.25f, N, &loss));
+    CK(gpu->mse(mm, gdout, gp, gg, 0.25f, N, &loss));
     float *hd = back(gdout, N);
     d = fmax(fabs((double)loss - ref) / ref, maxrel(hd, dout, N));
     report(d < 1e-6, "mse: the loss and its gradient", d);
@@ -1071,8 +1072,8 @@ int main(void)
         return 77;
     }
     gpu = m->ops;
-    if (dt_kernels_cpu.ctx_create(-1, &kc) != DT_SUCCESS || gpu->set_device(0)) {
-        printf("Bail out! cannot start the CPU kernels or select GPU 0\n");
+    if (dt_kernels_cpu.ctx_create(-1, &kc) != DT_SUCCESS || gpu->set_device(0) || gpu->ctx_create(&mm)) {
+        printf("Bail out! cannot start the CPU kernels, select GPU 0 or make the module's context\n");
         return 1;
     }
     elementwise();
@@ -1087,6 +1088,7 @@ int main(void)
     attention_shapes();
     loss_lp();
     narrow_widen();
+    gpu->ctx_destroy(mm);
     dt_kernels_cpu.ctx_destroy(kc);
     printf("1..%d\n", tap_n);
     return failed ? 1 : 0;
