@@ -43,6 +43,11 @@
  * softmax with the masked entries 0, and backward works from it and writes dqkv. The GPU tests hold
  * the fused kernels against it and against the CPU, and its att against a softmax of their own.
  *
+ * Tensor cores (attention_tc.cu): bf16 and fp16 activations of head size 64 or 128, with buffers
+ * 16-byte aligned (dt_cuda_attention_tc_takes), go to the tensor-core twins of the fused kernels
+ * (forward, dkv, dq; backward after the same drow kernel). Every other call (fp32, other head
+ * sizes) runs the kernels here.
+ *
  * Every launcher returns cudaSuccess or the launch's error (the reference: or DT_CUDA_CUBLAS_ERR +
  * cuBLAS's status). Launches go on the default stream, per thread in this build.
  */
@@ -50,6 +55,7 @@
 #include <cuda_runtime.h>
 #include <math.h>
 #include <type_traits>
+#include "kernels/cuda/attention_tc.h"
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/ops.h"
 #include "kernels/cuda/plan.h"
@@ -453,6 +459,8 @@ cudaError_t dt_cuda_attention_forward(void *out, float *lse, const void *qkv, in
         int D;
         cudaError_t bad = launch_dim(B, T, C, NH, &D);
         if (bad != cudaSuccess || !D) return bad;
+        if (dt_cuda_attention_tc_takes(at, C / NH, out, qkv, NULL))
+            return dt_cuda_attention_tc_forward(out, lse, qkv, at, B, T, C, NH);
         S *o = (S *)out;
         const S *x = (const S *)qkv;
         return D == 32 ? forward_launch<32>(o, lse, x, B, T, C, NH)
@@ -473,6 +481,8 @@ cudaError_t dt_cuda_attention_backward(void *dqkv, const float *dout, const void
         attention_drow_kernel<<<warp_blocks(rows), 256>>>(scratch, dout, (const S *)out, NH, T, C, rows);
         cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) return e;
+        if (dt_cuda_attention_tc_takes(at, C / NH, dqkv, dout, qkv))
+            return dt_cuda_attention_tc_backward(dqkv, dout, qkv, lse, scratch, at, B, T, C, NH);
         S *d = (S *)dqkv;
         const S *x = (const S *)qkv;
         return D == 32 ? backward_launch<32>(d, dout, x, lse, scratch, B, T, C, NH)

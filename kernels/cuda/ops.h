@@ -96,7 +96,9 @@ cudaError_t dt_cuda_widen_inplace(void *buf, size_t n, int t);
 /*
  * attention.cu: causal multi-head attention, qkv (B,T,3C) = q|k|v and out (B,T,C) of type at (fp32,
  * bf16, fp16: widened as read, computed in fp32, rounded once on store), dqkv written (=) in type at
- * (kernels.h). Fused (flash attention, head size C/NH up to 128, else cudaErrorInvalidValue): forward
+ * (kernels.h); bf16 and fp16 at head size 64 or 128 run on tensor cores (attention_tc.h), which also
+ * round P, dS and dout to 16 bits before their products. Fused (flash attention, head size C/NH up
+ * to 128, else cudaErrorInvalidValue): forward
  * writes out and lse (B,NH,T, fp32), each query row's log-sum-exp of its scaled scores, the only
  * state backward needs; backward takes the forward's out and lse (dout in fp32) and
  * dt_cuda_attention_scratch(...) floats of device scratch, and gives the same bits on every run

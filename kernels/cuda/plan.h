@@ -1,7 +1,8 @@
 /*
  * plan.h - the host-side decisions of the CUDA kernels, in plain C so that a unit test checks them
  * on any machine (tests/unit/test_cuda_plan.c): how the fused attention's grid covers the rows,
- * what its blocks keep in shared memory, and how kernels.h's row-major matmuls become cuBLASLt's
+ * what its blocks keep in shared memory (and the tensor-core attention's, with its mma fragments:
+ * which lane holds or addresses which element), and how kernels.h's row-major matmuls become cuBLASLt's
  * column-major gemms. attention.cu and matmul.c take their numbers from here, nowhere else.
  */
 #ifndef DT_CUDA_PLAN_H
@@ -51,6 +52,76 @@ DT_HD static inline void dt_attn_block(unsigned block, int BH, int nblk, bool la
 /* static shared memory of a block: two tiles of KT x (D + 1) floats (the extra column keeps the
  * lanes on different banks), and dkv's per-query lse and Drow */
 #define DT_ATTN_SMEM(D, dkv) ((int)sizeof(float) * (2 * DT_ATTN_KT * ((D) + 1) + ((dkv) ? 2 * DT_ATTN_KT : 0)))
+
+/* ---- fused attention on tensor cores (attention_tc.cu): bf16 and fp16 activations, head size 64
+ * or 128. A block is 4 warps; each warp owns 16 of the block's 64 own rows (one m16 row block of
+ * the mma) and walks tiles of KT rows staged in shared memory as 16-bit rows of D + PAD elements. */
+#define DT_ATTN_TC_WARPS 4
+#define DT_ATTN_TC_ROWS 64 /* a block's own rows: queries in forward and dq, keys in dkv */
+/* 16-bit elements after each shared row: a row of 2 (D + 8) bytes keeps ldmatrix's row addresses
+ * 16-byte aligned, and its 8 rows of 16 bytes start 4 banks apart (2 (D + 8) / 4 = 4 mod 32 words):
+ * the 32 banks once, no conflict */
+#define DT_ATTN_TC_PAD 8
+/* the three kernels, for the tile and shared memory sizes below */
+enum dt_attn_tc_kernel { DT_ATTN_TC_FWD, DT_ATTN_TC_DKV, DT_ATTN_TC_DQ };
+
+/* the head sizes the tensor-core kernels are instantiated for */
+DT_HD static inline bool dt_attn_tc_head(int hs) { return hs == 64 || hs == 128; }
+/* Rows of the tiles a block walks (keys in forward and dq, queries in dkv): 64, but 32 in backward
+ * at D = 128, where a warp's fp32 accumulators (dK and dV: 2 x 64 per lane) leave room for the
+ * scores of 32 columns only (S and dP: 2 x 16 per lane) under 255 registers. A multiple of 16 (the
+ * mma's k) that divides DT_ATTN_TC_ROWS, so that dkv's first query tile starts at its first key. */
+DT_HD static DT_CONSTEXPR inline int dt_attn_tc_kt(int kernel, int D)
+{
+    return kernel == DT_ATTN_TC_FWD || D <= 64 ? 64 : 32;
+}
+DT_HD static inline int dt_attn_tc_blocks_per_head(int T)
+{
+    return (int)(((long long)T + DT_ATTN_TC_ROWS - 1) / DT_ATTN_TC_ROWS);
+}
+/* the grid, every head's blocks in one dimension (dt_attn_block maps a block to its head and
+ * rows); 0 when past gridDim.x's limit */
+static inline unsigned dt_attn_tc_grid(int B, int T, int NH)
+{
+    size_t n = (size_t)B * (size_t)NH * (size_t)dt_attn_tc_blocks_per_head(T);
+    return n <= 0x7fffffffu ? (unsigned)n : 0;
+}
+/* Dynamic shared memory of a block, bytes: forward a K and a V tile (the block's Q passes through
+ * the K tile into registers first); dkv its own K and V and a tile of Q and of dO, and the tile's
+ * lse and Drow (fp32); dq its own Q and dO and a tile of K and of V. Over 48 KiB (dkv and dq at
+ * D = 128: 52480 and 52224) the launcher opts in (cudaFuncAttributeMaxDynamicSharedMemorySize). */
+DT_HD static DT_CONSTEXPR inline int dt_attn_tc_smem(int kernel, int D)
+{
+    return kernel == DT_ATTN_TC_FWD
+               ? 2 * dt_attn_tc_kt(kernel, D) * 2 * (D + DT_ATTN_TC_PAD)
+               : 2 * (DT_ATTN_TC_ROWS + dt_attn_tc_kt(kernel, D)) * 2 * (D + DT_ATTN_TC_PAD) +
+                     (kernel == DT_ATTN_TC_DKV ? 2 * dt_attn_tc_kt(kernel, D) * (int)sizeof(float) : 0);
+}
+#define DT_ATTN_TC_STATIC_SMEM (48 * 1024) /* what a block gets without opting in */
+
+/*
+ * The fragments of mma.sync.m16n8k16 with 16-bit A and B and fp32 accumulators (PTX ISA, "Matrix
+ * Fragments for mma.m16n8k16 with floating point type"), lane = 0..31: accumulator element i
+ * (0..3) of a 16 x 8 tile is at row lane/4 + 8 (i/2), column 2 (lane%4) + i%2. A (16 x 16, row)
+ * register r holds row lane/4 + 8 (r%2), columns 2 (lane%4) + 8 (r/2) and the next; B (16 x 8,
+ * col) register r holds rows 2 (lane%4) + 8 r and the next of column lane/4. So the accumulators of
+ * two 8-column tiles, j = 2c and 2c + 1, packed in pairs, are A's registers for the k-columns
+ * [16c, 16c + 16): {acc[2c][0,1], acc[2c][2,3], acc[2c+1][0,1], acc[2c+1][2,3]}.
+ */
+DT_HD static inline int dt_mma_acc_row(int lane, int i) { return lane / 4 + (i / 2) * 8; }
+DT_HD static inline int dt_mma_acc_col(int lane, int i) { return 2 * (lane % 4) + i % 2; }
+/*
+ * ldmatrix.x4 reads four 8 x 8 blocks of 16-bit elements, lanes 8m..8m+7 giving the addresses of
+ * block m's 8 rows, and gives each lane one register of each. For a 16 x 16 block of shared rows,
+ * the (row, column) of its corner that lane points at:
+ *   - A stored [m][k] (row-major), or a pair of B tiles stored [k][n] read with .trans: blocks
+ *     top-left, bottom-left, top-right, bottom-right, which are A's registers 0..3, or B's
+ *     registers 0, 1 of columns [0, 8) and then 0, 1 of columns [8, 16);
+ *   - a pair of B tiles stored [n][k] (bn, read without .trans): top-left, top-right,
+ *     bottom-left, bottom-right, B's registers 0, 1 of the first 8 n, then of the next 8.
+ */
+DT_HD static inline int dt_mma_ldsm_row(int lane, bool bn) { return lane % 8 + (bn ? lane / 16 : lane / 8 % 2) * 8; }
+DT_HD static inline int dt_mma_ldsm_col(int lane, bool bn) { return (bn ? lane / 8 % 2 : lane / 16) * 8; }
 
 /* ---- the matmuls as cuBLASLt gemms */
 

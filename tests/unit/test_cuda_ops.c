@@ -7,7 +7,9 @@
  * takes activations of the run's type is run in fp32, bf16 and fp16: a 16-bit result may differ
  * from the CPU's by the fp32 tolerance plus one unit in its last place (lp_excess). The fused
  * attention (kernels/cuda/attention.cu) is held against the CPU kernel and against the module's
- * cuBLAS reference path, whose att must match a softmax computed here. Speaks TAP into its log; where the
+ * cuBLAS reference path, whose att must match a softmax computed here; its tensor-core twin
+ * (attention_tc.cu: bf16, fp16 at head size 64, 128) against the CPU within bounds derived from the
+ * roundings it adds (attention_tc). Speaks TAP into its log; where the
  * module cannot be loaded or sees no GPU it says why and exits 77, which `make check` counts as
  * skipped, so it runs for real only on a GPU node: `make check-gpu`.
  */
@@ -57,7 +59,7 @@ static void *dev(const void *host, size_t bytes)
         printf("Bail out! cudaMalloc of %zu bytes failed\n", bytes);
         exit(1);
     }
-    if (host) gpu->to_device(d, host, bytes);
+    if (host) CK(gpu->to_device(d, host, bytes));
     else {
         void *z = calloc(1, bytes);
         CK(gpu->to_device(d, z, bytes));
@@ -326,6 +328,47 @@ static void optimizer_and_norms(void)
     free(p), free(g), free(m), free(v), free(h);
 }
 
+/* Four slices in one launch (one empty, one with Adam's L2 penalty, one undecayed, two writing a
+ * bf16 copy): the bits of adamw slice by slice on the GPU (one element function), the parameters and
+ * moments within 1e-6 of the CPU's. */
+static void adamw_slices_case(void)
+{
+    enum { NS = 4 };
+    static const size_t len[NS] = {5000, 0, 70001, 4096};
+    size_t N = 5000 + 70001 + 4096;
+    float *p = randn(N, 50), *g = randn(N, 51), *m = randn(N, 52), *v = randn(N, 53);
+    for (size_t i = 0; i < N; i++) v[i] = fabsf(v[i]);
+    float *dp = dev(p, N * 4), *dg = dev(g, N * 4), *dm = dev(m, N * 4), *dv = dev(v, N * 4);
+    float *dp1 = dev(p, N * 4), *dm1 = dev(m, N * 4), *dv1 = dev(v, N * 4);
+    uint16_t *d16 = dev(NULL, N * 2), *d16one = dev(NULL, N * 2);
+    struct dt_cuda_adamw_slice s[NS];
+    size_t at = 0;
+    for (int i = 0; i < NS; i++) {
+        float wd = i == 2 ? 0.0f : 0.1f, l2 = i == 3 ? 0.01f : 0.0f;
+        bool copy = i % 2 == 0;
+        s[i] = (struct dt_cuda_adamw_slice){dp + at, dm + at, dv + at, dg + at, copy ? d16 + at : NULL, len[i], wd, l2};
+        if (len[i])
+            CK(gpu->adamw(dp1 + at, dg + at, (int)DT_F32, 0.5f, l2, dm1 + at, dv1 + at, len[i], 3e-4f, 0.9f, 0.95f, 1e-8f,
+                          wd, 7, copy ? d16one + at : NULL, (int)DT_BF16));
+        dt_kernels_cpu.adamw(kc, p + at, g + at, DT_F32, 0.5f, l2, m + at, v + at, len[i], 3e-4f, 0.9f, 0.95f, 1e-8f,
+                             wd, 7, NULL, DT_F32);
+        at += len[i];
+    }
+    CK(gpu->adamw_slices(mm, s, NS, (int)DT_F32, 0.5f, 3e-4f, 0.9f, 0.95f, 1e-8f, 7, (int)DT_BF16));
+    float *hp = back(dp, N), *hm = back(dm, N), *hv = back(dv, N), *hp1 = back(dp1, N), *hm1 = back(dm1, N);
+    float *hv1 = back(dv1, N);
+    uint16_t *h16 = back_typed(d16, N, DT_BF16), *h16one = back_typed(d16one, N, DT_BF16);
+    bool same = !memcmp(hp, hp1, N * 4) && !memcmp(hm, hm1, N * 4) && !memcmp(hv, hv1, N * 4) &&
+                !memcmp(h16, h16one, N * 2);
+    report(same, "adamw_slices: one launch, the bits of adamw slice by slice", (double)!same);
+    double d = fmax(maxrel(hp, p, N), fmax(maxrel(hm, m, N), maxrel(hv, v, N)));
+    report(d < 1e-6, "adamw_slices: parameters and both moments against the CPU", d);
+    void *all[] = {dp, dg, dm, dv, dp1, dm1, dv1, d16, d16one};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
+    free(p), free(g), free(m), free(v), free(hp), free(hm), free(hv), free(hp1), free(hm1), free(hv1), free(h16);
+    free(h16one);
+}
+
 /* B*T = 145 rows: two full blocks of 64 and a part, so the row blocks' order shows */
 static void layernorm_and_positions(int C)
 {
@@ -376,6 +419,17 @@ static void layernorm_and_positions(int C)
     dt_kernels_cpu.layernorm_backward(kc, dx, NULL, DT_F32, dw, db, dy, x, w, mean, rstd, BT, C);
     snprintf(what, sizeof what, "layernorm_backward, C = %d: a second pass adds the same sums again", C);
     report(memcmp(hb, db, C * 4) == 0 && maxrel(hw, dw, C) < 1e-4, what, maxrel(hw, dw, C));
+    /* the residual stream's gradient rounded into a 16-bit copy in the same pass: the GPU's own sum */
+    uint16_t *glp = dev(NULL, n * 2);
+    CK(gpu->layernorm_backward(ctx, gdx, glp, (int)DT_BF16, gdw, gdb, gdy, gx, gw, gmean, grstd, BT, C));
+    float *hx2 = back(gdx, n);
+    uint16_t *hl = back_typed(glp, n, DT_BF16);
+    size_t off = 0;
+    for (size_t i = 0; i < n; i++) off += hl[i] != dt_bf16_from_f32(hx2[i]);
+    snprintf(what, sizeof what, "layernorm_backward, C = %d: the bf16 copy of dinp is its sum rounded", C);
+    report(off == 0, what, (double)off);
+    free(hx2), free(hl);
+    gpu->free(glp);
     free(hx), free(hw), free(hb), free(hw1), free(hb1);
     gpu->ctx_destroy(ctx);
     float *wpe = randn((size_t)T * C, 12), *pos = calloc(n, 4), *dwpe = randn((size_t)T * C, 16);
@@ -732,17 +786,78 @@ static void matmul_exact(void *ctx)
     }
 }
 
+/* inp at an address 2 bytes past an alignment, as a slice of an activation or parameter buffer may
+ * start: the CPU's result within the bound, bf16 */
+static void matmul_offset(void *ctx)
+{
+    enum { BT = 33, C = 64, OC = 40 };
+    float *x = randn(BT * C, 90), *w = randn(OC * C, 91), *b = randn(OC, 92);
+    uint16_t *xt = typed(x, BT * C, DT_BF16), *ref = malloc(BT * OC * 2);
+    round_host(x, BT * C, DT_BF16);
+    float *wr = malloc(OC * C * 4), *br = malloc(OC * 4);
+    memcpy(wr, w, OC * C * 4), memcpy(br, b, OC * 4);
+    round_host(wr, OC * C, DT_BF16), round_host(br, OC, DT_BF16);
+    uint16_t *gx = dev(NULL, (BT * C + 1) * 2), *go = dev(NULL, BT * OC * 2);
+    float *gw = dev(w, OC * C * 4), *gb = dev(b, OC * 4);
+    CK(gpu->to_device(gx + 1, xt, BT * C * 2));
+    CK(gpu->matmul_forward(ctx, go, (int)DT_BF16, gx + 1, gw, gb, (int)DT_F32, BT, C, OC, (int)DT_BF16));
+    dt_kernels_cpu.matmul_forward_lp(kc, ref, DT_BF16, xt, w, b, DT_F32, BT, C, OC, DT_BF16);
+    void *h = back_typed(go, BT * OC, DT_BF16);
+    double *S = bound(x, C, 1, wr, C, 1, NULL, br, BT, OC, C);
+    double d = mm_excess(h, ref, S, BT * OC, C, DT_BF16);
+    report(d <= 1.0, "matmul_forward bf16 with inp 2 bytes past an alignment: within 3 (K+2) u sum|terms|", d);
+    free(S), free(h), free(x), free(w), free(b), free(xt), free(ref), free(wr), free(br);
+    gpu->free(gx), gpu->free(go), gpu->free(gw), gpu->free(gb);
+}
+
+/* K = 16384 with M = N = 16: an algorithm that splits K. Each output is 1 (k = 0) + 2^-(m+1)
+ * (k = K - 1) + the bias 2^-20, m the 16-bit type's mantissa bits: rounded once, 1 + 2^-m; a
+ * reduction of the splits in the 16-bit type would round 1 + 2^-(m+1) to 1 first (ties to even). */
+static void matmul_split_k(void *ctx)
+{
+    enum { N = 16, K = 16384 };
+    static const enum dt_dtype lp[] = {DT_BF16, DT_F16};
+    float *x = calloc((size_t)N * K, 4), *w = calloc((size_t)N * K, 4), b[N];
+    for (int k = 0; k < 2; k++) {
+        int m = lp[k] == DT_BF16 ? 7 : 10;
+        for (int i = 0; i < N; i++) {
+            x[(size_t)i * K] = 1.0f, x[(size_t)i * K + K - 1] = ldexpf(1.0f, -(m + 1));
+            w[(size_t)i * K] = w[(size_t)i * K + K - 1] = 1.0f;
+            b[i] = ldexpf(1.0f, -20);
+        }
+        void *x16 = typed(x, (size_t)N * K, lp[k]), *w16 = typed(w, (size_t)N * K, lp[k]), *b16 = typed(b, N, lp[k]);
+        void *gx = dev(x16, (size_t)N * K * 2), *gw = dev(w16, (size_t)N * K * 2), *gb = dev(b16, N * 2);
+        void *go = dev(NULL, N * N * 2);
+        CK(gpu->matmul_forward(ctx, go, (int)lp[k], gx, gw, gb, (int)lp[k], N, K, N, (int)lp[k]));
+        uint16_t *g = back_typed(go, N * N, lp[k]), want = lp[k] == DT_BF16 ? dt_bf16_from_f32(1.0f + ldexpf(1.0f, -m))
+                                                                           : dt_f16_from_f32(1.0f + ldexpf(1.0f, -m));
+        int bad = 0;
+        for (int i = 0; i < N * N; i++) bad += g[i] != want;
+        char what[128];
+        snprintf(what, sizeof what, "matmul_forward %s, K = %d (split): the sum and the bias rounded once",
+                 dt_dtype_str(lp[k]), K);
+        report(bad == 0, what, bad);
+        free(g), free(x16), free(w16), free(b16);
+        gpu->free(gx), gpu->free(gw), gpu->free(gb), gpu->free(go);
+    }
+    free(x), free(w);
+}
+
 static void matmuls(void)
 {
     void *ctx = NULL;
     CK(gpu->ctx_create(&ctx));
     /* an odd shape, then a larger one of multiples of 16 (tensor-core algorithms, scratch growth),
      * the second without bias and dbias; BT 67 and 256: one part block of rows and four full ones */
-    static const int shapes[2][3] = {{67, 96, 130}, {256, 192, 384}};
+    /* and an odd OC, as the 124M LM head's last vocabulary block has (1105 columns): a 16-bit D whose
+     * rows start 2 bytes past an alignment */
+    static const int shapes[3][3] = {{67, 96, 130}, {256, 192, 384}, {67, 96, 131}};
     static const enum dt_dtype kinds[] = {DT_F32, DT_BF16, DT_F16};
-    for (int k = 0; k < 6; k++)
-        matmul_case(ctx, kinds[k % 3], shapes[k / 3][0], shapes[k / 3][1], shapes[k / 3][2], k < 3,
+    for (int k = 0; k < 9; k++)
+        matmul_case(ctx, kinds[k % 3], shapes[k / 3][0], shapes[k / 3][1], shapes[k / 3][2], k < 3 || k >= 6,
                     k % 2 ? DT_SET_DINP | DT_SET_DPARAMS : 0);
+    matmul_offset(ctx);
+    matmul_split_k(ctx);
     for (int k = 0; k < 4; k++) matmul_16bit_weight(ctx, k % 2 ? DT_F16 : DT_BF16, shapes[k / 2], k < 2);
     matmul_exact(ctx);
     /* refused before any launch: a weight of another 16-bit type than lp, a 16-bit weight in fp32,
@@ -969,6 +1084,221 @@ static void attention_lp(int B, int T, int C, int NH, enum dt_dtype t)
     free(fo), free(fl), free(fd), free(fd2);
 }
 
+/*
+ * The tensor-core attention (kernels/cuda/attention_tc.cu: bf16 and fp16, head size 64 or 128)
+ * against the CPU kernel on the same 16-bit qkv. The CPU keeps P, dS and dout in fp32; the GPU
+ * rounds each to the 16-bit type before its product (P before P V and P^T dO, dS before dS K and
+ * dS^T Q, dout as it is staged), so the two differ by a few 16-bit rounding units of the products'
+ * magnitudes, not of the results. The bounds, per element, u the type's unit roundoff (bf16 2^-8,
+ * fp16 2^-11: a rounding moves x by at most u |x|, or by f = 2^-25 in fp16's subnormal range, bf16
+ * f = 0), u32 = 2^-24, P the softmax in double (softmax_of), all sums over the visible pairs:
+ *   scores: both sides sum D exact products (16 x 16 bits is exact in fp32) in fp32, the tensor
+ *     cores possibly truncating: |dS| <= 3 (D + 2) u32 sum_d |q k| (as mm_excess), scaled, plus the
+ *     base-2 exponent's rounding; eps(t) = that over row t's keys + 8 u32 (1 + |lse| + max |s|) is
+ *     the relative error it and exp2f leave in each P(t,u);
+ *   out(t,d) = sum_u P~ v / l, P~ = P (1 + u): |d| <= (u + 2 eps + 4 (T + 8) u32) sum_u P |v|
+ *     + f sum_u |v| (l is the fp32 sum, >= 1, of the unrounded p);
+ *   lse(t): eps(t) + (2 T + 16) u32 (the sum of T exp, its log);
+ *   dV(u,d) = sum_t P~ dO~: |d| <= sum_t (2u + u^2 + eps + 2 (T + 8) u32) P |dO| + f sum_t (|dO| + P);
+ *   dS(t,u) = P (dO~ . v - Drow), rounded: with E = sum_d |dO v|, F = sum_d |dO o| (Drow's terms) and
+ *     G = E + F >= |dP - Drow|: |d| <= c P G + f (1 + P sum_d |v|), c = u (2 + u) + eps + 2 (D + 8) u32;
+ *   dQ(t,d) = scale sum_u dS~ k: |d| <= scale sum_u ((c + 2 (T + 8) u32) P G + f (1 + P sum |v|)) |k|,
+ *     dK(u,d) the same over t with |q|.
+ * Each stored 16-bit result is rounded once on each side: the check (tc_excess) takes one ulp off
+ * |got - ref| and divides by the bound; at most 1 passes. These are worst cases, reached only when
+ * every rounding goes the same way; a wrong mask or tile (a term missing or doubled) is a whole
+ * term, which in fp16 (u = 2^-11) is far over them, the same template serving both types.
+ * Backward starts on both sides from the CPU's out and lse, as attention_lp's does.
+ */
+
+struct tc_case {
+    int B, T, C, NH, hs;
+    double u, f, scale;
+    const float *q;   /* the widened qkv (B,T,3C) */
+    const float *att; /* P (B,NH,T,T) */
+    const float *lse; /* the CPU's (B,NH,T) */
+};
+
+/* got and ref of 16-bit type t: (|got - ref| - one ulp at the larger) / bound, the largest, >= 0 */
+static double tc_excess(const uint16_t *got, const uint16_t *ref, const double *bound, size_t n, enum dt_dtype t)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double g = wide16(got[i], t), r = wide16(ref[i], t);
+        uint16_t big = (got[i] & 0x7fff) > (ref[i] & 0x7fff) ? got[i] & 0x7fff : ref[i] & 0x7fff;
+        double ulp = wide16((uint16_t)(big + 1), t) - wide16(big, t);
+        double d = fmax(0.0, fabs(g - r) - ulp) / (bound[i] + 1e-30);
+        if (!(d <= m)) m = d; /* a NaN counts as a failure */
+    }
+    return m;
+}
+
+/* element d of head h's q (w 0), k (1) or v (2) at (b, t) */
+static double tc_qkv(const struct tc_case *c, int w, int b, int t, int h, int d)
+{
+    return c->q[((size_t)b * c->T + t) * 3 * c->C + (size_t)w * c->C + (size_t)h * c->hs + d];
+}
+
+/* eps(t) of (b, h) (above), into eps[T] */
+static void tc_eps(const struct tc_case *c, int b, int h, double *eps)
+{
+    for (int t = 0; t < c->T; t++) {
+        double worst = 0, smax = 0;
+        for (int u = 0; u <= t; u++) {
+            double abs_sum = 0, dot = 0;
+            for (int d = 0; d < c->hs; d++) {
+                double x = tc_qkv(c, 0, b, t, h, d) * tc_qkv(c, 1, b, u, h, d);
+                abs_sum += fabs(x), dot += x;
+            }
+            worst = fmax(worst, abs_sum);
+            smax = fmax(smax, fabs(dot * c->scale));
+        }
+        double lse = c->lse[((size_t)b * c->NH + h) * c->T + t];
+        eps[t] = c->scale * 3.0 * (c->hs + 2) * U32 * worst + 8 * U32 * (1 + fabs(lse) + smax);
+    }
+}
+
+/* the bounds of out (B,T,C) and lse (B,NH,T) */
+static void tc_forward_bounds(const struct tc_case *c, double *bout, double *blse)
+{
+    int T = c->T, hs = c->hs;
+    double *eps = malloc((size_t)T * sizeof *eps);
+    for (int b = 0; b < c->B; b++)
+        for (int h = 0; h < c->NH; h++) {
+            tc_eps(c, b, h, eps);
+            const float *P = c->att + ((size_t)b * c->NH + h) * T * T;
+            for (int t = 0; t < T; t++) {
+                blse[((size_t)b * c->NH + h) * T + t] = eps[t] + (2.0 * T + 16) * U32;
+                for (int d = 0; d < hs; d++) {
+                    double a = 0, sv = 0;
+                    for (int u = 0; u <= t; u++) {
+                        double v = fabs(tc_qkv(c, 2, b, u, h, d));
+                        a += P[(size_t)t * T + u] * v, sv += v;
+                    }
+                    bout[((size_t)b * T + t) * c->C + (size_t)h * hs + d] =
+                        (c->u + 2 * eps[t] + 4.0 * (T + 8) * U32) * a + c->f * sv;
+                }
+            }
+        }
+    free(eps);
+}
+
+/* the bounds of dqkv (B,T,3C), from dout (fp32) and out (the CPU's, widened) */
+static void tc_backward_bounds(const struct tc_case *c, const float *dout, const float *out, double *bd)
+{
+    int T = c->T, hs = c->hs, C = c->C;
+    double *eps = malloc((size_t)T * sizeof *eps), *w = malloc((size_t)T * T * sizeof *w);
+    double *fl = malloc((size_t)T * T * sizeof *fl);
+    for (size_t i = 0; i < (size_t)c->B * T * 3 * C; i++) bd[i] = 0;
+    for (int b = 0; b < c->B; b++)
+        for (int h = 0; h < c->NH; h++) {
+            tc_eps(c, b, h, eps);
+            const float *P = c->att + ((size_t)b * c->NH + h) * T * T;
+            const float *dy = dout + (size_t)b * T * C + (size_t)h * hs, *o = out + (size_t)b * T * C + (size_t)h * hs;
+            /* w(t,u): dS's bound without its floor, then with dQ's and dK's accumulation; fl the floor */
+            for (int t = 0; t < T; t++) {
+                double F = 0;
+                for (int d = 0; d < hs; d++) F += fabs((double)dy[(size_t)t * C + d] * o[(size_t)t * C + d]);
+                double cc = c->u * (2 + c->u) + eps[t] + 2.0 * (hs + 8) * U32 + 2.0 * (T + 8) * U32;
+                for (int u = 0; u <= t; u++) {
+                    double E = 0, sv = 0;
+                    for (int d = 0; d < hs; d++) {
+                        E += fabs(dy[(size_t)t * C + d] * tc_qkv(c, 2, b, u, h, d));
+                        sv += fabs(tc_qkv(c, 2, b, u, h, d));
+                    }
+                    double p = P[(size_t)t * T + u];
+                    w[(size_t)t * T + u] = cc * p * (E + F);
+                    fl[(size_t)t * T + u] = c->f * (1 + p * sv);
+                }
+            }
+            for (int t = 0; t < T; t++)
+                for (int d = 0; d < hs; d++) {
+                    double dq = 0, dk = 0, dv = 0;
+                    /* dQ(t): over keys u <= t; dK(t), dV(t) (t the key): over queries s >= t */
+                    for (int u = 0; u <= t; u++)
+                        dq += (w[(size_t)t * T + u] + fl[(size_t)t * T + u]) * fabs(tc_qkv(c, 1, b, u, h, d));
+                    for (int s = t; s < T; s++) {
+                        double p = P[(size_t)s * T + t], g = fabs(dy[(size_t)s * C + d]);
+                        dk += (w[(size_t)s * T + t] + fl[(size_t)s * T + t]) * fabs(tc_qkv(c, 0, b, s, h, d));
+                        dv += (2 * c->u + c->u * c->u + eps[s] + 2.0 * (T + 8) * U32) * p * g + c->f * (g + p);
+                    }
+                    size_t at = ((size_t)b * T + t) * 3 * C + (size_t)h * hs + d;
+                    bd[at] = c->scale * dq, bd[at + C] = c->scale * dk, bd[at + 2 * C] = dv;
+                }
+        }
+    free(eps), free(w), free(fl);
+}
+
+/* one shape of the tensor-core path: forward and backward against the CPU within the bounds, and
+ * backward's bits the same on a second run */
+static void attention_tc(int B, int T, int C, int NH, enum dt_dtype t)
+{
+    size_t nqkv = (size_t)B * T * 3 * C, nout = (size_t)B * T * C, nlse = (size_t)B * NH * T;
+    char shape[96], what[192];
+    snprintf(shape, sizeof shape, "%s B %d T %d C %d NH %d (head size %d)", dt_dtype_str(t), B, T, C, NH, C / NH);
+    float *qkv = randn(nqkv, 56), *dout = randn(nout, 57), *junk = randn(nqkv, 58);
+    for (size_t i = 0; i < nqkv; i++) qkv[i] *= 0.5f; /* scores of about a unit, as attention_f32's */
+    uint16_t *q16 = typed(qkv, nqkv, t), *d16 = typed(junk, nqkv, t), *out = malloc(nout * 2);
+    float *qw = malloc(nqkv * 4), *ow = malloc(nout * 4), *lse = calloc(nlse, 4), *lse_d = malloc(nlse * 4);
+    float *att = malloc((size_t)B * NH * T * T * 4);
+    float *scratch = malloc(dt_kernels_cpu.attention_scratch(B, T, C, NH, t) * sizeof *scratch + 1);
+    dt_kernels_cpu.convert(kc, qw, DT_F32, q16, t, nqkv);
+    dt_kernels_cpu.attention_forward(kc, out, lse, q16, t, B, T, C, NH);
+    dt_kernels_cpu.convert(kc, ow, DT_F32, out, t, nout);
+    softmax_of(qw, B, T, C, NH, att, lse_d);
+    struct tc_case tc = {.B = B, .T = T, .C = C, .NH = NH, .hs = C / NH, .q = qw, .att = att, .lse = lse};
+    tc.u = t == DT_BF16 ? 1.0 / 256 : 1.0 / 2048;
+    tc.f = t == DT_BF16 ? 0.0 : 1.0 / 33554432.0;
+    tc.scale = 1.0f / sqrtf((float)tc.hs);
+    double *bout = malloc(nout * sizeof *bout), *blse = malloc(nlse * sizeof *blse), *bd = malloc(nqkv * sizeof *bd);
+    tc_forward_bounds(&tc, bout, blse);
+    tc_backward_bounds(&tc, dout, ow, bd);
+
+    void *gqkv = dev(q16, nqkv * 2), *gout = dev(NULL, nout * 2), *gd = dev(d16, nqkv * 2), *gd2 = dev(d16, nqkv * 2);
+    float *glse = dev(NULL, nlse * 4), *gdout = dev(dout, nout * 4);
+    float *gscr = dev(NULL, gpu->attention_scratch(B, T, C, NH, (int)t) * 4);
+    CK(gpu->attention_forward(gout, glse, gqkv, (int)t, B, T, C, NH));
+    uint16_t *fo = back_typed(gout, nout, t);
+    float *fl = back(glse, nlse);
+    double d = tc_excess(fo, out, bout, nout, t);
+    snprintf(what, sizeof what, "attention tensor cores forward %s: out vs the CPU, in units of its bound", shape);
+    report(d <= 1.0, what, d);
+    d = 0;
+    for (size_t i = 0; i < nlse; i++) {
+        double e = fabs((double)fl[i] - lse[i]) / blse[i];
+        if (!(e <= d)) d = e; /* a NaN counts as a failure */
+    }
+    snprintf(what, sizeof what, "attention tensor cores forward %s: lse vs the CPU, in units of its bound", shape);
+    report(d <= 1.0, what, d);
+    CK(gpu->to_device(gout, out, nout * 2));
+    CK(gpu->to_device(glse, lse, nlse * 4));
+    dt_kernels_cpu.attention_backward(kc, d16, dout, q16, out, lse, scratch, t, B, T, C, NH);
+    CK(gpu->attention_backward(gd, gdout, gqkv, gout, glse, gscr, (int)t, B, T, C, NH));
+    CK(gpu->attention_backward(gd2, gdout, gqkv, gout, glse, gscr, (int)t, B, T, C, NH));
+    uint16_t *fd = back_typed(gd, nqkv, t), *fd2 = back_typed(gd2, nqkv, t);
+    d = tc_excess(fd, d16, bd, nqkv, t);
+    snprintf(what, sizeof what, "attention tensor cores backward %s: dqkv written, vs the CPU, in units of its bound",
+             shape);
+    report(d <= 1.0, what, d);
+    snprintf(what, sizeof what, "attention tensor cores backward %s: the same bits on a second run", shape);
+    report(memcmp(fd, fd2, nqkv * 2) == 0, what, (double)(memcmp(fd, fd2, nqkv * 2) != 0));
+    void *all[] = {gqkv, gout, gd, gd2, glse, gdout, gscr};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
+    free(qkv), free(dout), free(junk), free(q16), free(d16), free(out), free(qw), free(ow), free(lse), free(lse_d);
+    free(att), free(scratch), free(bout), free(blse), free(bd), free(fo), free(fl), free(fd), free(fd2);
+}
+
+/* bf16 and fp16, head sizes 64 and 128, T within one 64-row tile, at its edges and over several
+ * (partial last tiles: 63, 65, 200; the backward's 32-row tiles at 128 too) */
+static void attention_tc_cases(void)
+{
+    static const int Ts[] = {1, 63, 64, 65, 200}, hss[] = {64, 128};
+    static const enum dt_dtype types[] = {DT_BF16, DT_F16};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 2; i++)
+            for (size_t j = 0; j < sizeof Ts / sizeof Ts[0]; j++) attention_tc(2, Ts[j], 2 * hss[i], 2, types[k]);
+}
+
 static void attention_shapes(void)
 {
     void *ctx = NULL;
@@ -980,7 +1310,10 @@ static void attention_shapes(void)
                                     {1, 45, 200, 2}, {2, 1, 64, 1}, {1, 131, 256, 4}, {1, 77, 256, 2}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
         attention_f32(ctx, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3]);
-        attention_lp(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3], i % 2 ? DT_F16 : DT_BF16);
+        /* head sizes 64 and 128 in 16 bits run on the tensor cores, with their own bounds */
+        int hs = shapes[i][2] / shapes[i][3];
+        (hs == 64 || hs == 128 ? attention_tc : attention_lp)(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3],
+                                                              i % 2 ? DT_F16 : DT_BF16);
     }
     gpu->ctx_destroy(ctx);
     /* refused before any launch, so no buffers */
@@ -1079,6 +1412,7 @@ int main(void)
     elementwise();
     casts();
     optimizer_and_norms();
+    adamw_slices_case();
     layernorm_and_positions(768);
     layernorm_and_positions(77); /* fewer channels than threads, and odd */
     embeddings_and_loss();
@@ -1086,6 +1420,7 @@ int main(void)
     matmuls();
     updates_and_conversions();
     attention_shapes();
+    attention_tc_cases();
     loss_lp();
     narrow_widen();
     gpu->ctx_destroy(mm);

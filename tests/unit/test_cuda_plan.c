@@ -3,6 +3,11 @@
  * any machine, GPU or not:
  *   - the fused attention's grid covers every (head, row) exactly once, heaviest blocks first, stays
  *     under gridDim.x's limit or says it cannot, and its blocks' shared memory fits 48 KiB;
+ *   - the tensor-core attention's (attention_tc.cu) likewise, its tiles and shared memory fit what
+ *     the kernels assume and the devices give, and its fragment mapping (which lane points ldmatrix
+ *     at which row, which accumulator is which element) computes products: ldmatrix and
+ *     mma.m16n8k16 emulated here from the PTX ISA's definitions, run over the mapping as the
+ *     kernels use it, against plain loops;
  *   - the column-major gemms the matmuls hand cuBLASLt compute kernels.h's row-major products:
  *     each plan is run by a plain host gemm with cuBLAS's conventions (op, stored shape, leading
  *     dimension) and compared with the CPU kernels.
@@ -49,6 +54,147 @@ static void attention_grid(void **state)
     assert_int_equal(dt_attn_padded(129), 0);
     /* a grid past 2^31 - 1 blocks is refused, not truncated */
     assert_int_equal(dt_attn_grid(1 << 16, 1 << 16, 64, 128), 0);
+}
+
+static void attention_tc_plan(void **state)
+{
+    (void)state;
+    assert_true(dt_attn_tc_head(64) && dt_attn_tc_head(128));
+    assert_false(dt_attn_tc_head(32) || dt_attn_tc_head(96) || dt_attn_tc_head(100) || dt_attn_tc_head(256));
+    assert_int_equal(DT_ATTN_TC_ROWS, DT_ATTN_TC_WARPS * 16);
+    static const int Ds[] = {64, 128}, kernels[] = {DT_ATTN_TC_FWD, DT_ATTN_TC_DKV, DT_ATTN_TC_DQ};
+    for (int i = 0; i < 2; i++) {
+        int D = Ds[i], row = 2 * (D + DT_ATTN_TC_PAD);
+        /* ldmatrix: 16-byte aligned rows; 8 rows of 16 bytes on 8 different groups of 4 banks */
+        assert_int_equal(row % 16, 0);
+        assert_int_equal(row / 4 % 32, 4);
+        for (int k = 0; k < 3; k++) {
+            int kt = dt_attn_tc_kt(kernels[k], D), smem = dt_attn_tc_smem(kernels[k], D);
+            /* a multiple of the mma's k (and of two 8-column tiles), dividing the block's rows: dkv's
+             * query tiles start at its first key, forward's Q fits the K tile */
+            assert_true(kt % 16 == 0 && DT_ATTN_TC_ROWS % kt == 0);
+            if (kernels[k] == DT_ATTN_TC_FWD) assert_int_equal(kt, DT_ATTN_TC_ROWS);
+            /* every tile region starts 16-byte aligned */
+            assert_int_equal(kt * row % 16, 0);
+            assert_int_equal(DT_ATTN_TC_ROWS * row % 16, 0);
+            /* what sm_80 gives a block at most (163 KiB; sm_90: 227 KiB), and within 48 KiB where
+             * the launcher does not opt in: D = 64 everywhere, forward at 128 */
+            assert_true(smem <= 163 * 1024);
+            assert_int_equal(smem > DT_ATTN_TC_STATIC_SMEM, D == 128 && kernels[k] != DT_ATTN_TC_FWD);
+        }
+        /* the sizes the comments promise */
+        if (D == 128) {
+            assert_int_equal(dt_attn_tc_smem(DT_ATTN_TC_DKV, D), 52480);
+            assert_int_equal(dt_attn_tc_smem(DT_ATTN_TC_DQ, D), 52224);
+        }
+    }
+    static const int T[] = {1, 63, 64, 65, 200, 1024};
+    for (size_t j = 0; j < sizeof T / sizeof T[0]; j++) {
+        int B = 2, NH = 3, BH = B * NH, nblk = dt_attn_tc_blocks_per_head(T[j]);
+        unsigned grid = dt_attn_tc_grid(B, T[j], NH);
+        assert_int_equal(grid, (unsigned)(BH * nblk));
+        for (int last_first = 0; last_first < 2; last_first++) {
+            int *seen = calloc((size_t)BH * T[j], sizeof *seen);
+            for (unsigned blk = 0; blk < grid; blk++) {
+                int bh, b;
+                dt_attn_block(blk, BH, nblk, last_first, &bh, &b);
+                assert_true(bh >= 0 && bh < BH && b >= 0 && b < nblk);
+                for (int r = b * DT_ATTN_TC_ROWS; r < (b + 1) * DT_ATTN_TC_ROWS && r < T[j]; r++)
+                    seen[(size_t)bh * T[j] + r]++;
+            }
+            for (size_t r = 0; r < (size_t)BH * T[j]; r++) assert_int_equal(seen[r], 1);
+            free(seen);
+        }
+    }
+    assert_int_equal(dt_attn_tc_grid(1 << 16, 1 << 16, 1 << 10), 0);
+}
+
+/* One warp's registers of 16-bit pairs: reg[lane][r][h], h = 0 the low half */
+typedef float warp_regs[32][4][2];
+
+/* ldmatrix.x4 (.trans or not) over mem (row stride ld) as a warp runs it, lane l giving the address
+ * of (r0 + dt_mma_ldsm_row(l, bn), c0 + dt_mma_ldsm_col(l, bn)): lanes 8i..8i+7 give the rows of
+ * 8 x 8 block i, and lane l gets in register i block i's row l/4, columns 2 (l%4) and the next,
+ * or with .trans its column l/4, rows 2 (l%4) and the next */
+static void ldsm_emul(warp_regs out, const float *mem, int ld, int r0, int c0, bool bn, bool trans)
+{
+    for (int l = 0; l < 32; l++)
+        for (int i = 0; i < 4; i++)
+            for (int h = 0; h < 2; h++) {
+                int row = trans ? 2 * (l % 4) + h : l / 4, col = trans ? l / 4 : 2 * (l % 4) + h;
+                int src = 8 * i + row; /* the lane that gave this row's address */
+                out[l][i][h] = mem[(r0 + dt_mma_ldsm_row(src, bn)) * ld + c0 + dt_mma_ldsm_col(src, bn) + col];
+            }
+}
+
+/* d += A B, mma.sync.m16n8k16.row.col, the fragments as the PTX ISA lays them out (g = l/4, t = l%4):
+ * A register r: row g + 8 (r%2), columns 2t + 8 (r/2) + h; B register r: rows 2t + 8r + h, column
+ * g; accumulator i: row g + 8 (i/2), column 2t + i%2. b: registers bsel, bsel + 1 of each lane. */
+static void mma_emul(float d[32][4], warp_regs a, warp_regs b, int bsel)
+{
+    double A[16][16], Bm[16][8];
+    for (int l = 0; l < 32; l++)
+        for (int r = 0; r < 4; r++)
+            for (int h = 0; h < 2; h++) {
+                A[l / 4 + 8 * (r % 2)][2 * (l % 4) + 8 * (r / 2) + h] = a[l][r][h];
+                if (r < 2) Bm[2 * (l % 4) + 8 * r + h][l / 4] = b[l][bsel + r][h];
+            }
+    for (int l = 0; l < 32; l++)
+        for (int i = 0; i < 4; i++) {
+            int m = l / 4 + 8 * (i / 2), n = 2 * (l % 4) + i % 2;
+            double s = 0;
+            for (int k = 0; k < 16; k++) s += A[m][k] * Bm[k][n];
+            d[l][i] += (float)s;
+        }
+}
+
+/*
+ * The products of attention_tc.cu's warps, emulated, on small integers (exact in float): from
+ * shared rows with padding and offsets, S (16 x 16) = X Y^T over k = 32 (A [m][k] and a pair of B
+ * tiles [n][k], no .trans: product()), then O (16 x 16) = S Z with S's accumulators repacked as A
+ * and Z stored [k][n] read with .trans (product_acc()); each accumulator checked at the element
+ * dt_mma_acc_row/_col name.
+ */
+static void attention_tc_fragments(void **state)
+{
+    (void)state;
+    enum { LD = 40, R0 = 16 }; /* a tile of 32 + 8 columns; the warp's rows start at row 16 */
+    float X[48 * LD], Y[16 * LD], Z[16 * LD], s[2][32][4] = {{{0}}}, o[2][32][4] = {{{0}}};
+    for (int i = 0; i < 48 * LD; i++) X[i] = (float)((i * 7 + 3) % 11 - 5);
+    for (int i = 0; i < 16 * LD; i++) Y[i] = (float)((i * 5 + 1) % 9 - 4), Z[i] = (float)((i * 3 + 2) % 7 - 3);
+    for (int kk = 0; kk < 2; kk++) {
+        warp_regs af, bf;
+        ldsm_emul(af, X, LD, R0, kk * 16, false, false);
+        ldsm_emul(bf, Y, LD, 0, kk * 16, true, false);
+        mma_emul(s[0], af, bf, 0);
+        mma_emul(s[1], af, bf, 2);
+    }
+    double S[16][16];
+    for (int m = 0; m < 16; m++)
+        for (int n = 0; n < 16; n++) {
+            S[m][n] = 0;
+            for (int k = 0; k < 32; k++) S[m][n] += (double)X[(R0 + m) * LD + k] * Y[n * LD + k];
+        }
+    for (int j = 0; j < 2; j++)
+        for (int l = 0; l < 32; l++)
+            for (int i = 0; i < 4; i++)
+                assert_true(s[j][l][i] == S[dt_mma_acc_row(l, i)][8 * j + dt_mma_acc_col(l, i)]);
+    /* S's accumulators as A: {s[0][0,1], s[0][2,3], s[1][0,1], s[1][2,3]} (product_acc's pack2) */
+    warp_regs pa, vb;
+    for (int l = 0; l < 32; l++)
+        for (int r = 0; r < 4; r++)
+            for (int h = 0; h < 2; h++) pa[l][r][h] = s[r / 2][l][2 * (r % 2) + h];
+    ldsm_emul(vb, Z, LD, 0, 8, false, true); /* Z's columns 8..23 */
+    mma_emul(o[0], pa, vb, 0);
+    mma_emul(o[1], pa, vb, 2);
+    for (int j = 0; j < 2; j++)
+        for (int l = 0; l < 32; l++)
+            for (int i = 0; i < 4; i++) {
+                int m = dt_mma_acc_row(l, i), n = 8 * j + dt_mma_acc_col(l, i);
+                double want = 0;
+                for (int k = 0; k < 16; k++) want += S[m][k] * Z[k * LD + 8 + n];
+                assert_true(o[j][l][i] == want);
+            }
 }
 
 /* D = op(A) op(B) + beta D, column-major, as cuBLAS defines it */
@@ -117,4 +263,4 @@ static void matmul_plans(void **state)
     }
 }
 
-DT_TESTS(T(attention_grid), T(matmul_plans))
+DT_TESTS(T(attention_grid), T(attention_tc_plan), T(attention_tc_fragments), T(matmul_plans))

@@ -1,0 +1,509 @@
+/*
+ * attention_tc.cu - causal multi-head attention on tensor cores, for bf16 and fp16 activations of
+ * head size D = 64 or 128 (issue #29 item 3): attention.cu's fused kernels (same buffers, same
+ * semantics, the same lse and Drow) with the products on mma.sync.m16n8k16 (16-bit operands, fp32
+ * accumulators), FlashAttention-2's tiling (Dao 2023). attention.cu dispatches here
+ * (dt_cuda_attention_tc_takes); fp32 and every other head size stay on its CUDA-core kernels.
+ *
+ * What is rounded to 16 bits besides the stored results: the probabilities P before P V (forward)
+ * and P^T dO (backward), dS before dS K and dS^T Q, and dout (fp32) as it is staged for dO V^T and
+ * P^T dO. The CPU kernel keeps all of them in fp32, so results differ from its by a few 16-bit
+ * ulps of the terms' magnitudes (tests/unit/test_cuda_ops.c derives the bound it checks). Scores,
+ * the softmax (max, sum, exp) and every accumulator are fp32; out, dqkv are rounded once, by
+ * core/half.h as the CPU rounds.
+ *
+ * Blocks: 4 warps; a block owns 64 rows of one (b, h) (dt_attn_block: heaviest blocks first), a
+ * warp 16 of them, the m of its mma tiles, and walks tiles of KT rows (plan.h's dt_attn_tc_kt)
+ * staged in shared memory as 16-bit rows of D + 8 elements, read into fragments by ldmatrix:
+ *   forward  own queries (Q in registers), over the key tiles up to the diagonal: S = Q K^T, the
+ *            online softmax on the accumulators (row max and sum over the 4 lanes of a row, xor
+ *            shuffles), O = diag(alpha) O + P V, P taken from S's accumulators as A fragments.
+ *            Writes out and lse.
+ *   dkv      own keys, over the query tiles from the diagonal on: S^T = K Q^T, dP^T = V dO^T,
+ *            P^T = exp(S^T scale - lse), dS^T = P^T (dP^T - Drow); dV += P^T dO, dK += dS^T Q.
+ *   dq       own queries, over the key tiles up to the diagonal: S = Q K^T, dP = dO V^T, dS as
+ *            above; dQ += dS K.
+ * Every element of out, lse and dqkv is stored by one lane, from sums it formed in a fixed order
+ * (no atomics, no split over blocks): every run gives the same bits. Every row below T of dqkv's
+ * q, k and v columns of every head is written, so dqkv needs no zeroing.
+ *
+ * Masks: scores of a key after its query, and of rows at or past T, are excluded (-inf in
+ * forward's max, P = 0 in backward); tiles are zero past T, so no garbage meets a 0.
+ *
+ * Needs sm_80 or later (bf16 mma.sync, ldmatrix); the module is built for 80 and 90.
+ */
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <type_traits>
+#include "kernels/cuda/attention_tc.h"
+#include "kernels/cuda/ops.h"
+#include "kernels/cuda/plan.h"
+
+#define WARPS DT_ATTN_TC_WARPS
+#define ROWS DT_ATTN_TC_ROWS
+#define PAD DT_ATTN_TC_PAD
+#define FULL 0xffffffffu
+#define LOG2E 1.4426950408889634f
+#define LN2 0.69314718055994531f
+
+static_assert(ROWS == WARPS * 16, "a warp owns one m16 block of rows");
+static_assert(ROWS % dt_attn_tc_kt(DT_ATTN_TC_DKV, 128) == 0 && ROWS % dt_attn_tc_kt(DT_ATTN_TC_DKV, 64) == 0,
+              "dkv's first query tile starts at its block's first key");
+static_assert(dt_attn_tc_kt(DT_ATTN_TC_FWD, 64) == ROWS && dt_attn_tc_kt(DT_ATTN_TC_FWD, 128) == ROWS,
+              "forward stages its Q through the K tile");
+
+/* the dynamic shared memory, one declaration for every instance (16-byte aligned) */
+extern __shared__ uint4 tc_smem[];
+
+// ---------------------------------------------------------------- fragments
+
+/* two fp32 values as a register of two 16-bit S, lo in the low half (the lower column), round to
+ * nearest even (the operands of a product, not a stored result) */
+template <typename S>
+__device__ static inline uint32_t pack2(float lo, float hi)
+{
+    uint32_t r;
+    if constexpr (std::is_same_v<S, __half>) {
+        __half2 h = __floats2half2_rn(lo, hi);
+        memcpy(&r, &h, 4);
+    } else {
+        __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+        memcpy(&r, &h, 4);
+    }
+    return r;
+}
+
+/* two results stored at p (4-byte aligned), each rounded by core/half.h as the CPU rounds */
+template <typename S>
+__device__ static inline void store2(S *p, float lo, float hi)
+{
+    uint32_t r;
+    if constexpr (std::is_same_v<S, __half>)
+        r = (uint32_t)dt_f16_from_f32(lo) | (uint32_t)dt_f16_from_f32(hi) << 16;
+    else
+        r = (uint32_t)dt_bf16_from_f32(lo) | (uint32_t)dt_bf16_from_f32(hi) << 16;
+    *reinterpret_cast<uint32_t *>(p) = r;
+}
+
+__device__ static inline uint32_t shared_addr(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+
+/* ldmatrix.x4 at p, the lane's row address (plan.h's dt_mma_ldsm_row/_col); trans: .trans */
+template <bool trans>
+__device__ static inline void ldsm4(uint32_t (&r)[4], const void *p)
+{
+    if constexpr (trans)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(shared_addr(p)));
+    else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                     : "r"(shared_addr(p)));
+}
+
+/* d += a b, one 16 x 8 x 16 product, 16-bit S operands, fp32 accumulators */
+template <typename S>
+__device__ static inline void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1)
+{
+    if constexpr (std::is_same_v<S, __half>)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                     "{%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+                     "{%8, %9}, {%0, %1, %2, %3};\n"
+                     : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* acc[j] (N 8-column tiles) += A B^T over k = 0..16 K for the warp's 16 rows: A rows [0, 16) of a,
+ * B rows [0, 8 N) of b, both stored [row][k] in shared rows of LD elements (ldmatrix, no .trans) */
+template <typename S, int K, int N, int LD>
+__device__ static inline void product(float (&acc)[N][4], const S *a, const S *b)
+{
+    int lane = threadIdx.x % 32, ar = dt_mma_ldsm_row(lane, false), ac = dt_mma_ldsm_col(lane, false);
+    int br = dt_mma_ldsm_row(lane, true), bc = dt_mma_ldsm_col(lane, true);
+#pragma unroll
+    for (int kk = 0; kk < K; kk++) {
+        uint32_t af[4];
+        ldsm4<false>(af, a + ar * LD + kk * 16 + ac);
+#pragma unroll
+        for (int np = 0; np < N / 2; np++) {
+            uint32_t bf[4];
+            ldsm4<false>(bf, b + (np * 16 + br) * LD + kk * 16 + bc);
+            mma<S>(acc[2 * np], af, bf[0], bf[1]);
+            mma<S>(acc[2 * np + 1], af, bf[2], bf[3]);
+        }
+    }
+}
+
+/* acc[j] (N tiles) += P b: P the warp's 16 x 8 KP values in p's accumulators (rounded to S here,
+ * A's fragments, plan.h), b stored [k][n]: 8 KP rows of LD elements, read with .trans */
+template <typename S, int KP, int N, int LD>
+__device__ static inline void product_acc(float (&acc)[N][4], const float (&p)[KP][4], const S *b)
+{
+    int lane = threadIdx.x % 32, br = dt_mma_ldsm_row(lane, false), bc = dt_mma_ldsm_col(lane, false);
+#pragma unroll
+    for (int kk = 0; kk < KP / 2; kk++) {
+        const uint32_t af[4] = {pack2<S>(p[2 * kk][0], p[2 * kk][1]), pack2<S>(p[2 * kk][2], p[2 * kk][3]),
+                                pack2<S>(p[2 * kk + 1][0], p[2 * kk + 1][1]),
+                                pack2<S>(p[2 * kk + 1][2], p[2 * kk + 1][3])};
+#pragma unroll
+        for (int np = 0; np < N / 2; np++) {
+            uint32_t bf[4];
+            ldsm4<true>(bf, b + (kk * 16 + br) * LD + np * 16 + bc);
+            mma<S>(acc[2 * np], af, bf[0], bf[1]);
+            mma<S>(acc[2 * np + 1], af, bf[2], bf[3]);
+        }
+    }
+}
+
+template <int N>
+__device__ static inline void zero(float (&acc)[N][4])
+{
+#pragma unroll
+    for (int j = 0; j < N; j++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) acc[j][i] = 0.0f;
+}
+
+// ---------------------------------------------------------------- staging
+
+/* rows [t0, t0 + R) of a (T, D) head slice at g (row stride ld elements) into sh (rows of D + PAD),
+ * 16 bytes a thread at a time, zeros past T; the whole block calls it */
+template <int D, int R, typename S>
+__device__ static void stage(S *sh, const S *g, size_t ld, int t0, int T)
+{
+    constexpr int V = D / 8;
+    for (int i = threadIdx.x; i < R * V; i += blockDim.x) {
+        int r = i / V, c = i % V * 8, t = t0 + r;
+        uint4 x = make_uint4(0, 0, 0, 0);
+        if (t < T) x = *reinterpret_cast<const uint4 *>(g + (size_t)t * ld + c);
+        *reinterpret_cast<uint4 *>(sh + r * (D + PAD) + c) = x;
+    }
+}
+
+/* the same from fp32 (dout), rounded to S */
+template <int D, int R, typename S>
+__device__ static void stage(S *sh, const float *g, size_t ld, int t0, int T)
+{
+    constexpr int V = D / 8;
+    for (int i = threadIdx.x; i < R * V; i += blockDim.x) {
+        int r = i / V, c = i % V * 8, t = t0 + r;
+        uint4 x = make_uint4(0, 0, 0, 0);
+        if (t < T) {
+            const float4 *src = reinterpret_cast<const float4 *>(g + (size_t)t * ld + c);
+            float4 a = src[0], b = src[1];
+            x = make_uint4(pack2<S>(a.x, a.y), pack2<S>(a.z, a.w), pack2<S>(b.x, b.y), pack2<S>(b.z, b.w));
+        }
+        *reinterpret_cast<uint4 *>(sh + r * (D + PAD) + c) = x;
+    }
+}
+
+/* a warp's N accumulator tiles (16 rows from row r0 of a (T, D) slice at g, row stride ld) times
+ * mul, stored rounded to S, rows below T */
+template <int N, typename S>
+__device__ static void store_rows(S *g, size_t ld, const float (&acc)[N][4], float mul, int r0, int T)
+{
+    int lane = threadIdx.x % 32;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        int t = r0 + dt_mma_acc_row(lane, 2 * h);
+        if (t >= T) continue;
+#pragma unroll
+        for (int j = 0; j < N; j++)
+            store2(g + (size_t)t * ld + j * 8 + dt_mma_acc_col(lane, 0), mul * acc[j][2 * h], mul * acc[j][2 * h + 1]);
+    }
+}
+
+/* the block's (b, h) and its block of own rows */
+struct tc_head {
+    int b, h, bh, blk;
+};
+
+__device__ static inline tc_head tc_head_of(int BH, int NH, int T, bool last_first)
+{
+    tc_head o;
+    dt_attn_block(blockIdx.x, BH, dt_attn_tc_blocks_per_head(T), last_first, &o.bh, &o.blk);
+    o.b = o.bh / NH;
+    o.h = o.bh % NH;
+    return o;
+}
+
+// ---------------------------------------------------------------- forward
+
+/* scale2 = scale * log2(e): the scores in base 2, the softmax through exp2f */
+template <int D, typename S>
+__global__ static void __launch_bounds__(WARPS * 32)
+    attention_tc_forward_kernel(S *out, float *lse, const S *qkv, int BH, int NH, int T, int C, float scale2)
+{
+    constexpr int KT = dt_attn_tc_kt(DT_ATTN_TC_FWD, D), LD = D + PAD, NS = KT / 8, NO = D / 8;
+    S *ks = reinterpret_cast<S *>(tc_smem), *vs = ks + KT * LD;
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    tc_head hd = tc_head_of(BH, NH, T, true);
+    size_t ld = 3 * (size_t)C;
+    const S *q = qkv + (size_t)hd.b * T * ld + (size_t)hd.h * D, *k = q + C, *v = q + 2 * C;
+    int q0 = hd.blk * ROWS, r0 = q0 + warp * 16, end = min(q0 + ROWS, T);
+
+    /* the warp's Q as A fragments for the whole loop, staged through the K tile */
+    stage<D, ROWS>(ks, q, ld, q0, T);
+    __syncthreads();
+    uint32_t qf[D / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < D / 16; kk++)
+        ldsm4<false>(qf[kk], ks + (warp * 16 + dt_mma_ldsm_row(lane, false)) * LD + kk * 16 +
+                                 dt_mma_ldsm_col(lane, false));
+
+    /* rows lane/4 and lane/4 + 8 of the warp: running max (base 2), this lane's share of the sum */
+    float o[NO][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    zero(o);
+    int bn_r = dt_mma_ldsm_row(lane, true), bn_c = dt_mma_ldsm_col(lane, true);
+    for (int k0 = 0; k0 < end; k0 += KT) {
+        __syncthreads(); /* every warp is done with the previous tile (and with Q) */
+        stage<D, KT>(ks, k, ld, k0, T);
+        stage<D, KT>(vs, v, ld, k0, T);
+        __syncthreads();
+        float s[NS][4];
+        zero(s);
+#pragma unroll
+        for (int kk = 0; kk < D / 16; kk++)
+#pragma unroll
+            for (int np = 0; np < NS / 2; np++) {
+                uint32_t bf[4];
+                ldsm4<false>(bf, ks + (np * 16 + bn_r) * LD + kk * 16 + bn_c);
+                mma<S>(s[2 * np], qf[kk], bf[0], bf[1]);
+                mma<S>(s[2 * np + 1], qf[kk], bf[2], bf[3]);
+            }
+        float mx[2] = {m[0], m[1]};
+#pragma unroll
+        for (int j = 0; j < NS; j++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                int row = r0 + dt_mma_acc_row(lane, i), key = k0 + j * 8 + dt_mma_acc_col(lane, i);
+                /* the causal mask; for the rows stored (below T) it drops the zero keys past T too */
+                s[j][i] = key <= row ? s[j][i] * scale2 : -INFINITY;
+                mx[i / 2] = fmaxf(mx[i / 2], s[j][i]);
+            }
+        float base[2];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            mx[h] = fmaxf(mx[h], __shfl_xor_sync(FULL, mx[h], 1));
+            mx[h] = fmaxf(mx[h], __shfl_xor_sync(FULL, mx[h], 2));
+            base[h] = mx[h] == -INFINITY ? 0.0f : mx[h]; /* a row that has seen no key yet stays at 0 */
+            float alpha = exp2f(m[h] - base[h]);
+            l[h] *= alpha;
+            m[h] = mx[h];
+#pragma unroll
+            for (int j = 0; j < NO; j++) o[j][2 * h] *= alpha, o[j][2 * h + 1] *= alpha;
+        }
+#pragma unroll
+        for (int j = 0; j < NS; j++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                s[j][i] = exp2f(s[j][i] - base[i / 2]);
+                l[i / 2] += s[j][i];
+            }
+        product_acc<S, NS, NO, LD>(o, s, vs);
+    }
+
+    S *y = out + (size_t)hd.b * T * C + (size_t)hd.h * D;
+    float inv[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        l[h] += __shfl_xor_sync(FULL, l[h], 1);
+        l[h] += __shfl_xor_sync(FULL, l[h], 2);
+        inv[h] = 1.0f / l[h];
+        int t = r0 + dt_mma_acc_row(lane, 2 * h);
+        if (lane % 4 == 0 && t < T) lse[(size_t)hd.bh * T + t] = (m[h] + log2f(l[h])) * LN2;
+    }
+#pragma unroll
+    for (int j = 0; j < NO; j++) o[j][0] *= inv[0], o[j][1] *= inv[0], o[j][2] *= inv[1], o[j][3] *= inv[1];
+    store_rows<NO>(y, C, o, 1.0f, r0, T);
+}
+
+// ---------------------------------------------------------------- backward
+
+/* dK, dV of the block's 64 keys, over the query tiles from its first key on */
+template <int D, typename S>
+__global__ static void __launch_bounds__(WARPS * 32)
+    attention_tc_dkv_kernel(S *dqkv, const float *dout, const S *qkv, const float *lse, const float *drow, int BH,
+                            int NH, int T, int C, float scale, float scale2)
+{
+    constexpr int KT = dt_attn_tc_kt(DT_ATTN_TC_DKV, D), LD = D + PAD, NS = KT / 8, NO = D / 8;
+    S *ks = reinterpret_cast<S *>(tc_smem), *vs = ks + ROWS * LD, *qs = vs + ROWS * LD, *gs = qs + KT * LD;
+    float *lse_s = reinterpret_cast<float *>(gs + KT * LD), *drow_s = lse_s + KT; /* lse in base 2 */
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    tc_head hd = tc_head_of(BH, NH, T, false);
+    size_t ld = 3 * (size_t)C;
+    const S *q = qkv + (size_t)hd.b * T * ld + (size_t)hd.h * D, *k = q + C, *v = q + 2 * C;
+    const float *dy = dout + (size_t)hd.b * T * C + (size_t)hd.h * D;
+    int k0 = hd.blk * ROWS, j0 = k0 + warp * 16;
+
+    stage<D, ROWS>(ks, k, ld, k0, T);
+    stage<D, ROWS>(vs, v, ld, k0, T);
+    float dk[NO][4], dv[NO][4];
+    zero(dk);
+    zero(dv);
+    for (int t0 = k0; t0 < T; t0 += KT) {
+        __syncthreads(); /* every warp is done with the previous tile */
+        stage<D, KT>(qs, q, ld, t0, T);
+        stage<D, KT>(gs, dy, C, t0, T);
+        if (threadIdx.x < KT) {
+            int t = t0 + threadIdx.x;
+            lse_s[threadIdx.x] = t < T ? lse[(size_t)hd.bh * T + t] * LOG2E : 0.0f;
+            drow_s[threadIdx.x] = t < T ? drow[(size_t)hd.bh * T + t] : 0.0f;
+        }
+        __syncthreads();
+        /* s = S^T, dp = dP^T: rows the warp's keys, columns the tile's queries */
+        float s[NS][4], dp[NS][4];
+        zero(s);
+        zero(dp);
+        product<S, D / 16, NS, LD>(s, ks + warp * 16 * LD, qs);
+        product<S, D / 16, NS, LD>(dp, vs + warp * 16 * LD, gs);
+#pragma unroll
+        for (int j = 0; j < NS; j++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                int key = j0 + dt_mma_acc_row(lane, i), c = j * 8 + dt_mma_acc_col(lane, i), t = t0 + c;
+                float p = key <= t && t < T ? exp2f(s[j][i] * scale2 - lse_s[c]) : 0.0f;
+                s[j][i] = p;
+                dp[j][i] = p * (dp[j][i] - drow_s[c]);
+            }
+        product_acc<S, NS, NO, LD>(dv, s, gs);
+        product_acc<S, NS, NO, LD>(dk, dp, qs);
+    }
+    S *dq = dqkv + (size_t)hd.b * T * ld + (size_t)hd.h * D;
+    store_rows<NO>(dq + C, ld, dk, scale, j0, T);
+    store_rows<NO>(dq + 2 * C, ld, dv, 1.0f, j0, T);
+}
+
+/* dQ of the block's 64 queries, over the key tiles up to its last query */
+template <int D, typename S>
+__global__ static void __launch_bounds__(WARPS * 32)
+    attention_tc_dq_kernel(S *dqkv, const float *dout, const S *qkv, const float *lse, const float *drow, int BH,
+                           int NH, int T, int C, float scale, float scale2)
+{
+    constexpr int KT = dt_attn_tc_kt(DT_ATTN_TC_DQ, D), LD = D + PAD, NS = KT / 8, NO = D / 8;
+    S *qs = reinterpret_cast<S *>(tc_smem), *gs = qs + ROWS * LD, *ks = gs + ROWS * LD, *vs = ks + KT * LD;
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    tc_head hd = tc_head_of(BH, NH, T, true);
+    size_t ld = 3 * (size_t)C;
+    const S *q = qkv + (size_t)hd.b * T * ld + (size_t)hd.h * D, *k = q + C, *v = q + 2 * C;
+    const float *dy = dout + (size_t)hd.b * T * C + (size_t)hd.h * D;
+    int q0 = hd.blk * ROWS, r0 = q0 + warp * 16, end = min(q0 + ROWS, T);
+
+    stage<D, ROWS>(qs, q, ld, q0, T);
+    stage<D, ROWS>(gs, dy, C, q0, T);
+    float lr[2], dr[2]; /* the lane's two rows' lse (base 2) and Drow */
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        int t = r0 + dt_mma_acc_row(lane, 2 * h);
+        lr[h] = t < T ? lse[(size_t)hd.bh * T + t] * LOG2E : 0.0f;
+        dr[h] = t < T ? drow[(size_t)hd.bh * T + t] : 0.0f;
+    }
+    float dq[NO][4];
+    zero(dq);
+    for (int k0 = 0; k0 < end; k0 += KT) {
+        __syncthreads(); /* every warp is done with the previous tile */
+        stage<D, KT>(ks, k, ld, k0, T);
+        stage<D, KT>(vs, v, ld, k0, T);
+        __syncthreads();
+        float s[NS][4], dp[NS][4];
+        zero(s);
+        zero(dp);
+        product<S, D / 16, NS, LD>(s, qs + warp * 16 * LD, ks);
+        product<S, D / 16, NS, LD>(dp, gs + warp * 16 * LD, vs);
+#pragma unroll
+        for (int j = 0; j < NS; j++)
+#pragma unroll
+            for (int i = 0; i < 4; i++) {
+                int row = r0 + dt_mma_acc_row(lane, i), key = k0 + j * 8 + dt_mma_acc_col(lane, i);
+                float p = key <= row && row < T ? exp2f(s[j][i] * scale2 - lr[i / 2]) : 0.0f;
+                dp[j][i] = p * (dp[j][i] - dr[i / 2]);
+            }
+        product_acc<S, NS, NO, LD>(dq, dp, ks);
+    }
+    store_rows<NO>(dqkv + (size_t)hd.b * T * ld + (size_t)hd.h * D, ld, dq, scale, r0, T);
+}
+
+// ---------------------------------------------------------------- launchers
+
+/* kernel's dynamic shared memory: bytes, opted into past the 48 KiB a block gets without asking
+ * (per device, so on every launch; the call is cheap) */
+template <typename K>
+static cudaError_t smem_for(K kernel, int bytes)
+{
+    if (bytes <= DT_ATTN_TC_STATIC_SMEM) return cudaSuccess;
+    return cudaFuncSetAttribute(reinterpret_cast<const void *>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                bytes);
+}
+
+template <int D, typename S>
+static cudaError_t forward_tc(S *out, float *lse, const S *qkv, int B, int T, int C, int NH)
+{
+    unsigned grid = dt_attn_tc_grid(B, T, NH);
+    if (!grid) return cudaErrorInvalidValue;
+    constexpr int bytes = dt_attn_tc_smem(DT_ATTN_TC_FWD, D);
+    cudaError_t e = smem_for(attention_tc_forward_kernel<D, S>, bytes);
+    if (e != cudaSuccess) return e;
+    float scale2 = 1.0f / sqrtf((float)D) * LOG2E;
+    attention_tc_forward_kernel<D, S><<<grid, WARPS * 32, bytes>>>(out, lse, qkv, B * NH, NH, T, C, scale2);
+    return cudaGetLastError();
+}
+
+template <int D, typename S>
+static cudaError_t backward_tc(S *dqkv, const float *dout, const S *qkv, const float *lse, const float *drow, int B,
+                               int T, int C, int NH)
+{
+    unsigned grid = dt_attn_tc_grid(B, T, NH);
+    if (!grid) return cudaErrorInvalidValue;
+    float scale = 1.0f / sqrtf((float)D), scale2 = scale * LOG2E;
+    constexpr int dkv_bytes = dt_attn_tc_smem(DT_ATTN_TC_DKV, D), dq_bytes = dt_attn_tc_smem(DT_ATTN_TC_DQ, D);
+    cudaError_t e = smem_for(attention_tc_dkv_kernel<D, S>, dkv_bytes);
+    if (e != cudaSuccess) return e;
+    attention_tc_dkv_kernel<D, S>
+        <<<grid, WARPS * 32, dkv_bytes>>>(dqkv, dout, qkv, lse, drow, B * NH, NH, T, C, scale, scale2);
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    if ((e = smem_for(attention_tc_dq_kernel<D, S>, dq_bytes)) != cudaSuccess) return e;
+    attention_tc_dq_kernel<D, S>
+        <<<grid, WARPS * 32, dq_bytes>>>(dqkv, dout, qkv, lse, drow, B * NH, NH, T, C, scale, scale2);
+    return cudaGetLastError();
+}
+
+cudaError_t dt_cuda_attention_tc_forward(void *out, float *lse, const void *qkv, int at, int B, int T, int C, int NH)
+{
+    int hs = NH > 0 ? C / NH : 0;
+    if (B <= 0 || T <= 0 || !dt_cuda_attention_tc_takes(at, hs, out, qkv, NULL) || C != hs * NH)
+        return cudaErrorInvalidValue;
+    if (at == DT_CUDA_BF16) {
+        __nv_bfloat16 *o = (__nv_bfloat16 *)out;
+        const __nv_bfloat16 *x = (const __nv_bfloat16 *)qkv;
+        return hs == 64 ? forward_tc<64>(o, lse, x, B, T, C, NH) : forward_tc<128>(o, lse, x, B, T, C, NH);
+    }
+    __half *o = (__half *)out;
+    const __half *x = (const __half *)qkv;
+    return hs == 64 ? forward_tc<64>(o, lse, x, B, T, C, NH) : forward_tc<128>(o, lse, x, B, T, C, NH);
+}
+
+cudaError_t dt_cuda_attention_tc_backward(void *dqkv, const float *dout, const void *qkv, const float *lse,
+                                          const float *drow, int at, int B, int T, int C, int NH)
+{
+    int hs = NH > 0 ? C / NH : 0;
+    if (B <= 0 || T <= 0 || !dt_cuda_attention_tc_takes(at, hs, dqkv, dout, qkv) || C != hs * NH)
+        return cudaErrorInvalidValue;
+    if (at == DT_CUDA_BF16) {
+        __nv_bfloat16 *d = (__nv_bfloat16 *)dqkv;
+        const __nv_bfloat16 *x = (const __nv_bfloat16 *)qkv;
+        return hs == 64 ? backward_tc<64>(d, dout, x, lse, drow, B, T, C, NH)
+                        : backward_tc<128>(d, dout, x, lse, drow, B, T, C, NH);
+    }
+    __half *d = (__half *)dqkv;
+    const __half *x = (const __half *)qkv;
+    return hs == 64 ? backward_tc<64>(d, dout, x, lse, drow, B, T, C, NH)
+                    : backward_tc<128>(d, dout, x, lse, drow, B, T, C, NH);
+}
