@@ -212,6 +212,36 @@ static void layernorm_backward(struct dt_kctx *kc, float *dinp, void *dinp_lp, e
     CALL(kc, layernorm_backward, C(kc)->mm, dinp, dinp_lp, (int)lt, dweight, dbias, dout, inp, weight, mean, rstd, BT,
          Ch);
 }
+static void rmsnorm_forward(struct dt_kctx *kc, void *out, enum dt_dtype ot, float *rstd, const float *inp,
+                            const float *weight, float eps, int BT, int Ch)
+{
+    CALL(kc, rmsnorm_forward, out, (int)ot, rstd, inp, weight, eps, BT, Ch);
+}
+static void rmsnorm_backward(struct dt_kctx *kc, float *dinp, void *dinp_lp, enum dt_dtype lt, float *dweight,
+                             const float *dout, const float *inp, const float *weight, const float *rstd, int BT,
+                             int Ch)
+{
+    CALL(kc, rmsnorm_backward, C(kc)->mm, dinp, dinp_lp, (int)lt, dweight, dout, inp, weight, rstd, BT, Ch);
+}
+static void rope_forward(struct dt_kctx *kc, void *qkv, enum dt_dtype at, const float *cs, int B, int T, int NH,
+                         int NKV, int hs)
+{
+    CALL(kc, rope, qkv, (int)at, cs, B, T, NH, NKV, hs, 0);
+}
+static void rope_backward(struct dt_kctx *kc, void *dqkv, enum dt_dtype at, const float *cs, int B, int T, int NH,
+                          int NKV, int hs)
+{
+    CALL(kc, rope, dqkv, (int)at, cs, B, T, NH, NKV, hs, 1);
+}
+static void swiglu_forward(struct dt_kctx *kc, void *out, const void *inp, enum dt_dtype at, int BT, int H)
+{
+    CALL(kc, swiglu_forward, out, inp, (int)at, BT, H);
+}
+static void swiglu_backward(struct dt_kctx *kc, void *dinp, const void *inp, const float *dout, enum dt_dtype at,
+                            int BT, int H)
+{
+    CALL(kc, swiglu_backward, dinp, inp, dout, (int)at, BT, H);
+}
 /* the fused kernel keeps each row's log-sum-exp, not the (T,T) softmax */
 static size_t attention_saved(int B, int NH, int T) { return (size_t)B * NH * T; }
 static size_t attention_scratch(int B, int T, int Ch, int NH, enum dt_dtype at)
@@ -378,6 +408,12 @@ const struct dt_kernels dt_kernels_cuda = {
     .round_lp = round_lp,
     .layernorm_forward = layernorm_forward,
     .layernorm_backward = layernorm_backward,
+    .rmsnorm_forward = rmsnorm_forward,
+    .rmsnorm_backward = rmsnorm_backward,
+    .rope_forward = rope_forward,
+    .rope_backward = rope_backward,
+    .swiglu_forward = swiglu_forward,
+    .swiglu_backward = swiglu_backward,
     .attention_saved = attention_saved,
     .attention_scratch = attention_scratch,
     .attention_forward = attention_forward,

@@ -1,7 +1,8 @@
 /*
  * formulas.h - the per-element formulas the CPU kernels (kernels/cpu/) and their CUDA twins
  * (kernels/cuda/ops.cu) both compile, so the two cannot drift apart: GELU's tanh approximation
- * and its derivative, one AdamW and one SGD update, stochastic rounding to bf16. Inline, so the CPU loops around them still vectorize.
+ * and its derivative, SiLU's, the rotation of a rotary-embedding pair, one AdamW and one SGD
+ * update, stochastic rounding to bf16. Inline, so the CPU loops around them still vectorize.
  */
 #ifndef DT_FORMULAS_H
 #define DT_FORMULAS_H
@@ -30,6 +31,46 @@ DT_HD static inline float dt_gelu_grad(float x)
     float th = dt_tanh_exp(DT_GELU_SCALE * (x + 0.044715f * x * x * x));
     float sech2 = 1.0f - th * th;
     return 0.5f * (1.0f + th) + 0.5f * x * sech2 * DT_GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+}
+
+/* SiLU (x sigmoid(x), Llama's gate) and its derivative sigmoid(x) (1 + x (1 - sigmoid(x))); the
+ * exponent clamped, so large inputs give x and 0 exactly and expf never overflows */
+DT_HD static inline float dt_sigmoid(float x)
+{
+    x = x > 80.0f ? 80.0f : x < -80.0f ? -80.0f : x;
+    return 1.0f / (1.0f + expf(-x));
+}
+DT_HD static inline float dt_silu(float x) { return x * dt_sigmoid(x); }
+DT_HD static inline float dt_silu_grad(float x)
+{
+    float s = dt_sigmoid(x);
+    return s * (1.0f + x * (1.0f - s));
+}
+
+/* A rotary-embedding pair (x1, x2) = (x[i], x[i + hs/2]) turned by the angle whose cosine and sine
+ * are c and s (Hugging Face's rotate-half: x * cos + rotate_half(x) * sin); dir -1 turns it back,
+ * which is also the backward of dir 1 (a rotation's transpose is its inverse). */
+DT_HD static inline void dt_rope_pair(float *x1, float *x2, float c, float s, float dir)
+{
+    float a = *x1, b = *x2;
+    *x1 = a * c - dir * b * s;
+    *x2 = b * c + dir * a * s;
+}
+
+/* The (T, hs) table rope takes: row t holds cos(t f_i) for i < hs/2, then sin(t f_i), with
+ * f_i = 1 / theta^(2i / hs) and t f_i in fp32 as Hugging Face's LlamaRotaryEmbedding has them, the
+ * cosine and sine rounded once from double. Host code: the model fills it once. */
+static inline void dt_rope_table(float *cs, int T, int hs, float theta)
+{
+    int half = hs / 2;
+    for (int i = 0; i < half; i++) {
+        float f = 1.0f / powf(theta, (float)(2 * i) / (float)hs);
+        for (int t = 0; t < T; t++) {
+            float a = (float)t * f;
+            cs[(size_t)t * hs + i] = (float)cos((double)a);
+            cs[(size_t)t * hs + half + i] = (float)sin((double)a);
+        }
+    }
 }
 
 /* One AdamW element: g the (clipped) gradient; step = lr / (1 - beta1^t), rbc2 = 1 / sqrt(1 - beta2^t). */

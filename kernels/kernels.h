@@ -118,6 +118,29 @@ struct dt_kernels {
     void (*layernorm_backward)(struct dt_kctx *kc, float *dinp, void *dinp_lp, enum dt_dtype lt, float *dweight,
                                float *dbias, const float *dout, const float *inp, const float *weight, const float *mean,
                                const float *rstd, int BT, int C);
+    /* RMSNorm (Llama): out = inp * rstd * weight per row of C, rstd = 1 / sqrt(mean(inp^2) + eps),
+     * in fp32, out stored as ot; rstd (BT) kept for backward. Backward as layernorm's: dinp += (fp32,
+     * the residual stream's gradient; dinp_lp not NULL: also rounded into it, type lt), dweight +=
+     * the sum over rows in DT_ROW_BLOCK's order. */
+    void (*rmsnorm_forward)(struct dt_kctx *kc, void *out, enum dt_dtype ot, float *rstd, const float *inp,
+                            const float *weight, float eps, int BT, int C);
+    void (*rmsnorm_backward)(struct dt_kctx *kc, float *dinp, void *dinp_lp, enum dt_dtype lt, float *dweight,
+                             const float *dout, const float *inp, const float *weight, const float *rstd, int BT,
+                             int C);
+    /* Rotary position embeddings in place on the query and key heads of qkv (B,T,(NH + 2 NKV) hs):
+     * NH query heads, then NKV key heads, then the values; Hugging Face's rotate-half layout (element
+     * i pairs with i + hs/2; hs even, at most 1024), cs the (T, hs) table of dt_rope_table
+     * (formulas.h); of type at, turned in fp32. Backward turns dq and dk of dqkv back in place: a rotation's transpose. */
+    void (*rope_forward)(struct dt_kctx *kc, void *qkv, enum dt_dtype at, const float *cs, int B, int T, int NH,
+                         int NKV, int hs);
+    void (*rope_backward)(struct dt_kctx *kc, void *dqkv, enum dt_dtype at, const float *cs, int B, int T, int NH,
+                          int NKV, int hs);
+    /* SwiGLU (Llama's MLP): out (BT, H) = silu(gate) * up, gate and up the halves of each row of inp
+     * (BT, 2H), gate first; of type at, in fp32. Backward writes dinp (BT, 2H) (=, type at) from the
+     * fp32 dout. */
+    void (*swiglu_forward)(struct dt_kctx *kc, void *out, const void *inp, enum dt_dtype at, int BT, int H);
+    void (*swiglu_backward)(struct dt_kctx *kc, void *dinp, const void *inp, const float *dout, enum dt_dtype at,
+                            int BT, int H);
     /* Causal multi-head attention, fused (flash attention's blocks and online softmax on both
      * backends: the T x T matrix is never stored). qkv (B,T,3C) holds q|k|v and out (B,T,C) the
      * result, both of type at (fp32, or the 16-bit activation type: then the products take the

@@ -19,6 +19,12 @@ enum {
     OP_round_lp,
     OP_layernorm_forward,
     OP_layernorm_backward,
+    OP_rmsnorm_forward,
+    OP_rmsnorm_backward,
+    OP_rope_forward,
+    OP_rope_backward,
+    OP_swiglu_forward,
+    OP_swiglu_backward,
     OP_attention_forward,
     OP_attention_backward,
     OP_gelu_forward,
@@ -58,6 +64,12 @@ static const char *const op_names[OP_N] = {
     "round_lp",
     "layernorm_forward",
     "layernorm_backward",
+    "rmsnorm_forward",
+    "rmsnorm_backward",
+    "rope_forward",
+    "rope_backward",
+    "swiglu_forward",
+    "swiglu_backward",
     "attention_forward",
     "attention_backward",
     "gelu_forward",
@@ -176,6 +188,48 @@ static void p_layernorm_backward(struct dt_kctx *kc, float *dinp, void *dinp_lp,
     double t0 = start(kc);
     P(kc)->k->layernorm_backward(P(kc)->inner, dinp, dinp_lp, lt, dweight, dbias, dout, inp, weight, mean, rstd, BT, C);
     took(kc, OP_layernorm_backward, t0);
+}
+static void p_rmsnorm_forward(struct dt_kctx *kc, void *out, enum dt_dtype ot, float *rstd, const float *inp,
+                              const float *weight, float eps, int BT, int C)
+{
+    double t0 = start(kc);
+    P(kc)->k->rmsnorm_forward(P(kc)->inner, out, ot, rstd, inp, weight, eps, BT, C);
+    took(kc, OP_rmsnorm_forward, t0);
+}
+static void p_rmsnorm_backward(struct dt_kctx *kc, float *dinp, void *dinp_lp, enum dt_dtype lt, float *dweight,
+                               const float *dout, const float *inp, const float *weight, const float *rstd, int BT,
+                               int C)
+{
+    double t0 = start(kc);
+    P(kc)->k->rmsnorm_backward(P(kc)->inner, dinp, dinp_lp, lt, dweight, dout, inp, weight, rstd, BT, C);
+    took(kc, OP_rmsnorm_backward, t0);
+}
+static void p_rope_forward(struct dt_kctx *kc, void *qkv, enum dt_dtype at, const float *cs, int B, int T, int NH,
+                           int NKV, int hs)
+{
+    double t0 = start(kc);
+    P(kc)->k->rope_forward(P(kc)->inner, qkv, at, cs, B, T, NH, NKV, hs);
+    took(kc, OP_rope_forward, t0);
+}
+static void p_rope_backward(struct dt_kctx *kc, void *dqkv, enum dt_dtype at, const float *cs, int B, int T, int NH,
+                            int NKV, int hs)
+{
+    double t0 = start(kc);
+    P(kc)->k->rope_backward(P(kc)->inner, dqkv, at, cs, B, T, NH, NKV, hs);
+    took(kc, OP_rope_backward, t0);
+}
+static void p_swiglu_forward(struct dt_kctx *kc, void *out, const void *inp, enum dt_dtype at, int BT, int H)
+{
+    double t0 = start(kc);
+    P(kc)->k->swiglu_forward(P(kc)->inner, out, inp, at, BT, H);
+    took(kc, OP_swiglu_forward, t0);
+}
+static void p_swiglu_backward(struct dt_kctx *kc, void *dinp, const void *inp, const float *dout, enum dt_dtype at,
+                              int BT, int H)
+{
+    double t0 = start(kc);
+    P(kc)->k->swiglu_backward(P(kc)->inner, dinp, inp, dout, at, BT, H);
+    took(kc, OP_swiglu_backward, t0);
 }
 static void p_attention_forward(struct dt_kctx *kc, void *out, float *att, const void *qkv, enum dt_dtype at, int B,
                                 int T, int C, int NH)
@@ -402,6 +456,12 @@ dt_status_t dt_kprofile_wrap(const struct dt_kernels **k, struct dt_kctx **kc)
     t->round_lp = p_round_lp;
     t->layernorm_forward = p_layernorm_forward;
     t->layernorm_backward = p_layernorm_backward;
+    t->rmsnorm_forward = p_rmsnorm_forward;
+    t->rmsnorm_backward = p_rmsnorm_backward;
+    t->rope_forward = p_rope_forward;
+    t->rope_backward = p_rope_backward;
+    t->swiglu_forward = p_swiglu_forward;
+    t->swiglu_backward = p_swiglu_backward;
     t->attention_forward = p_attention_forward;
     t->attention_backward = p_attention_backward;
     t->gelu_forward = p_gelu_forward;

@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include "kernels/kernels.h"
 
-#define DT_KPROFILE_MAX 40
+#define DT_KPROFILE_MAX 64
 
 struct dt_kprofile {
     int n;

@@ -85,6 +85,17 @@ void dt_cpu_layernorm_forward(struct dt_kctx *kc, void *out, enum dt_dtype ot, f
 void dt_cpu_layernorm_backward(struct dt_kctx *kc, float *dinp, void *dinp_lp, enum dt_dtype lt, float *dweight,
                                float *dbias, const float *dout, const float *inp,
                                const float *weight, const float *mean, const float *rstd, int BT, int C);
+void dt_cpu_rmsnorm_forward(struct dt_kctx *kc, void *out, enum dt_dtype ot, float *rstd, const float *inp,
+                            const float *weight, float eps, int BT, int C);
+void dt_cpu_rmsnorm_backward(struct dt_kctx *kc, float *dinp, void *dinp_lp, enum dt_dtype lt, float *dweight,
+                             const float *dout, const float *inp, const float *weight, const float *rstd, int BT, int C);
+void dt_cpu_rope_forward(struct dt_kctx *kc, void *qkv, enum dt_dtype at, const float *cs, int B, int T, int NH,
+                         int NKV, int hs);
+void dt_cpu_rope_backward(struct dt_kctx *kc, void *dqkv, enum dt_dtype at, const float *cs, int B, int T, int NH,
+                          int NKV, int hs);
+void dt_cpu_swiglu_forward(struct dt_kctx *kc, void *out, const void *inp, enum dt_dtype at, int BT, int H);
+void dt_cpu_swiglu_backward(struct dt_kctx *kc, void *dinp, const void *inp, const float *dout, enum dt_dtype at,
+                            int BT, int H);
 void dt_cpu_attention_forward(struct dt_kctx *kc, void *out, float *att, const void *qkv, enum dt_dtype at, int B, int T,
                               int C, int NH);
 size_t dt_cpu_attention_saved(int B, int NH, int T);

@@ -90,6 +90,15 @@ struct dt_cuda_ops {
     int (*layernorm_backward)(void *ctx, float *dinp, void *dinp_lp, int lt, float *dweight, float *dbias,
                               const float *dout, const float *inp, const float *weight, const float *mean,
                               const float *rstd, int BT, int C);
+    /* Llama's ops, kernels.h's semantics; rmsnorm_backward's scratch in ctx, rope's backward the
+     * inverse rotation (backward 1) */
+    int (*rmsnorm_forward)(void *out, int ot, float *rstd, const float *inp, const float *weight, float eps, int BT,
+                           int C);
+    int (*rmsnorm_backward)(void *ctx, float *dinp, void *dinp_lp, int lt, float *dweight, const float *dout,
+                            const float *inp, const float *weight, const float *rstd, int BT, int C);
+    int (*rope)(void *qkv, int at, const float *cs, int B, int T, int NH, int NKV, int hs, int backward);
+    int (*swiglu_forward)(void *out, const void *inp, int at, int BT, int H);
+    int (*swiglu_backward)(void *dinp, const void *inp, const float *dout, int at, int BT, int H);
     int (*position_forward)(float *out, const float *wpe, int B, int T, int C);
     int (*position_backward)(float *dwpe, const float *dout, int B, int T, int C);
     /* table of type t: fp32, bf16 or fp16 */

@@ -305,6 +305,110 @@ __global__ static void partials_sum_kernel(float *out, const float *p, int nblk,
     out[c] = set ? t : out[c] + t;
 }
 
+/* RMSNorm forward, one block per row: the sum of squares by a fixed tree, out rounded once */
+template <typename S>
+__global__ static void rmsnorm_forward_kernel(S *out, float *rstd, const float *inp, const float *weight, float eps,
+                                              int C)
+{
+    __shared__ float red[THREADS];
+    const float *x = inp + (size_t)blockIdx.x * C;
+    float ss = 0;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) ss += x[c] * x[c];
+    red[threadIdx.x] = ss;
+    __syncthreads();
+    for (unsigned w = THREADS / 2; w > 0; w >>= 1) {
+        if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
+        __syncthreads();
+    }
+    float s = 1.0f / sqrtf(red[0] / C + eps);
+    S *o = out + (size_t)blockIdx.x * C;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) dt_st(&o[c], x[c] * s * weight[c]);
+    if (threadIdx.x == 0) rstd[blockIdx.x] = s;
+}
+
+/* RMSNorm's dinp, one block per row: dx += s w dy - x s^3 mean(w dy x); lp not NULL: rounded too */
+template <typename S>
+__global__ static void rmsnorm_dinp_kernel(float *dinp, S *lp, const float *dout, const float *inp,
+                                           const float *weight, const float *rstd, int C)
+{
+    __shared__ float red[THREADS];
+    size_t row = (size_t)blockIdx.x * C;
+    const float *dy = dout + row, *x = inp + row;
+    float s = rstd[blockIdx.x], a = 0;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) a += weight[c] * dy[c] * x[c];
+    red[threadIdx.x] = a;
+    __syncthreads();
+    for (unsigned w = THREADS / 2; w > 0; w >>= 1) {
+        if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
+        __syncthreads();
+    }
+    float k = red[0] / C * s * s * s;
+    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+        float d = dinp[row + c] + (s * weight[c] * dy[c] - x[c] * k);
+        dinp[row + c] = d;
+        if (lp) dt_st(&lp[row + c], d);
+    }
+}
+
+/* RMSNorm's dweight partials: x s dy over each block of rows, in row order */
+__global__ static void rmsnorm_partials_kernel(float *pw, const float *dout, const float *inp, const float *rstd,
+                                               int BT, int C)
+{
+    int c = blockIdx.y * blockDim.x + threadIdx.x;
+    if (c >= C) return;
+    int r0 = blockIdx.x * DT_CUDA_ROW_BLOCK, r1 = min(BT, r0 + DT_CUDA_ROW_BLOCK);
+    float w = 0.0f;
+    for (int i = r0; i < r1; i++) {
+        size_t at = (size_t)i * C + c;
+        w += inp[at] * rstd[i] * dout[at];
+    }
+    pw[(size_t)blockIdx.x * C + c] = w;
+}
+
+/* one thread per (row, head, pair) of the NH + NKV rotated heads of each (B*T) row */
+template <typename S>
+__global__ static void rope_kernel(S *qkv, const float *cs, int T, int NH, int NKV, int hs, size_t rows, float dir)
+{
+    int half = hs / 2, heads = NH + NKV;
+    size_t n = rows * heads * half, width = (size_t)(NH + 2 * NKV) * hs;
+    FOR_EACH(j, n)
+    {
+        size_t r = j / ((size_t)heads * half);
+        int rest = (int)(j % ((size_t)heads * half)), h = rest / half, i = rest % half;
+        const float *c = cs + (size_t)(r % T) * hs;
+        S *x = qkv + r * width + (size_t)h * hs;
+        float a = dt_ld(x[i]), b = dt_ld(x[i + half]);
+        dt_rope_pair(&a, &b, c[i], c[half + i], dir);
+        dt_st(&x[i], a);
+        dt_st(&x[i + half], b);
+    }
+}
+
+template <typename S>
+__global__ static void swiglu_forward_kernel(S *out, const S *inp, size_t BT, int H)
+{
+    FOR_EACH(j, BT * H)
+    {
+        size_t r = j / H, i = j % H;
+        const S *row = inp + r * 2 * H;
+        dt_st(&out[j], dt_silu(dt_ld(row[i])) * dt_ld(row[H + i]));
+    }
+}
+
+template <typename S>
+__global__ static void swiglu_backward_kernel(S *dinp, const S *inp, const float *dout, size_t BT, int H)
+{
+    FOR_EACH(j, BT * H)
+    {
+        size_t r = j / H, i = j % H;
+        const S *row = inp + r * 2 * H;
+        S *drow = dinp + r * 2 * H;
+        float g = dt_ld(row[i]), u = dt_ld(row[H + i]), dy = dout[j];
+        dt_st(&drow[i], dy * u * dt_silu_grad(g));
+        dt_st(&drow[H + i], dy * dt_silu(g));
+    }
+}
+
 __global__ static void position_forward_kernel(float *out, const float *wpe, int B, int T, int C)
 {
     size_t n = (size_t)B * T * C, tc = (size_t)T * C;
@@ -680,6 +784,69 @@ cudaError_t dt_cuda_layernorm_backward(float *dinp, void *dinp_lp, int lt, float
     partials_sum_kernel<<<cb, THREADS>>>(dweight, scratch, (int)grid.x, C, 0);
     partials_sum_kernel<<<cb, THREADS>>>(dbias, scratch + np, (int)grid.x, C, 0);
     return cudaGetLastError();
+}
+
+cudaError_t dt_cuda_rmsnorm_forward(void *out, int ot, float *rstd, const float *inp, const float *weight, float eps,
+                                    int BT, int C)
+{
+    return dt_by_type(ot, [&](auto *tag) {
+        using S = std::remove_pointer_t<decltype(tag)>;
+        if (BT <= 0 || C <= 0) return cudaSuccess;
+        rmsnorm_forward_kernel<<<BT, THREADS>>>((S *)out, rstd, inp, weight, eps, C);
+        return cudaGetLastError();
+    });
+}
+
+cudaError_t dt_cuda_rmsnorm_backward(float *dinp, void *dinp_lp, int lt, float *dweight, const float *dout,
+                                     const float *inp, const float *weight, const float *rstd, int BT, int C,
+                                     float *scratch)
+{
+    if (BT <= 0 || C <= 0) return cudaSuccess;
+    dim3 grid;
+    if (!row_grid(BT, C, &grid)) return cudaErrorInvalidValue;
+    cudaError_t e = dt_by_type(dinp_lp ? lt : DT_CUDA_F32, [&](auto *tag) {
+        using S = std::remove_pointer_t<decltype(tag)>;
+        rmsnorm_dinp_kernel<S><<<BT, THREADS>>>(dinp, (S *)dinp_lp, dout, inp, weight, rstd, C);
+        return cudaSuccess;
+    });
+    if (e != cudaSuccess) return e;
+    rmsnorm_partials_kernel<<<grid, THREADS>>>(scratch, dout, inp, rstd, BT, C);
+    partials_sum_kernel<<<(unsigned)((C + THREADS - 1) / THREADS), THREADS>>>(dweight, scratch, (int)grid.x, C, 0);
+    return cudaGetLastError();
+}
+
+cudaError_t dt_cuda_rope(void *qkv, int at, const float *cs, int B, int T, int NH, int NKV, int hs, int backward)
+{
+    return dt_by_type(at, [&](auto *tag) {
+        using S = std::remove_pointer_t<decltype(tag)>;
+        size_t rows = (size_t)B * T, n = rows * (size_t)(NH + NKV) * (hs / 2);
+        if (hs % 2 || B < 0 || T < 0 || NH < 0 || NKV < 0) return cudaErrorInvalidValue;
+        if (!n) return cudaSuccess;
+        rope_kernel<<<blocks(n), THREADS>>>((S *)qkv, cs, T, NH, NKV, hs, rows, backward ? -1.0f : 1.0f);
+        return cudaGetLastError();
+    });
+}
+
+cudaError_t dt_cuda_swiglu_forward(void *out, const void *inp, int at, int BT, int H)
+{
+    return dt_by_type(at, [&](auto *tag) {
+        using S = std::remove_pointer_t<decltype(tag)>;
+        size_t n = (size_t)BT * H;
+        if (!n) return cudaSuccess;
+        swiglu_forward_kernel<<<blocks(n), THREADS>>>((S *)out, (const S *)inp, (size_t)BT, H);
+        return cudaGetLastError();
+    });
+}
+
+cudaError_t dt_cuda_swiglu_backward(void *dinp, const void *inp, const float *dout, int at, int BT, int H)
+{
+    return dt_by_type(at, [&](auto *tag) {
+        using S = std::remove_pointer_t<decltype(tag)>;
+        size_t n = (size_t)BT * H;
+        if (!n) return cudaSuccess;
+        swiglu_backward_kernel<<<blocks(n), THREADS>>>((S *)dinp, (const S *)inp, dout, (size_t)BT, H);
+        return cudaGetLastError();
+    });
 }
 
 cudaError_t dt_cuda_position_forward(float *out, const float *wpe, int B, int T, int C)

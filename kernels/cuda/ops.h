@@ -52,6 +52,16 @@ cudaError_t dt_cuda_layernorm_forward(void *out, int ot, float *mean, float *rst
 cudaError_t dt_cuda_layernorm_backward(float *dinp, void *dinp_lp, int lt, float *dweight, float *dbias,
                                        const float *dout, const float *inp, const float *weight, const float *mean,
                                        const float *rstd, int BT, int C, float *scratch);
+/* Llama's ops (kernels.h): RMSNorm (backward's scratch: dt_cuda_row_partials(BT, C) floats), rotary
+ * embeddings in place (backward: the inverse rotation), SwiGLU */
+cudaError_t dt_cuda_rmsnorm_forward(void *out, int ot, float *rstd, const float *inp, const float *weight, float eps,
+                                    int BT, int C);
+cudaError_t dt_cuda_rmsnorm_backward(float *dinp, void *dinp_lp, int lt, float *dweight, const float *dout,
+                                     const float *inp, const float *weight, const float *rstd, int BT, int C,
+                                     float *scratch);
+cudaError_t dt_cuda_rope(void *qkv, int at, const float *cs, int B, int T, int NH, int NKV, int hs, int backward);
+cudaError_t dt_cuda_swiglu_forward(void *out, const void *inp, int at, int BT, int H);
+cudaError_t dt_cuda_swiglu_backward(void *dinp, const void *inp, const float *dout, int at, int BT, int H);
 cudaError_t dt_cuda_position_forward(float *out, const float *wpe, int B, int T, int C);
 cudaError_t dt_cuda_position_backward(float *dwpe, const float *dout, int B, int T, int C);
 /* table of type t: fp32, bf16 or fp16 */

@@ -138,6 +138,30 @@ static int layernorm_backward(void *ctx, float *dinp, void *dinp_lp, int lt, flo
              : (int)dt_cuda_layernorm_backward(dinp, dinp_lp, lt, dweight, dbias, dout, inp, weight, mean, rstd, BT,
                                                C, s);
 }
+static int rmsnorm_forward(void *out, int ot, float *rstd, const float *inp, const float *weight, float eps, int BT,
+                           int C)
+{
+    return (int)dt_cuda_rmsnorm_forward(out, ot, rstd, inp, weight, eps, BT, C);
+}
+static int rmsnorm_backward(void *ctx, float *dinp, void *dinp_lp, int lt, float *dweight, const float *dout,
+                            const float *inp, const float *weight, const float *rstd, int BT, int C)
+{
+    void *s = NULL;
+    int e = dt_cuda_ctx_scratch(ctx, DT_CUDA_SCRATCH_PARTIALS, dt_cuda_row_partials(BT, C) * sizeof(float), &s);
+    return e ? e : (int)dt_cuda_rmsnorm_backward(dinp, dinp_lp, lt, dweight, dout, inp, weight, rstd, BT, C, s);
+}
+static int rope(void *qkv, int at, const float *cs, int B, int T, int NH, int NKV, int hs, int backward)
+{
+    return (int)dt_cuda_rope(qkv, at, cs, B, T, NH, NKV, hs, backward);
+}
+static int swiglu_forward(void *out, const void *inp, int at, int BT, int H)
+{
+    return (int)dt_cuda_swiglu_forward(out, inp, at, BT, H);
+}
+static int swiglu_backward(void *dinp, const void *inp, const float *dout, int at, int BT, int H)
+{
+    return (int)dt_cuda_swiglu_backward(dinp, inp, dout, at, BT, H);
+}
 static int position_forward(float *out, const float *wpe, int B, int T, int C)
 {
     return (int)dt_cuda_position_forward(out, wpe, B, T, C);
@@ -237,6 +261,11 @@ const struct dt_cuda_ops dt_cuda_ops = {
     .sumsq_nonfinite = sumsq_nonfinite,
     .layernorm_forward = layernorm_forward,
     .layernorm_backward = layernorm_backward,
+    .rmsnorm_forward = rmsnorm_forward,
+    .rmsnorm_backward = rmsnorm_backward,
+    .rope = rope,
+    .swiglu_forward = swiglu_forward,
+    .swiglu_backward = swiglu_backward,
     .position_forward = position_forward,
     .position_backward = position_backward,
     .rows_forward = rows_forward,

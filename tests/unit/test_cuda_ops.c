@@ -20,6 +20,7 @@
 #include <string.h>
 #include "core/error.h"
 #include "kernels/cuda_module.h"
+#include "kernels/formulas.h"
 #include "kernels/kernels.h"
 
 static const struct dt_cuda_ops *gpu;
@@ -156,6 +157,92 @@ static int max_ulps(const uint16_t *a, const uint16_t *b, size_t n)
     int worst = 0;
     for (size_t i = 0; i < n; i++) worst = ulps(a[i], b[i]) > worst ? ulps(a[i], b[i]) : worst;
     return worst;
+}
+
+/* Llama's ops on activations of each type against the CPU: RMSNorm (145 rows: two full row blocks
+ * and a part; backward accumulates into values, its dweight in the CPU's block order up to the
+ * fused multiply-adds nvcc may form, its 16-bit dinp the GPU's own sum rounded), rotary embeddings
+ * on 3 query and 1 key/value heads of 64 and back, SwiGLU forward and backward (written) */
+static void llama_ops(void)
+{
+    enum { B = 5, T = 29, BT = B * T, C = 96, NH = 3, NKV = 1, HS = 64, W = (NH + 2 * NKV) * HS, H = 77 };
+    float *x = randn(BT * C, 60), *w = randn(C, 61), *dy = randn(BT * C, 62), *q = randn((size_t)BT * W, 63);
+    float *u = randn((size_t)BT * 2 * H, 64), *du = randn((size_t)BT * H, 65), *dx0 = randn(BT * C, 66);
+    float *cs = malloc(T * HS * sizeof *cs), *rstd = calloc(BT, 4), *dw = calloc(C, 4), *dx = malloc(BT * C * 4);
+    dt_rope_table(cs, T, HS, 500000.0f);
+    float *gx = dev(x, BT * C * 4), *gw = dev(w, C * 4), *gdy = dev(dy, BT * C * 4), *grstd = dev(NULL, BT * 4);
+    float *gcs = dev(cs, T * HS * 4), *gdu = dev(du, (size_t)BT * H * 4), *gdx = dev(dx0, BT * C * 4);
+    float *gdw = dev(NULL, C * 4);
+    char what[128];
+    for (int k = 0; k < 3; k++) {
+        enum dt_dtype t = act_types[k];
+        size_t es = dt_dtype_size(t);
+        void *cpu = malloc((size_t)BT * W * es), *gout = dev(NULL, (size_t)BT * W * es);
+        dt_kernels_cpu.rmsnorm_forward(kc, cpu, t, rstd, x, w, 1e-5f, BT, C);
+        CK(gpu->rmsnorm_forward(gout, (int)t, grstd, gx, gw, 1e-5f, BT, C));
+        void *h = back_typed(gout, BT * C, t);
+        float *hr = back(grstd, BT);
+        double d = fmax(act_diff(h, cpu, BT * C, t), maxrel(hr, rstd, BT));
+        snprintf(what, sizeof what, "rmsnorm_forward %s: out, rstd", dt_dtype_str(t));
+        report(d < 1e-5, what, d);
+        free(h), free(hr);
+        /* backward from the CPU's rstd on both sides */
+        CK(gpu->to_device(grstd, rstd, BT * 4));
+        CK(gpu->to_device(gdx, dx0, BT * C * 4));
+        CK(gpu->to_device(gdw, dw, C * 4));
+        memcpy(dx, dx0, BT * C * 4);
+        float *cdw = calloc(C, 4);
+        memcpy(cdw, dw, C * 4);
+        dt_kernels_cpu.rmsnorm_backward(kc, dx, NULL, DT_F32, cdw, dy, x, w, rstd, BT, C);
+        CK(gpu->rmsnorm_backward(mm, gdx, t == DT_F32 ? NULL : gout, (int)t, gdw, gdy, gx, gw, grstd, BT, C));
+        float *hx = back(gdx, BT * C), *hw = back(gdw, C);
+        d = fmax(maxrel(hx, dx, BT * C), maxrel(hw, cdw, C));
+        snprintf(what, sizeof what, "rmsnorm_backward, %s copy: dinp, dweight", dt_dtype_str(t));
+        report(d < 1e-4, what, d);
+        if (t != DT_F32) {
+            uint16_t *hl = back_typed(gout, BT * C, t);
+            size_t off = 0;
+            for (int i = 0; i < BT * C; i++)
+                off += hl[i] != (t == DT_BF16 ? dt_bf16_from_f32(hx[i]) : dt_f16_from_f32(hx[i]));
+            snprintf(what, sizeof what, "rmsnorm_backward: the %s copy of dinp is its sum rounded", dt_dtype_str(t));
+            report(off == 0, what, (double)off);
+            free(hl);
+        }
+        free(hx), free(hw), free(cdw);
+        /* rope there and back: in place on the query and key heads, the values untouched */
+        for (int dir = 0; dir < 2; dir++) {
+            void *qt = typed(q, (size_t)BT * W, t);
+            CK(gpu->to_device(gout, qt, (size_t)BT * W * es));
+            if (dir) dt_kernels_cpu.rope_backward(kc, qt, t, cs, B, T, NH, NKV, HS);
+            else dt_kernels_cpu.rope_forward(kc, qt, t, cs, B, T, NH, NKV, HS);
+            CK(gpu->rope(gout, (int)t, gcs, B, T, NH, NKV, HS, dir));
+            h = back_typed(gout, (size_t)BT * W, t);
+            d = act_diff(h, qt, (size_t)BT * W, t);
+            snprintf(what, sizeof what, "rope_%s %s, grouped heads", dir ? "backward" : "forward", dt_dtype_str(t));
+            report(d < 1e-5, what, d);
+            free(h), free(qt);
+        }
+        /* SwiGLU */
+        void *ut = typed(u, (size_t)BT * 2 * H, t), *gu = dev(ut, (size_t)BT * 2 * H * es);
+        dt_kernels_cpu.swiglu_forward(kc, cpu, ut, t, BT, H);
+        CK(gpu->swiglu_forward(gout, gu, (int)t, BT, H));
+        h = back_typed(gout, (size_t)BT * H, t);
+        d = act_diff(h, cpu, (size_t)BT * H, t);
+        snprintf(what, sizeof what, "swiglu_forward %s", dt_dtype_str(t));
+        report(d < 1e-5, what, d);
+        free(h);
+        dt_kernels_cpu.swiglu_backward(kc, cpu, ut, du, t, BT, H);
+        CK(gpu->swiglu_backward(gout, gu, gdu, (int)t, BT, H));
+        h = back_typed(gout, (size_t)BT * 2 * H, t);
+        d = act_diff(h, cpu, (size_t)BT * 2 * H, t);
+        snprintf(what, sizeof what, "swiglu_backward %s writes dinp", dt_dtype_str(t));
+        report(d < 1e-5, what, d);
+        free(h), free(ut), free(cpu);
+        gpu->free(gu), gpu->free(gout);
+    }
+    void *all[] = {gx, gw, gdy, grstd, gcs, gdu, gdx, gdw};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
+    free(x), free(w), free(dy), free(q), free(u), free(du), free(dx0), free(cs), free(rstd), free(dw), free(dx);
 }
 
 /* GELU and the residual add on activations of each type; GELU's backward writes dinp */
@@ -1412,6 +1499,7 @@ int main(void)
     elementwise();
     casts();
     optimizer_and_norms();
+    llama_ops();
     adamw_slices_case();
     layernorm_and_positions(768);
     layernorm_and_positions(77); /* fewer channels than threads, and odd */

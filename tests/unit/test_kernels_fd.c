@@ -10,6 +10,7 @@
 #include "core/dtype.h"
 #include "core/rng.h"
 #include "dt_test.h"
+#include "kernels/formulas.h"
 #include "kernels/kernels.h"
 
 static const struct dt_kernels *K = &dt_kernels_cpu;
@@ -125,6 +126,86 @@ static void layernorm(void **state)
 {
     layernorm_case(4, 9);
     layernorm_case(3, 75);
+}
+
+/* ---------------------------------------------------------------- Llama's ops */
+struct rms {
+    float *inp, *w, *rstd;
+    int BT, C;
+};
+static void rms_fwd(struct fd *f, float *out)
+{
+    struct rms *r = f->ctx;
+    K->rmsnorm_forward(KC, out, DT_F32, r->rstd, r->inp, r->w, 1e-5f, r->BT, r->C);
+}
+/* C 75: the weight gradient's register blocks of 32 channels, with a partial one; BT 130: three row
+ * blocks of DT_ROW_BLOCK, the last partial */
+static void rmsnorm(void **state)
+{
+    static const int shapes[2][2] = {{4, 9}, {130, 75}};
+    for (int k = 0; k < 2; k++) {
+        int BT = shapes[k][0], C = shapes[k][1];
+        struct rms r = {rnd(BT * C, 1, 70), rnd(C, 1, 71), calloc(BT, 4), BT, C};
+        float *R = rnd(BT * C, 1, 72), *out = calloc(BT * C, 4), *di = calloc(BT * C, 4), *dw = calloc(C, 4);
+        K->rmsnorm_forward(KC, out, DT_F32, r.rstd, r.inp, r.w, 1e-5f, BT, C);
+        K->rmsnorm_backward(KC, di, NULL, DT_F32, dw, R, r.inp, r.w, r.rstd, BT, C);
+        struct fd f = {rms_fwd, (size_t)BT * C, R, &r};
+        check(&f, "rmsnorm dinp", r.inp, BT * C, di, 5e-3);
+        check(&f, "rmsnorm dweight", r.w, C, dw, 1e-3);
+        free(r.inp), free(r.w), free(r.rstd), free(R), free(out), free(di), free(dw);
+    }
+}
+
+struct rp {
+    float *qkv, *cs;
+    int B, T, NH, NKV, hs;
+};
+static void rope_fwd(struct fd *f, float *out)
+{
+    struct rp *r = f->ctx;
+    memcpy(out, r->qkv, f->nout * sizeof *out);
+    K->rope_forward(KC, out, DT_F32, r->cs, r->B, r->T, r->NH, r->NKV, r->hs);
+}
+/* grouped-query heads (3 query, 1 key/value): the values pass through; theta 10000 as Llama 2 */
+static void rope(void **state)
+{
+    enum { B = 2, T = 5, NH = 3, NKV = 1, HS = 8, W = (NH + 2 * NKV) * HS };
+    float cs[T * HS];
+    dt_rope_table(cs, T, HS, 10000.0f);
+    struct rp r = {rnd(B * T * W, 1, 73), cs, B, T, NH, NKV, HS};
+    float *R = rnd(B * T * W, 1, 74), *d = malloc(B * T * W * sizeof *d);
+    memcpy(d, R, B * T * W * sizeof *d);
+    K->rope_backward(KC, d, DT_F32, cs, B, T, NH, NKV, HS);
+    struct fd f = {rope_fwd, (size_t)B * T * W, R, &r};
+    check(&f, "rope dqkv", r.qkv, B * T * W, d, 1e-3);
+    /* position 0 turns nothing; at position 1 the pair (x[0], x[hs/2]) turns by 1 radian */
+    float *y = malloc(B * T * W * sizeof *y);
+    rope_fwd(&f, y);
+    assert_memory_equal(y, r.qkv, W * sizeof *y);
+    float a = r.qkv[W], b = r.qkv[W + HS / 2];
+    assert_true(fabsf(y[W] - (a * cosf(1) - b * sinf(1))) < 1e-6f && fabsf(y[W + HS / 2] - (b * cosf(1) + a * sinf(1))) < 1e-6f);
+    free(r.qkv), free(R), free(d), free(y);
+}
+
+struct sg {
+    float *inp;
+    int BT, H;
+};
+static void swiglu_fwd(struct fd *f, float *out)
+{
+    struct sg *s = f->ctx;
+    K->swiglu_forward(KC, out, s->inp, DT_F32, s->BT, s->H);
+}
+static void swiglu(void **state)
+{
+    enum { BT = 6, H = 7 };
+    struct sg s = {rnd(BT * 2 * H, 2, 75), BT, H};
+    float *R = rnd(BT * H, 1, 76), *di = malloc(BT * 2 * H * sizeof *di);
+    for (int i = 0; i < BT * 2 * H; i++) di[i] = NAN; /* written, not added to */
+    K->swiglu_backward(KC, di, s.inp, R, DT_F32, BT, H);
+    struct fd f = {swiglu_fwd, (size_t)BT * H, R, &s};
+    check(&f, "swiglu dinp", s.inp, BT * 2 * H, di, 1e-3);
+    free(s.inp), free(R), free(di);
 }
 
 /* ---------------------------------------------------------------- attention */
@@ -480,6 +561,28 @@ static void activations_16bit(void **state)
         K->layernorm_backward(KC, dx, out, t, dw, db, res, x, w, mean, rstd, BT, C);
         same_rounded("layernorm_backward's 16-bit dinp", t, out, dx, BT * C);
         free(dx), free(dw), free(db);
+        /* RMSNorm forward, and its backward's 16-bit copy of dinp */
+        K->rmsnorm_forward(KC, out, t, rstd, x, w, 1e-5f, BT, C);
+        K->rmsnorm_forward(KC, ref, DT_F32, rstd, x, w, 1e-5f, BT, C);
+        same_rounded("rmsnorm_forward", t, out, ref, BT * C);
+        float *rx = rnd(BT * C, 1, 67), *rw = calloc(C, 4);
+        K->rmsnorm_backward(KC, rx, out, t, rw, res, x, w, rstd, BT, C);
+        same_rounded("rmsnorm_backward's 16-bit dinp", t, out, rx, BT * C);
+        free(rx), free(rw);
+        /* SwiGLU on (BT, 2 x C/2) and rope on C / 8 heads of 8, as 16-bit values */
+        uint16_t *sh = lp_of(x, BT * C, t);
+        float *sx = f32_of(sh, BT * C, t), cs[T * 8];
+        K->swiglu_forward(KC, out, sh, t, BT, C / 2);
+        K->swiglu_forward(KC, ref, sx, DT_F32, BT, C / 2);
+        same_rounded("swiglu_forward", t, out, ref, BT * C / 2);
+        K->swiglu_backward(KC, out, sh, res, t, BT, C / 2);
+        K->swiglu_backward(KC, ref, sx, res, DT_F32, BT, C / 2);
+        same_rounded("swiglu_backward", t, out, ref, BT * C);
+        dt_rope_table(cs, T, 8, 10000.0f);
+        K->rope_forward(KC, sh, t, cs, B, T, 1, 1, 8); /* each row: 1 query, 1 key, 1 value head of 8 */
+        K->rope_forward(KC, sx, DT_F32, cs, B, T, 1, 1, 8);
+        same_rounded("rope_forward", t, sh, sx, BT * C);
+        free(sh), free(sx);
         /* GELU forward and backward on 16-bit values */
         uint16_t *h = lp_of(x, BT * C, t);
         float *hx = f32_of(h, BT * C, t);
@@ -514,4 +617,4 @@ static void activations_16bit(void **state)
 }
 
 DT_TESTS(T(matmul), T(layernorm), T(attention), T(attention_blocks), T(attention_plain), T(gelu), T(embedding), T(softmax_xent), T(mixed_types),
-         T(stochastic_rounding), T(reductions), T(activations_16bit))
+         T(stochastic_rounding), T(reductions), T(activations_16bit), T(rmsnorm), T(rope), T(swiglu))
