@@ -33,13 +33,9 @@ DT_HD static inline float dt_gelu_grad(float x)
     return 0.5f * (1.0f + th) + 0.5f * x * sech2 * DT_GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
-/* SiLU (x sigmoid(x), Llama's gate) and its derivative sigmoid(x) (1 + x (1 - sigmoid(x))); the
- * exponent clamped, so large inputs give x and 0 exactly and expf never overflows */
-DT_HD static inline float dt_sigmoid(float x)
-{
-    x = x > 80.0f ? 80.0f : x < -80.0f ? -80.0f : x;
-    return 1.0f / (1.0f + expf(-x));
-}
+/* SiLU (x sigmoid(x), Llama's gate) and its derivative sigmoid(x) (1 + x (1 - sigmoid(x))); where
+ * expf(-x) overflows to inf, sigmoid is 0 exactly, as torch's */
+DT_HD static inline float dt_sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
 DT_HD static inline float dt_silu(float x) { return x * dt_sigmoid(x); }
 DT_HD static inline float dt_silu_grad(float x)
 {
@@ -58,8 +54,9 @@ DT_HD static inline void dt_rope_pair(float *x1, float *x2, float c, float s, fl
 }
 
 /* The (T, hs) table rope takes: row t holds cos(t f_i) for i < hs/2, then sin(t f_i), with
- * f_i = 1 / theta^(2i / hs) and t f_i in fp32 as Hugging Face's LlamaRotaryEmbedding has them, the
- * cosine and sine rounded once from double. Host code: the model fills it once. */
+ * f_i = 1 / theta^(2i / hs) and the angle t f_i in fp32, the formula of Hugging Face's
+ * LlamaRotaryEmbedding (which takes the cosine and sine with torch's fp32 functions; here they are
+ * rounded once from double). Host code: the model fills it once. */
 static inline void dt_rope_table(float *cs, int T, int hs, float theta)
 {
     int half = hs / 2;

@@ -4,15 +4,18 @@
  * which the CPU kernels are the reference of; dt_kernels_for chooses (backend_reg.c).
  *
  * Shapes use llm.c's letters: B batch, T time (sequence), C channels,
- * OC output channels, NH heads, V vocabulary. Tensors are row-major; parameters,
- * gradients and the residual stream are fp32, and the activations between ops
- * are of the run's activation type: fp32, or under mixed precision its 16-bit
- * type, as torch.autocast stores them (the ops that take one say `at`).
- * Backward kernels ACCUMULATE into their fp32 d* outputs (+=), so callers zero
- * gradient buffers once per step and branches (residuals, tied embeddings)
- * add up for free; a gradient that feeds a 16-bit matmul (attention's dqkv,
- * GELU's dinp) is written (=) in the activation type instead. Every kernel runs on the shared OpenMP pool (oneDNN's CPU
- * runtime is OpenMP too), so oneDNN and our loops never oversubscribe.
+ * OC output channels, NH heads, V vocabulary. Tensors are row-major; gradients
+ * and the residual stream are fp32, parameters fp32 or a strategy's 16-bit
+ * storage (the ops that read it say `wt`), and the activations between ops are
+ * of the run's activation type: fp32, or under mixed precision its 16-bit type,
+ * as torch.autocast stores them (the ops that take one say `at`). Backward
+ * kernels ACCUMULATE into their fp32 d* outputs (+=), so callers zero gradient
+ * buffers once per step and branches (residuals, tied embeddings) add up for
+ * free; a gradient that feeds a 16-bit matmul (attention's dqkv, GELU's and
+ * SwiGLU's dinp) is written (=) in the activation type instead, and rope's
+ * backward turns dqkv in place. Every kernel runs on the shared OpenMP pool
+ * (oneDNN's CPU runtime is OpenMP too), so oneDNN and our loops never
+ * oversubscribe.
  */
 #ifndef DT_KERNELS_H
 #define DT_KERNELS_H
@@ -129,8 +132,8 @@ struct dt_kernels {
                              int C);
     /* Rotary position embeddings in place on the query and key heads of qkv (B,T,(NH + 2 NKV) hs):
      * NH query heads, then NKV key heads, then the values; Hugging Face's rotate-half layout (element
-     * i pairs with i + hs/2; hs even, at most 1024), cs the (T, hs) table of dt_rope_table
-     * (formulas.h); of type at, turned in fp32. Backward turns dq and dk of dqkv back in place: a rotation's transpose. */
+     * i pairs with i + hs/2; hs even), cs the (T, hs) table of dt_rope_table (formulas.h); of type
+     * at, turned in fp32. Backward turns dq and dk of dqkv back in place: a rotation's transpose. */
     void (*rope_forward)(struct dt_kctx *kc, void *qkv, enum dt_dtype at, const float *cs, int B, int T, int NH,
                          int NKV, int hs);
     void (*rope_backward)(struct dt_kctx *kc, void *dqkv, enum dt_dtype at, const float *cs, int B, int T, int NH,
@@ -143,9 +146,11 @@ struct dt_kernels {
                             int BT, int H);
     /* Causal multi-head attention, fused (flash attention's blocks and online softmax on both
      * backends: the T x T matrix is never stored). qkv (B,T,3C) holds q|k|v and out (B,T,C) the
-     * result, both of type at (fp32, or the 16-bit activation type: then the products take the
-     * 16-bit operands and accumulate in fp32, and softmax runs in fp32); att keeps what backward
-     * needs, attention_saved floats per layer: each row's log-sum-exp (B,NH,T), fp32. */
+     * result, both of type at (fp32, or the 16-bit activation type); scores, softmax and sums are
+     * fp32 on both. The CPU, the reference, keeps the probabilities and dout in fp32 for their
+     * products; the GPU's tensor-core path rounds P, dS and dout to the 16-bit type for theirs, as
+     * FlashAttention does (its tests bound the difference). att keeps what backward needs,
+     * attention_saved floats per layer: each row's log-sum-exp (B,NH,T), fp32. */
     size_t (*attention_saved)(int B, int NH, int T);
     /* floats of device scratch attention_backward needs (per call, covering every thread) */
     size_t (*attention_scratch)(int B, int T, int C, int NH, enum dt_dtype at);

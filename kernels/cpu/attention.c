@@ -192,7 +192,9 @@ void dt_cpu_attention_forward(struct dt_kctx *kc, void *out, float *lse, const v
         return;
     }
     size_t n = (size_t)B * T * C;
-    float *q = dt_cpu_scratch(kc, 1, 3 * n * sizeof(float)), *o = dt_cpu_scratch(kc, 2, n * sizeof(float));
+    float *q = dt_cpu_scratch(kc, 1, 3 * n * sizeof(float), "attention_forward");
+    float *o = dt_cpu_scratch(kc, 2, n * sizeof(float), "attention_forward");
+    if (!q || !o) return;
     dt_cpu_convert(kc, q, DT_F32, qkv, at, 3 * n);
     forward_f32(o, lse, q, B, T, C, NH);
     dt_cpu_convert(kc, out, at, o, DT_F32, n);
@@ -208,8 +210,10 @@ void dt_cpu_attention_backward(struct dt_kctx *kc, void *dqkv, const float *dout
         backward_f32(dqkv, dout, qkv, out, lse, B, T, C, NH);
         return;
     }
-    float *q = dt_cpu_scratch(kc, 1, 3 * n * sizeof(float)), *o = dt_cpu_scratch(kc, 2, n * sizeof(float));
-    float *dq = dt_cpu_scratch(kc, 3, 3 * n * sizeof(float));
+    float *q = dt_cpu_scratch(kc, 1, 3 * n * sizeof(float), "attention_backward");
+    float *o = dt_cpu_scratch(kc, 2, n * sizeof(float), "attention_backward");
+    float *dq = dt_cpu_scratch(kc, 3, 3 * n * sizeof(float), "attention_backward");
+    if (!q || !o || !dq) return;
     dt_cpu_convert(kc, q, DT_F32, qkv, at, 3 * n);
     dt_cpu_convert(kc, o, DT_F32, out, at, n);
     dt_cpu_zero(kc, dq, 3 * n * sizeof(float));

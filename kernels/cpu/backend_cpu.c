@@ -55,8 +55,8 @@ static void cpu_copy(struct dt_kctx *kc, void *dst, const void *src, size_t byte
 {
     if (bytes) memmove(dst, src, bytes);
 }
-/* every CPU kernel has finished when it returns, and none can fail */
-static dt_status_t cpu_synchronize(struct dt_kctx *kc, int64_t step) { return DT_SUCCESS; }
+/* every CPU kernel has finished when it returns; one that could not get its scratch said so */
+static dt_status_t cpu_synchronize(struct dt_kctx *kc, int64_t step) { return dt_cpu_failure(kc, step); }
 static void cpu_wait(struct dt_kctx *kc) {}
 
 const struct dt_kernels dt_kernels_cpu = {

@@ -49,10 +49,13 @@ void dt_cpu_chunks(void *out, enum dt_dtype ot, const void *inp, enum dt_dtype i
  * block order. The GPU kernels keep the same order, so both give the same bits, and the blocks run
  * in parallel on either. */
 #define DT_ROW_BLOCK 64
-/* Growing scratch of the CPU context (matmul_lp.c), slot 0..DT_CPU_SCRATCH_SLOTS-1; NULL when out of
- * memory. A context's kernels are called from one thread at a time. */
+/* Growing scratch of the CPU context (matmul_lp.c), slot 0..DT_CPU_SCRATCH_SLOTS-1: slot 0 the norms'
+ * 16-bit rows, 1-3 attention's widened copies (none of them calls another op that takes a slot).
+ * NULL when out of memory: the op returns, and the next synchronize reports op and bytes
+ * (dt_cpu_failure). A context's kernels are called from one thread at a time. */
 #define DT_CPU_SCRATCH_SLOTS 4
-void *dt_cpu_scratch(struct dt_kctx *kc, int slot, size_t bytes);
+void *dt_cpu_scratch(struct dt_kctx *kc, int slot, size_t bytes, const char *op);
+dt_status_t dt_cpu_failure(struct dt_kctx *kc, int64_t step);
 /* the op table's zero: on every thread from a MiB up */
 void dt_cpu_zero(struct dt_kctx *kc, void *p, size_t bytes);
 void dt_cpu_gemm(char ta, char tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,

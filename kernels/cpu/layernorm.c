@@ -10,7 +10,8 @@ DT_CLONES void dt_cpu_layernorm_forward(struct dt_kctx *kc, void *out, enum dt_d
 {
     /* a 16-bit row is computed in its thread's row of tmp, then rounded into out */
     int nt = omp_get_max_threads();
-    float *tmp = ot == DT_F32 ? NULL : dt_cpu_scratch(kc, 0, (size_t)nt * C * sizeof(float));
+    float *tmp = ot == DT_F32 ? NULL : dt_cpu_scratch(kc, 0, (size_t)nt * C * sizeof(float), "layernorm_forward");
+    if (ot != DT_F32 && !tmp) return;
     #pragma omp parallel num_threads(nt)
     {
         #pragma omp for

@@ -60,6 +60,8 @@ struct prim {
 struct dt_kctx {
     struct scratch s_b, s_c, s_wa, s_wb, s_wc, s_bias, s_out;
     struct scratch slot[DT_CPU_SCRATCH_SLOTS]; /* dt_cpu_scratch's, for the other kernels */
+    const char *failed; /* the first op whose scratch could not be had since the last synchronize */
+    size_t failed_bytes;
     int bf16_onednn;      /* -1: not chosen yet */
     const char *bf16_why; /* why bf16_onednn is what it is, for the log */
     char path[160];       /* dt_cpu_matmul_lp_path's answer */
@@ -100,7 +102,22 @@ void dt_cpu_ctx_destroy(struct dt_kctx *kc)
     free(kc);
 }
 
-void *dt_cpu_scratch(struct dt_kctx *kc, int slot, size_t bytes) { return grow(&kc->slot[slot], bytes); }
+void *dt_cpu_scratch(struct dt_kctx *kc, int slot, size_t bytes, const char *op)
+{
+    void *p = grow(&kc->slot[slot], bytes);
+    if (!p && !kc->failed) kc->failed = op, kc->failed_bytes = bytes;
+    return p;
+}
+
+dt_status_t dt_cpu_failure(struct dt_kctx *kc, int64_t step)
+{
+    if (!kc->failed) return DT_SUCCESS;
+    const char *op = kc->failed;
+    kc->failed = NULL;
+    return dt_error(DT_ERR_NOMEM, "dtrun: error: step %lld: out of memory for %zu bytes of the CPU kernels' scratch "
+                    "in %s\n  hint: lower data.micro_batch_size or enable model.activation_checkpointing",
+                    (long long)step, kc->failed_bytes, op);
+}
 
 void dt_cpu_bf16_gemm_select(struct dt_kctx *kc, int onednn) { kc->bf16_onednn = onednn; }
 
@@ -250,6 +267,10 @@ void dt_cpu_matmul_forward_lp(struct dt_kctx *kc, void *out, enum dt_dtype ot, c
     size_t nx = (size_t)BT * C, no = (size_t)BT * OC;
     /* the fp32 sums, rounded into a 16-bit out once they are complete */
     float *o = ot == DT_F32 ? out : grow(&kc->s_out, no * sizeof(float));
+    if (!o) {
+        if (!kc->failed) kc->failed = "matmul_forward_lp", kc->failed_bytes = no * sizeof(float);
+        return;
+    }
     if (widened(kc, t)) {
         float *x = grow(&kc->s_wa, nx * sizeof(float));
         dt_cpu_cast_from_lp(kc, x, inp, nx, t);

@@ -3,23 +3,27 @@
 #include "kernels/cpu/cpu.h"
 #include "kernels/formulas.h"
 
-/* every (b, t) row's first NH + NKV heads turned by dir (formulas.h), a row at a time in fp32 */
+/* every (b, t) row's first NH + NKV heads turned by dir (formulas.h) in fp32, a head's pairs
+ * (x[i], x[i + hs/2]) DT_CPU_CHUNK of them at a time, any head size */
 static void turn(void *qkv, enum dt_dtype at, const float *cs, int B, int T, int NH, int NKV, int hs, float dir)
 {
-    int half = hs / 2, width = (NH + 2 * NKV) * hs, n = (NH + NKV) * hs;
+    int half = hs / 2, width = (NH + 2 * NKV) * hs;
     #pragma omp parallel
     {
-        float row[DT_CPU_CHUNK];
+        float x1[DT_CPU_CHUNK], x2[DT_CPU_CHUNK];
         #pragma omp for
         for (int r = 0; r < B * T; r++) {
             const float *c = cs + (size_t)(r % T) * hs, *s = c + half;
-            size_t at0 = (size_t)r * width;
-            for (int h0 = 0; h0 < n; h0 += DT_CPU_CHUNK / hs * hs) { /* whole heads at a time */
-                int k = n - h0 < DT_CPU_CHUNK / hs * hs ? n - h0 : DT_CPU_CHUNK / hs * hs;
-                dt_cpu_load(row, qkv, at, at0 + h0, (size_t)k);
-                for (int h = 0; h < k; h += hs)
-                    for (int i = 0; i < half; i++) dt_rope_pair(&row[h + i], &row[h + half + i], c[i], s[i], dir);
-                dt_cpu_store(qkv, at, at0 + h0, row, (size_t)k);
+            for (int h = 0; h < NH + NKV; h++) {
+                size_t head = (size_t)r * width + (size_t)h * hs;
+                for (int i0 = 0; i0 < half; i0 += DT_CPU_CHUNK) {
+                    int k = half - i0 < DT_CPU_CHUNK ? half - i0 : DT_CPU_CHUNK;
+                    dt_cpu_load(x1, qkv, at, head + i0, (size_t)k);
+                    dt_cpu_load(x2, qkv, at, head + half + i0, (size_t)k);
+                    for (int i = 0; i < k; i++) dt_rope_pair(&x1[i], &x2[i], c[i0 + i], s[i0 + i], dir);
+                    dt_cpu_store(qkv, at, head + i0, x1, (size_t)k);
+                    dt_cpu_store(qkv, at, head + half + i0, x2, (size_t)k);
+                }
             }
         }
     }

@@ -22,12 +22,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include "core/error.h"
+#include "core/half.h"
 #include "core/mem.h"
 #include "core/rng.h"
 #include "model/gpt.h"
 
-/* most vocabulary rows per unit (and per logits block): 2 MiB of fp32 scratch at B*T = 256, wide enough
- * that sgemm keeps its full rate */
+/* most vocabulary rows per unit (and per logits block): a block of logits at B*T = 256 is 2 MiB in
+ * fp32, wide enough that the matmul keeps its full rate */
 #define LOGIT_COLS 2048
 
 /* a block's tensors, in llm.c's order */
@@ -584,11 +585,20 @@ void dt_gpt_logits(const struct dt_model *m, float *out)
 {
     const struct gpt *g = m->impl;
     int BT = g->B * g->T, V = g->c.vocab_size;
+    size_t es = dt_dtype_size(g->at);
+    uint16_t row[LOGIT_COLS]; /* a 16-bit row of a block, widened here */
     for (int c = 0; c < g->nchunks; c++) {
         int n = chunk_rows(g, c), v0 = c * g->vb;
-        for (int i = 0; i < BT; i++)
-            m->k->copy(m->kc, out + (size_t)i * V + v0, (const float *)g->logits + (size_t)BT * v0 + (size_t)i * n,
-                       (size_t)n * sizeof(float), DT_COPY_TO_HOST);
+        for (int i = 0; i < BT; i++) {
+            const char *at = (const char *)g->logits + ((size_t)BT * v0 + (size_t)i * n) * es;
+            float *o = out + (size_t)i * V + v0;
+            if (g->at == DT_F32) {
+                m->k->copy(m->kc, o, at, (size_t)n * sizeof(float), DT_COPY_TO_HOST);
+                continue;
+            }
+            m->k->copy(m->kc, row, at, (size_t)n * es, DT_COPY_TO_HOST);
+            for (int v = 0; v < n; v++) o[v] = g->at == DT_BF16 ? dt_f32_from_bf16(row[v]) : dt_f32_from_f16(row[v]);
+        }
     }
 }
 

@@ -39,7 +39,7 @@ dt_status_t dt_gpt_units(const struct dt_gpt_config *c, struct dt_unit **units, 
  */
 dt_status_t dt_gpt_load_llmc(struct dt_model *m, const char *path);
 /* Logits (B,T,V), row-major, of the last forward with grad_scale 0 (a training forward overwrites them with their
- * gradient); fp32 activations only (16-bit ones keep the logits in 16 bits). */
+ * gradient); with 16-bit activations, the 16-bit logits widened. */
 void dt_gpt_logits(const struct dt_model *m, float *out);
 /* A whole parameter (or gradient) buffer from llm.c's tensor-major order into this model's, and back. */
 void dt_gpt_from_llmc(const struct dt_model *m, const float *llmc, float *ours);

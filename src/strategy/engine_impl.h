@@ -76,9 +76,9 @@ struct dt_engine {
     float *master;           /* fp32 master weights of the shard (mixed precision) */
     struct dt_optimizer opt;
     float *scratch, *scratch2; /* sub_group floats each: the optimizer's fp32 gradients and parameters */
+    size_t scratch_n;          /* that many */
     struct dt_adamw_slice *slices; /* a step's AdamW updates, applied in one call (host memory) */
     int nslices, slices_cap;
-    size_t scratch_n;          /* that many */
     struct slot slots[DT_ENGINE_SLOTS];
     int nslots;
     struct gslot gslots[DT_ENGINE_GSLOTS];

@@ -112,7 +112,9 @@ static dt_status_t update(struct dt_engine *e, const struct piece *p, size_t lo,
     if (!e->c.stochastic && dt_optimizer_slice(&e->opt, e->master ? e->master + at : w32, g, e->master ? w : NULL, at,
                                                n, decay, &s))
         return add_slice(e, &s) ? DT_SUCCESS
-                                : dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory listing the optimizer's slices");
+                                : dt_error(DT_ERR_NOMEM, "dtrun: error: step %lld: out of host memory listing the "
+                                           "optimizer's slices\n  hint: free memory on this node (a few KiB were "
+                                           "asked for)", (long long)e->step);
     if (e->master) {
         dt_optimizer_update(&e->opt, e->master + at, g, e->gdt, w, t, at, n, decay, lr, gscale);
         return DT_SUCCESS;

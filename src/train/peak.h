@@ -1,7 +1,8 @@
 /*
  * peak.h - a GPU's peak dense rate for a precision, from its name, for MFU: NVIDIA's data-sheet
  * figures without structured sparsity, tensor cores for bf16 and fp16 (fp32 accumulation), the
- * plain fp32 rate for 32-true (dtrun never uses TF32). bench/gpu.sh uses the same figures.
+ * plain fp32 rate for 32-true (dtrun never uses TF32). bench/gpu.sh has the bf16 rates of the
+ * devices it names.
  */
 #ifndef DT_PEAK_H
 #define DT_PEAK_H

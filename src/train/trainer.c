@@ -185,7 +185,6 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     }
     struct dt_optim_config oc;
     dt_shapes_optim(cfg, &oc);
-    tr->model->compute = tr->prec.compute;
     DT_CHECK(dt_strategy_attach(tr->strategy, tr->model, &oc));
     DT_CHECK(dt_train_ckpt_load(tr));
     DT_CHECK(dt_train_ckpt_prepare(tr, &tr->ckpt_bytes));
@@ -504,22 +503,29 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
 }
 
 /* A GPU run's device for run_started ("cuda:0 (NVIDIA H200, 139.8 GiB, sm_90, ...)") and, unless
- * events.peak_tflops says, the peak its name has in peak.h's table for MFU. */
-static dt_status_t gpu_peak(struct trainer *tr, char *device, size_t n)
+ * events.peak_tflops says, the peak its name has in peak.h's table for MFU. A device that cannot be
+ * described costs the MFU, said once, not the run (and every rank goes on to the same collectives). */
+static void gpu_peak(struct trainer *tr, char *device, size_t n)
 {
     char desc[256];
-    DT_CHECK(dt_backend_gpu_describe(tr->device, desc, sizeof desc));
+    if (dt_backend_gpu_describe(tr->device, desc, sizeof desc) != DT_SUCCESS) {
+        if (tr->rank == 0)
+            DT_WARN("cannot name cuda:%d (%s): mfu is null in the metrics unless events.peak_tflops is set",
+                    tr->device, dt_error_msg());
+        snprintf(device, n, "cuda:%d", tr->device);
+        return;
+    }
     snprintf(device, n, "cuda:%d (%s)", tr->device, desc);
     desc[strcspn(desc, ",")] = 0; /* the name */
-    if (tr->peak_tflops > 0) return DT_SUCCESS;
+    if (tr->peak_tflops > 0) return;
     tr->peak_tflops = dt_peak_tflops(desc, tr->prec.compute);
+    if (tr->rank != 0) return;
     if (tr->peak_tflops > 0)
         DT_INFO(DT_SUB_TRAIN, "MFU against %s's peak dense %s rate, %.1f TFLOP/s (events.peak_tflops overrides)",
                 desc, tr->prec.compute == DT_F32 ? "fp32" : dt_dtype_str(tr->prec.compute), tr->peak_tflops);
-    else if (tr->rank == 0)
+    else
         DT_WARN("no peak rate known for %s: mfu is null in the metrics\n"
                 "  hint: set events.peak_tflops to one device's peak dense TFLOP/s for this precision", desc);
-    return DT_SUCCESS;
 }
 
 dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, const struct dt_devmap *dev,
@@ -567,7 +573,7 @@ dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, cons
         dt_engine_memory(tr.strategy->engine, &mem);
         double most = (double)mem.state;
         rc = dt_strategy_max(tr.strategy, &most, 1);
-        if (rc == DT_SUCCESS && tr.device >= 0) rc = gpu_peak(&tr, device, sizeof device);
+        if (tr.device >= 0) gpu_peak(&tr, device, sizeof device);
         struct dt_run_info info = {
             .model = model, .params = (int64_t)m->nparams, .steps = tr.steps, .world = world, .device = device,
             .strategy = tr.strategy->name, .precision = tr.prec.name, .param_bytes = mem.params,

@@ -166,6 +166,32 @@ static void rope_fwd(struct fd *f, float *out)
     memcpy(out, r->qkv, f->nout * sizeof *out);
     K->rope_forward(KC, out, DT_F32, r->cs, r->B, r->T, r->NH, r->NKV, r->hs);
 }
+/* Llama 3 8B's heads, 32 query and 8 key/value of 128, theta 500000: position t's pair i turned by
+ * t theta^(-2i/hs) (the rotation in double), the values untouched, and back */
+static void rope_heads(void **state)
+{
+    enum { T = 3, NH = 32, NKV = 8, HS = 128, W = (NH + 2 * NKV) * HS };
+    static float cs[T * HS], x[T * W], y[T * W];
+    dt_rope_table(cs, T, HS, 500000.0f);
+    for (int i = 0; i < T * W; i++) x[i] = (float)(i % 101) / 50.0f - 1.0f;
+    memcpy(y, x, sizeof x);
+    K->rope_forward(KC, y, DT_F32, cs, 1, T, NH, NKV, HS);
+    double worst = 0;
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < NH + 2 * NKV; h++)
+            for (int i = 0; i < HS / 2; i++) {
+                size_t a = (size_t)t * W + (size_t)h * HS + i, b = a + HS / 2;
+                double ang = h < NH + NKV ? t * (double)(1.0f / powf(500000.0f, (float)(2 * i) / HS)) : 0;
+                double ea = x[a] * cos(ang) - x[b] * sin(ang), eb = x[b] * cos(ang) + x[a] * sin(ang);
+                worst = fmax(worst, fmax(fabs(y[a] - ea), fabs(y[b] - eb)));
+            }
+    if (worst > 1e-6) fail_msg("rope at Llama 3's heads: %g from the rotation in double", worst);
+    K->rope_backward(KC, y, DT_F32, cs, 1, T, NH, NKV, HS);
+    worst = 0;
+    for (int i = 0; i < T * W; i++) worst = fmax(worst, fabs(y[i] - x[i]));
+    if (worst > 1e-6) fail_msg("rope backward does not turn forward back: %g", worst);
+}
+
 /* grouped-query heads (3 query, 1 key/value): the values pass through; theta 10000 as Llama 2 */
 static void rope(void **state)
 {
@@ -196,16 +222,22 @@ static void swiglu_fwd(struct fd *f, float *out)
     struct sg *s = f->ctx;
     K->swiglu_forward(KC, out, s->inp, DT_F32, s->BT, s->H);
 }
-static void swiglu(void **state)
+static void swiglu_case(int BT, int H)
 {
-    enum { BT = 6, H = 7 };
-    struct sg s = {rnd(BT * 2 * H, 2, 75), BT, H};
-    float *R = rnd(BT * H, 1, 76), *di = malloc(BT * 2 * H * sizeof *di);
+    struct sg s = {rnd((size_t)BT * 2 * H, 2, 75), BT, H};
+    float *R = rnd((size_t)BT * H, 1, 76), *di = malloc((size_t)BT * 2 * H * sizeof *di);
     for (int i = 0; i < BT * 2 * H; i++) di[i] = NAN; /* written, not added to */
     K->swiglu_backward(KC, di, s.inp, R, DT_F32, BT, H);
     struct fd f = {swiglu_fwd, (size_t)BT * H, R, &s};
     check(&f, "swiglu dinp", s.inp, BT * 2 * H, di, 1e-3);
     free(s.inp), free(R), free(di);
+}
+
+/* H 1500: more columns than one chunk of a row, the last one partial */
+static void swiglu(void **state)
+{
+    swiglu_case(6, 7);
+    swiglu_case(2, 1500);
 }
 
 /* ---------------------------------------------------------------- attention */
@@ -617,4 +649,4 @@ static void activations_16bit(void **state)
 }
 
 DT_TESTS(T(matmul), T(layernorm), T(attention), T(attention_blocks), T(attention_plain), T(gelu), T(embedding), T(softmax_xent), T(mixed_types),
-         T(stochastic_rounding), T(reductions), T(activations_16bit), T(rmsnorm), T(rope), T(swiglu))
+         T(stochastic_rounding), T(reductions), T(activations_16bit), T(rmsnorm), T(rope), T(rope_heads), T(swiglu))

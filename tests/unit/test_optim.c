@@ -195,6 +195,7 @@ static void slices_one_call(void **state)
             assert_memory_equal(p, pref, sizeof p);
             assert_memory_equal(out, outref, sizeof out);
             assert_memory_equal(o.m, oref.m, sizeof p);
+            if (kind != DT_OPT_SGD) assert_memory_equal(o.v, oref.v, sizeof p);
         }
         assert_true(p[1] != 0.501f);
         dt_optimizer_free(&o);

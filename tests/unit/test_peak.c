@@ -14,7 +14,9 @@ static void by_name(void **state)
         {"NVIDIA H100 PCIe", DT_BF16, 756},        /* before the general H100 */
         {"NVIDIA H100 NVL", DT_F16, 835},
         {"NVIDIA H200", DT_BF16, 989.4},
+        {"NVIDIA H200 NVL", DT_BF16, 835}, /* before the general H200 */
         {"NVIDIA GH200 480GB", DT_BF16, 989.4},
+        {"NVIDIA H800 PCIe", DT_F32, 51.2},
         {"NVIDIA A100-SXM4-80GB", DT_F16, 312},
         {"NVIDIA A100-SXM4-80GB", DT_F32, 19.5},
         {"NVIDIA L40S", DT_BF16, 362.1},
