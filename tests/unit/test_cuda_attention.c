@@ -1,0 +1,402 @@
+/*
+ * test_cuda_attention.c - the CUDA module's fused causal attention against the CPU's: the fp32
+ * kernels (kernels/cuda/attention.cu) and the module's cuBLAS reference path, whose att must match a
+ * softmax computed here in double; the 16-bit activations of the CUDA-core kernels within the fp32
+ * tolerance plus an ulp; the tensor-core kernels (attention_tc.cu: bf16, fp16 at head size 64, 128)
+ * within bounds derived from the roundings they add (attention_tc). Speaks TAP; exits 77 where no
+ * module or GPU is (`make check-gpu` runs it on a GPU node).
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <string.h>
+#include "core/half.h"
+#include "cuda_check.h"
+
+/* The causal softmax of every (b, h) in double from the inputs, (B,NH,T,T), masked entries 0, and
+ * each row's log-sum-exp of its scaled scores (B,NH,T): what the reference path's att and the fused
+ * path's lse hold. */
+static void softmax_of(const float *qkv, int B, int T, int C, int NH, float *att, float *lse)
+{
+    int hs = C / NH;
+    double scale = 1.0f / sqrtf((float)hs); /* the kernels' float scale */
+    double *s = malloc((size_t)T * sizeof *s);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const float *q = qkv + ((size_t)b * T + t) * 3 * C + (size_t)h * hs;
+                double mx = -INFINITY, sum = 0;
+                for (int u = 0; u <= t; u++) {
+                    const float *k = qkv + ((size_t)b * T + u) * 3 * C + C + (size_t)h * hs;
+                    double dot = 0;
+                    for (int d = 0; d < hs; d++) dot += (double)q[d] * k[d];
+                    s[u] = dot * scale;
+                    mx = fmax(mx, s[u]);
+                }
+                for (int u = 0; u <= t; u++) sum += exp(s[u] - mx);
+                size_t row = ((size_t)b * NH + h) * T + t;
+                lse[row] = (float)(mx + log(sum));
+                for (int u = 0; u < T; u++) att[row * T + u] = u <= t ? (float)(exp(s[u] - mx) / sum) : 0.0f;
+            }
+    free(s);
+}
+
+/*
+ * The fused attention in fp32 against the CPU kernel, the cuBLAS reference path against the CPU
+ * (out, dqkv) and against softmax_of (att: the CPU's fused kernel keeps only lse), and the two GPU
+ * paths against each other. Backward writes dqkv: every path starts from other values.
+ */
+static void attention_f32(void *ctx, int B, int T, int C, int NH)
+{
+    size_t nqkv = (size_t)B * T * 3 * C, nout = (size_t)B * T * C, natt = (size_t)B * NH * T * T;
+    size_t nlse = (size_t)B * NH * T;
+    char shape[64], what[160];
+    snprintf(shape, sizeof shape, "B %d T %d C %d NH %d (head size %d)", B, T, C, NH, C / NH);
+    float *qkv = randn(nqkv, 50), *dout = randn(nout, 51);
+    for (size_t i = 0; i < nqkv; i++) qkv[i] *= 0.5f; /* scores of about a unit: rows neither flat nor one-hot */
+    float *junk = randn(nqkv, 52), *dqkv = malloc(nqkv * 4);
+    memcpy(dqkv, junk, nqkv * 4);
+    float *out = calloc(nout, 4), *lse_cpu = calloc(nlse, 4), *att = malloc(natt * 4), *lse = malloc(nlse * 4);
+    float *scratch = malloc(dt_kernels_cpu.attention_scratch(B, T, C, NH, DT_F32) * sizeof *scratch + 1);
+    dt_kernels_cpu.attention_forward(kc, out, lse_cpu, qkv, DT_F32, B, T, C, NH);
+    dt_kernels_cpu.attention_backward(kc, dqkv, dout, qkv, out, lse_cpu, scratch, DT_F32, B, T, C, NH);
+    softmax_of(qkv, B, T, C, NH, att, lse);
+
+    float *gqkv = dev(qkv, nqkv * 4), *gdout = dev(dout, nout * 4), *gout = dev(NULL, nout * 4);
+    float *glse = dev(NULL, nlse * 4), *gd = dev(junk, nqkv * 4), *gd2 = dev(NULL, nqkv * 4);
+    float *gscr = dev(NULL, gpu->attention_scratch(B, T, C, NH, (int)DT_F32) * 4);
+    CK(gpu->attention_forward(gout, glse, gqkv, (int)DT_F32, B, T, C, NH));
+    float *fo = back(gout, nout), *fl = back(glse, nlse);
+    double d = maxrel(fo, out, nout);
+    snprintf(what, sizeof what, "attention fused forward fp32 %s: out vs the CPU", shape);
+    report(d < 1e-5, what, d);
+    d = fmax(maxrel(fl, lse, nlse), maxrel(fl, lse_cpu, nlse));
+    snprintf(what, sizeof what, "attention fused forward fp32 %s: lse, the scores' log-sum-exp, and the CPU's", shape);
+    report(d < 1e-5, what, d);
+    CK(gpu->attention_backward(gd, gdout, gqkv, gout, glse, gscr, (int)DT_F32, B, T, C, NH));
+    CK(gpu->attention_backward(gd2, gdout, gqkv, gout, glse, gscr, (int)DT_F32, B, T, C, NH));
+    float *fd = back(gd, nqkv), *fd2 = back(gd2, nqkv);
+    d = maxrel(fd, dqkv, nqkv);
+    snprintf(what, sizeof what, "attention fused backward fp32 %s: dqkv written, vs the CPU", shape);
+    report(d < 5e-5, what, d);
+    snprintf(what, sizeof what, "attention fused backward fp32 %s: the same bits on a second run", shape);
+    report(memcmp(fd, fd2, nqkv * 4) == 0, what, (double)(memcmp(fd, fd2, nqkv * 4) != 0));
+
+    float *rout = dev(NULL, nout * 4), *ratt = dev(NULL, natt * 4), *rd = dev(junk, nqkv * 4);
+    float *rscr = dev(NULL, gpu->attention_ref_scratch(NH, T) * 4);
+    CK(gpu->attention_forward_ref(ctx, rout, ratt, gqkv, B, T, C, NH));
+    float *ro = back(rout, nout), *ra = back(ratt, natt);
+    size_t above = 0; /* the masked entries: exactly 0 */
+    for (size_t r = 0; r < (size_t)B * NH * T; r++)
+        for (int u = (int)(r % T) + 1; u < T; u++) above += ra[r * T + u] != 0;
+    d = fmax(maxrel(ro, out, nout), maxrel(ra, att, natt));
+    snprintf(what, sizeof what, "attention reference forward %s: out vs the CPU, att vs the softmax in double", shape);
+    report(d < 1e-5 && above == 0, what, d);
+    CK(gpu->attention_backward_ref(ctx, rd, gdout, gqkv, ratt, rscr, B, T, C, NH));
+    float *rdh = back(rd, nqkv);
+    d = maxrel(rdh, dqkv, nqkv);
+    snprintf(what, sizeof what, "attention reference backward %s: dqkv written, vs the CPU", shape);
+    report(d < 5e-5, what, d);
+    d = fmax(maxrel(fo, ro, nout), maxrel(fd, rdh, nqkv));
+    snprintf(what, sizeof what, "attention fused vs reference %s: out, dqkv", shape);
+    report(d < 5e-5, what, d);
+
+    void *all[] = {gqkv, gdout, gout, glse, gd, gd2, gscr, rout, ratt, rd, rscr};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
+    free(qkv), free(dout), free(junk), free(dqkv), free(out), free(lse_cpu), free(att), free(lse), free(scratch);
+    free(fo), free(fl), free(fd), free(fd2), free(ro), free(ra), free(rdh);
+}
+
+/*
+ * The fused attention on 16-bit activations (t) against the CPU's: both widen qkv, compute in fp32
+ * and round out and dqkv once, so the fp32 tolerances hold after one ulp of t (lp_excess). Backward
+ * runs on both sides from the CPU's out and lse, so that a 1-ulp difference in out does not reach
+ * Drow.
+ */
+static void attention_lp(int B, int T, int C, int NH, enum dt_dtype t)
+{
+    size_t nqkv = (size_t)B * T * 3 * C, nout = (size_t)B * T * C, nlse = (size_t)B * NH * T;
+    char shape[80], what[160];
+    snprintf(shape, sizeof shape, "%s B %d T %d C %d NH %d (head size %d)", dt_dtype_str(t), B, T, C, NH, C / NH);
+    float *qkv = randn(nqkv, 53), *dout = randn(nout, 54), *junk = randn(nqkv, 55);
+    for (size_t i = 0; i < nqkv; i++) qkv[i] *= 0.5f;
+    uint16_t *q16 = typed(qkv, nqkv, t), *d16 = typed(junk, nqkv, t), *out = malloc(nout * 2);
+    float *lse = calloc(nlse, 4);
+    float *scratch = malloc(dt_kernels_cpu.attention_scratch(B, T, C, NH, t) * sizeof *scratch + 1);
+    dt_kernels_cpu.attention_forward(kc, out, lse, q16, t, B, T, C, NH);
+    void *gqkv = dev(q16, nqkv * 2), *gout = dev(NULL, nout * 2), *gd = dev(d16, nqkv * 2), *gd2 = dev(NULL, nqkv * 2);
+    float *glse = dev(NULL, nlse * 4), *gdout = dev(dout, nout * 4);
+    float *gscr = dev(NULL, gpu->attention_scratch(B, T, C, NH, (int)t) * 4);
+    CK(gpu->attention_forward(gout, glse, gqkv, (int)t, B, T, C, NH));
+    uint16_t *fo = back_typed(gout, nout, t);
+    float *fl = back(glse, nlse);
+    double d = lp_excess(fo, out, nout, t);
+    snprintf(what, sizeof what, "attention fused forward %s: out vs the CPU, within 1 ulp + 1e-5", shape);
+    report(d < 1e-5, what, d);
+    d = maxrel(fl, lse, nlse);
+    snprintf(what, sizeof what, "attention fused forward %s: lse vs the CPU", shape);
+    report(d < 1e-5, what, d);
+    dt_kernels_cpu.attention_backward(kc, d16, dout, q16, out, lse, scratch, t, B, T, C, NH);
+    CK(gpu->to_device(gout, out, nout * 2));
+    CK(gpu->to_device(glse, lse, nlse * 4));
+    CK(gpu->attention_backward(gd, gdout, gqkv, gout, glse, gscr, (int)t, B, T, C, NH));
+    CK(gpu->attention_backward(gd2, gdout, gqkv, gout, glse, gscr, (int)t, B, T, C, NH));
+    uint16_t *fd = back_typed(gd, nqkv, t), *fd2 = back_typed(gd2, nqkv, t);
+    d = lp_excess(fd, d16, nqkv, t);
+    snprintf(what, sizeof what, "attention fused backward %s: dqkv written, vs the CPU, within 1 ulp + 5e-5", shape);
+    report(d < 5e-5, what, d);
+    snprintf(what, sizeof what, "attention fused backward %s: the same bits on a second run", shape);
+    report(memcmp(fd, fd2, nqkv * 2) == 0, what, (double)(memcmp(fd, fd2, nqkv * 2) != 0));
+    void *all[] = {gqkv, gout, gd, gd2, glse, gdout, gscr};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
+    free(qkv), free(dout), free(junk), free(q16), free(d16), free(out), free(lse), free(scratch);
+    free(fo), free(fl), free(fd), free(fd2);
+}
+
+/*
+ * The tensor-core attention (kernels/cuda/attention_tc.cu: bf16 and fp16, head size 64 or 128)
+ * against the CPU kernel on the same 16-bit qkv. The CPU keeps P, dS and dout in fp32; the GPU
+ * rounds each to the 16-bit type before its product (P before P V and P^T dO, dS before dS K and
+ * dS^T Q, dout as it is staged), so the two differ by a few 16-bit rounding units of the products'
+ * magnitudes, not of the results. The bounds, per element, u the type's unit roundoff (bf16 2^-8,
+ * fp16 2^-11: a rounding moves x by at most u |x|, or by f = 2^-25 in fp16's subnormal range, bf16
+ * f = 0), u32 = 2^-24, P the softmax in double (softmax_of), all sums over the visible pairs:
+ *   scores: both sides sum D exact products (16 x 16 bits is exact in fp32) in fp32, the tensor
+ *     cores possibly truncating: |dS| <= 3 (D + 2) u32 sum_d |q k| (as mm_excess), scaled, plus the
+ *     base-2 exponent's rounding; eps(t) = that over row t's keys + 8 u32 (1 + |lse| + max |s|) is
+ *     the relative error it and exp2f leave in each P(t,u);
+ *   out(t,d) = sum_u P~ v / l, P~ = P (1 + u): |d| <= (u + 2 eps + 4 (T + 8) u32) sum_u P |v|
+ *     + f sum_u |v| (l is the fp32 sum, >= 1, of the unrounded p);
+ *   lse(t): eps(t) + (2 T + 16) u32 (the sum of T exp, its log);
+ *   dV(u,d) = sum_t P~ dO~: |d| <= sum_t (2u + u^2 + eps + 2 (T + 8) u32) P |dO| + f sum_t (|dO| + P);
+ *   dS(t,u) = P (dO~ . v - Drow), rounded: with E = sum_d |dO v|, F = sum_d |dO o| (Drow's terms) and
+ *     G = E + F >= |dP - Drow|: |d| <= c P G + f (1 + P sum_d |v|), c = u (2 + u) + eps + 2 (D + 8) u32;
+ *   dQ(t,d) = scale sum_u dS~ k: |d| <= scale sum_u ((c + 2 (T + 8) u32) P G + f (1 + P sum |v|)) |k|,
+ *     dK(u,d) the same over t with |q|.
+ * Each stored 16-bit result is rounded once on each side: the check (tc_excess) takes one ulp off
+ * |got - ref| and divides by the bound; at most 1 passes. These are worst cases, reached only when
+ * every rounding goes the same way; a wrong mask or tile (a term missing or doubled) is a whole
+ * term, which in fp16 (u = 2^-11) is far over them, the same template serving both types.
+ * Backward starts on both sides from the CPU's out and lse, as attention_lp's does.
+ */
+
+struct tc_case {
+    int B, T, C, NH, hs;
+    double u, f, scale;
+    const float *q;   /* the widened qkv (B,T,3C) */
+    const float *att; /* P (B,NH,T,T) */
+    const float *lse; /* the CPU's (B,NH,T) */
+};
+
+/* got and ref of 16-bit type t: (|got - ref| - one ulp at the larger) / bound, the largest, >= 0 */
+static double tc_excess(const uint16_t *got, const uint16_t *ref, const double *bound, size_t n, enum dt_dtype t)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double g = wide16(got[i], t), r = wide16(ref[i], t);
+        uint16_t big = (got[i] & 0x7fff) > (ref[i] & 0x7fff) ? got[i] & 0x7fff : ref[i] & 0x7fff;
+        double ulp = wide16((uint16_t)(big + 1), t) - wide16(big, t);
+        double d = fmax(0.0, fabs(g - r) - ulp) / (bound[i] + 1e-30);
+        if (!(d <= m)) m = d; /* a NaN counts as a failure */
+    }
+    return m;
+}
+
+/* element d of head h's q (w 0), k (1) or v (2) at (b, t) */
+static double tc_qkv(const struct tc_case *c, int w, int b, int t, int h, int d)
+{
+    return c->q[((size_t)b * c->T + t) * 3 * c->C + (size_t)w * c->C + (size_t)h * c->hs + d];
+}
+
+/* eps(t) of (b, h) (above), into eps[T] */
+static void tc_eps(const struct tc_case *c, int b, int h, double *eps)
+{
+    for (int t = 0; t < c->T; t++) {
+        double worst = 0, smax = 0;
+        for (int u = 0; u <= t; u++) {
+            double abs_sum = 0, dot = 0;
+            for (int d = 0; d < c->hs; d++) {
+                double x = tc_qkv(c, 0, b, t, h, d) * tc_qkv(c, 1, b, u, h, d);
+                abs_sum += fabs(x), dot += x;
+            }
+            worst = fmax(worst, abs_sum);
+            smax = fmax(smax, fabs(dot * c->scale));
+        }
+        double lse = c->lse[((size_t)b * c->NH + h) * c->T + t];
+        eps[t] = c->scale * 3.0 * (c->hs + 2) * U32 * worst + 8 * U32 * (1 + fabs(lse) + smax);
+    }
+}
+
+/* the bounds of out (B,T,C) and lse (B,NH,T) */
+static void tc_forward_bounds(const struct tc_case *c, double *bout, double *blse)
+{
+    int T = c->T, hs = c->hs;
+    double *eps = malloc((size_t)T * sizeof *eps);
+    for (int b = 0; b < c->B; b++)
+        for (int h = 0; h < c->NH; h++) {
+            tc_eps(c, b, h, eps);
+            const float *P = c->att + ((size_t)b * c->NH + h) * T * T;
+            for (int t = 0; t < T; t++) {
+                blse[((size_t)b * c->NH + h) * T + t] = eps[t] + (2.0 * T + 16) * U32;
+                for (int d = 0; d < hs; d++) {
+                    double a = 0, sv = 0;
+                    for (int u = 0; u <= t; u++) {
+                        double v = fabs(tc_qkv(c, 2, b, u, h, d));
+                        a += P[(size_t)t * T + u] * v, sv += v;
+                    }
+                    bout[((size_t)b * T + t) * c->C + (size_t)h * hs + d] =
+                        (c->u + 2 * eps[t] + 4.0 * (T + 8) * U32) * a + c->f * sv;
+                }
+            }
+        }
+    free(eps);
+}
+
+/* the bounds of dqkv (B,T,3C), from dout (fp32) and out (the CPU's, widened) */
+static void tc_backward_bounds(const struct tc_case *c, const float *dout, const float *out, double *bd)
+{
+    int T = c->T, hs = c->hs, C = c->C;
+    double *eps = malloc((size_t)T * sizeof *eps), *w = malloc((size_t)T * T * sizeof *w);
+    double *fl = malloc((size_t)T * T * sizeof *fl);
+    for (size_t i = 0; i < (size_t)c->B * T * 3 * C; i++) bd[i] = 0;
+    for (int b = 0; b < c->B; b++)
+        for (int h = 0; h < c->NH; h++) {
+            tc_eps(c, b, h, eps);
+            const float *P = c->att + ((size_t)b * c->NH + h) * T * T;
+            const float *dy = dout + (size_t)b * T * C + (size_t)h * hs, *o = out + (size_t)b * T * C + (size_t)h * hs;
+            /* w(t,u): dS's bound without its floor, then with dQ's and dK's accumulation; fl the floor */
+            for (int t = 0; t < T; t++) {
+                double F = 0;
+                for (int d = 0; d < hs; d++) F += fabs((double)dy[(size_t)t * C + d] * o[(size_t)t * C + d]);
+                double cc = c->u * (2 + c->u) + eps[t] + 2.0 * (hs + 8) * U32 + 2.0 * (T + 8) * U32;
+                for (int u = 0; u <= t; u++) {
+                    double E = 0, sv = 0;
+                    for (int d = 0; d < hs; d++) {
+                        E += fabs(dy[(size_t)t * C + d] * tc_qkv(c, 2, b, u, h, d));
+                        sv += fabs(tc_qkv(c, 2, b, u, h, d));
+                    }
+                    double p = P[(size_t)t * T + u];
+                    w[(size_t)t * T + u] = cc * p * (E + F);
+                    fl[(size_t)t * T + u] = c->f * (1 + p * sv);
+                }
+            }
+            for (int t = 0; t < T; t++)
+                for (int d = 0; d < hs; d++) {
+                    double dq = 0, dk = 0, dv = 0;
+                    /* dQ(t): over keys u <= t; dK(t), dV(t) (t the key): over queries s >= t */
+                    for (int u = 0; u <= t; u++)
+                        dq += (w[(size_t)t * T + u] + fl[(size_t)t * T + u]) * fabs(tc_qkv(c, 1, b, u, h, d));
+                    for (int s = t; s < T; s++) {
+                        double p = P[(size_t)s * T + t], g = fabs(dy[(size_t)s * C + d]);
+                        dk += (w[(size_t)s * T + t] + fl[(size_t)s * T + t]) * fabs(tc_qkv(c, 0, b, s, h, d));
+                        dv += (2 * c->u + c->u * c->u + eps[s] + 2.0 * (T + 8) * U32) * p * g + c->f * (g + p);
+                    }
+                    size_t at = ((size_t)b * T + t) * 3 * C + (size_t)h * hs + d;
+                    bd[at] = c->scale * dq, bd[at + C] = c->scale * dk, bd[at + 2 * C] = dv;
+                }
+        }
+    free(eps), free(w), free(fl);
+}
+
+/* one shape of the tensor-core path: forward and backward against the CPU within the bounds, and
+ * backward's bits the same on a second run */
+static void attention_tc(int B, int T, int C, int NH, enum dt_dtype t)
+{
+    size_t nqkv = (size_t)B * T * 3 * C, nout = (size_t)B * T * C, nlse = (size_t)B * NH * T;
+    char shape[96], what[192];
+    snprintf(shape, sizeof shape, "%s B %d T %d C %d NH %d (head size %d)", dt_dtype_str(t), B, T, C, NH, C / NH);
+    float *qkv = randn(nqkv, 56), *dout = randn(nout, 57), *junk = randn(nqkv, 58);
+    for (size_t i = 0; i < nqkv; i++) qkv[i] *= 0.5f; /* scores of about a unit, as attention_f32's */
+    uint16_t *q16 = typed(qkv, nqkv, t), *d16 = typed(junk, nqkv, t), *out = malloc(nout * 2);
+    float *qw = malloc(nqkv * 4), *ow = malloc(nout * 4), *lse = calloc(nlse, 4), *lse_d = malloc(nlse * 4);
+    float *att = malloc((size_t)B * NH * T * T * 4);
+    float *scratch = malloc(dt_kernels_cpu.attention_scratch(B, T, C, NH, t) * sizeof *scratch + 1);
+    dt_kernels_cpu.convert(kc, qw, DT_F32, q16, t, nqkv);
+    dt_kernels_cpu.attention_forward(kc, out, lse, q16, t, B, T, C, NH);
+    dt_kernels_cpu.convert(kc, ow, DT_F32, out, t, nout);
+    softmax_of(qw, B, T, C, NH, att, lse_d);
+    struct tc_case tc = {.B = B, .T = T, .C = C, .NH = NH, .hs = C / NH, .q = qw, .att = att, .lse = lse};
+    tc.u = t == DT_BF16 ? 1.0 / 256 : 1.0 / 2048;
+    tc.f = t == DT_BF16 ? 0.0 : 1.0 / 33554432.0;
+    tc.scale = 1.0f / sqrtf((float)tc.hs);
+    double *bout = malloc(nout * sizeof *bout), *blse = malloc(nlse * sizeof *blse), *bd = malloc(nqkv * sizeof *bd);
+    tc_forward_bounds(&tc, bout, blse);
+    tc_backward_bounds(&tc, dout, ow, bd);
+
+    void *gqkv = dev(q16, nqkv * 2), *gout = dev(NULL, nout * 2), *gd = dev(d16, nqkv * 2), *gd2 = dev(d16, nqkv * 2);
+    float *glse = dev(NULL, nlse * 4), *gdout = dev(dout, nout * 4);
+    float *gscr = dev(NULL, gpu->attention_scratch(B, T, C, NH, (int)t) * 4);
+    CK(gpu->attention_forward(gout, glse, gqkv, (int)t, B, T, C, NH));
+    uint16_t *fo = back_typed(gout, nout, t);
+    float *fl = back(glse, nlse);
+    double d = tc_excess(fo, out, bout, nout, t);
+    snprintf(what, sizeof what, "attention tensor cores forward %s: out vs the CPU, in units of its bound", shape);
+    report(d <= 1.0, what, d);
+    d = 0;
+    for (size_t i = 0; i < nlse; i++) {
+        double e = fabs((double)fl[i] - lse[i]) / blse[i];
+        if (!(e <= d)) d = e; /* a NaN counts as a failure */
+    }
+    snprintf(what, sizeof what, "attention tensor cores forward %s: lse vs the CPU, in units of its bound", shape);
+    report(d <= 1.0, what, d);
+    CK(gpu->to_device(gout, out, nout * 2));
+    CK(gpu->to_device(glse, lse, nlse * 4));
+    dt_kernels_cpu.attention_backward(kc, d16, dout, q16, out, lse, scratch, t, B, T, C, NH);
+    CK(gpu->attention_backward(gd, gdout, gqkv, gout, glse, gscr, (int)t, B, T, C, NH));
+    CK(gpu->attention_backward(gd2, gdout, gqkv, gout, glse, gscr, (int)t, B, T, C, NH));
+    uint16_t *fd = back_typed(gd, nqkv, t), *fd2 = back_typed(gd2, nqkv, t);
+    d = tc_excess(fd, d16, bd, nqkv, t);
+    snprintf(what, sizeof what, "attention tensor cores backward %s: dqkv written, vs the CPU, in units of its bound",
+             shape);
+    report(d <= 1.0, what, d);
+    snprintf(what, sizeof what, "attention tensor cores backward %s: the same bits on a second run", shape);
+    report(memcmp(fd, fd2, nqkv * 2) == 0, what, (double)(memcmp(fd, fd2, nqkv * 2) != 0));
+    void *all[] = {gqkv, gout, gd, gd2, glse, gdout, gscr};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
+    free(qkv), free(dout), free(junk), free(q16), free(d16), free(out), free(qw), free(ow), free(lse), free(lse_d);
+    free(att), free(scratch), free(bout), free(blse), free(bd), free(fo), free(fl), free(fd), free(fd2);
+}
+
+/* bf16 and fp16, head sizes 64 and 128, T within one 64-row tile, at its edges and over several
+ * (partial last tiles: 63, 65, 200; the backward's 32-row tiles at 128 too) */
+static void attention_tc_cases(void)
+{
+    static const int Ts[] = {1, 63, 64, 65, 200}, hss[] = {64, 128};
+    static const enum dt_dtype types[] = {DT_BF16, DT_F16};
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 2; i++)
+            for (size_t j = 0; j < sizeof Ts / sizeof Ts[0]; j++) attention_tc(2, Ts[j], 2 * hss[i], 2, types[k]);
+}
+
+static void attention_shapes(void)
+{
+    void *ctx = NULL;
+    CK(gpu->ctx_create(&ctx));
+    /* head sizes padded to 32, 64 and 128 columns (16, 24, 100 not multiples of anything), T
+     * not a multiple of the 32-row tiles nor of the blocks' 16 or 32 own rows, T = 1; GPT-2's
+     * head size 64 and a 128 */
+    static const int shapes[][4] = {{2, 37, 48, 2}, {3, 33, 64, 4}, {2, 100, 128, 2}, {1, 70, 256, 2},
+                                    {1, 45, 200, 2}, {2, 1, 64, 1}, {1, 131, 256, 4}, {1, 77, 256, 2}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        attention_f32(ctx, shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3]);
+        /* head sizes 64 and 128 in 16 bits run on the tensor cores, with their own bounds */
+        int hs = shapes[i][2] / shapes[i][3];
+        (hs == 64 || hs == 128 ? attention_tc : attention_lp)(shapes[i][0], shapes[i][1], shapes[i][2], shapes[i][3],
+                                                              i % 2 ? DT_F16 : DT_BF16);
+    }
+    gpu->ctx_destroy(ctx);
+    /* refused before any launch, so no buffers */
+    int e1 = gpu->attention_forward(NULL, NULL, NULL, (int)DT_F32, 1, 4, 272, 2);
+    int e2 = gpu->attention_forward(NULL, NULL, NULL, (int)DT_BF16, 1, 4, 65, 2);
+    int e3 = gpu->attention_forward(NULL, NULL, NULL, 7, 1, 4, 64, 2);
+    report(e1 != 0 && e2 != 0 && e3 != 0, "attention fused refuses head size 136, heads not dividing C, an unknown type",
+           (double)(e1 == 0) + (e2 == 0) + (e3 == 0));
+}
+
+int main(void)
+{
+    int rc = cuda_check_start();
+    if (rc) return rc;
+    attention_shapes();
+    attention_tc_cases();
+    return cuda_check_finish();
+}
