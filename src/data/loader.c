@@ -104,8 +104,7 @@ static void window(const struct dt_dataset *d, size_t w, int32_t *out)
         if (d->first_window[mid] <= w) lo = mid;
         else hi = mid - 1;
     }
-    const uint16_t *tok = d->shards[lo].tokens + (w - d->first_window[lo]) * (size_t)d->T;
-    for (int t = 0; t <= d->T; t++) out[t] = tok[t];
+    dt_shard_tokens(&d->shards[lo], (w - d->first_window[lo]) * (size_t)d->T, (size_t)d->T + 1, out);
 }
 
 void dt_dataset_batch(struct dt_dataset *d, int64_t first, int B, int32_t *out)

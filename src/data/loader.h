@@ -1,7 +1,8 @@
 /*
  * loader.h - where a run's sequences come from: token shards (data.train /
- * data.val) or the synthetic source, and the sampler that maps a global sample
- * index to a sequence.
+ * data.val; a glob may mix 16- and 32-bit shards, each read in its own width
+ * and handed out as int32) or the synthetic source, and the sampler that maps
+ * a global sample index to a sequence.
  *
  * Sample n of optimizer step s, micro-step m, rank r, row b is
  *   n = ((s * accumulation + m) * world + r) * micro_batch + b,

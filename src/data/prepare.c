@@ -11,8 +11,11 @@
 #include "data/shard.h"
 #include "events/jsonl.h"
 
+/* one token per byte */
+#define BYTE_VOCAB 256
+
 struct tokens {
-    uint16_t *t;
+    uint32_t *t; /* the width dt_shard_write takes whatever the vocabulary; it narrows for version 1 */
     size_t n, cap;
 };
 
@@ -21,7 +24,7 @@ static bool push(struct tokens *v, const unsigned char *b, size_t n)
     if (v->n + n > v->cap) {
         size_t cap = v->cap ? v->cap : 1 << 20;
         while (cap < v->n + n) cap *= 2;
-        uint16_t *t = realloc(v->t, cap * sizeof *t);
+        uint32_t *t = realloc(v->t, cap * sizeof *t);
         if (!t) return false;
         v->t = t;
         v->cap = cap;
@@ -85,16 +88,19 @@ dt_status_t dt_prepare(int nfiles, char *const *files, const char *out_dir, doub
     if (rc == DT_SUCCESS) rc = dt_mkdirs(out_dir);
     if (rc == DT_SUCCESS) {
         snprintf(path, sizeof path, "%s/train_000000.bin", out_dir);
-        rc = dt_shard_write(path, train.t, train.n);
+        rc = dt_shard_write(path, train.t, train.n, BYTE_VOCAB);
     }
     if (rc == DT_SUCCESS && val.n) {
         snprintf(path, sizeof path, "%s/val_000000.bin", out_dir);
-        rc = dt_shard_write(path, val.t, val.n);
+        rc = dt_shard_write(path, val.t, val.n, BYTE_VOCAB);
     }
-    if (rc == DT_SUCCESS)
-        DT_INFO(DT_SUB_TRAIN, "prepare: %zu training and %zu validation tokens (bytes) in %s; train with "
-                "data.train=%s/train_*.bin data.val=%s/val_*.bin model.vocab_size=256",
-                train.n, val.n, out_dir, out_dir, out_dir);
+    if (rc == DT_SUCCESS) {
+        int version = dt_shard_version(BYTE_VOCAB);
+        DT_INFO(DT_SUB_TRAIN, "prepare: %zu training and %zu validation tokens (bytes) in %s, shard version %d (%s "
+                "tokens); train with data.train=%s/train_*.bin data.val=%s/val_*.bin model.vocab_size=%d",
+                train.n, val.n, out_dir, version, version == DT_SHARD_V32 ? "uint32" : "uint16", out_dir, out_dir,
+                BYTE_VOCAB);
+    }
     free(train.t);
     free(val.t);
     return rc;

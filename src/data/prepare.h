@@ -2,7 +2,8 @@
  * prepare.h - `dtrun prepare TEXT... --out DIR [--val-fraction F]`: byte-level
  * token shards (one token per byte, vocabulary 256) in llm.c's format, so a
  * GPT can train on any text with no tokenizer. The last F of each file's
- * bytes (default 0.1) go to validation.
+ * bytes (default 0.1) go to validation. The shards are in the version the
+ * vocabulary needs (dt_shard_version): 1, uint16 tokens, for bytes.
  */
 #ifndef DT_PREPARE_H
 #define DT_PREPARE_H

@@ -1,9 +1,12 @@
 /*
- * shard.h - llm.c / nanoGPT token shards: a header of 256 int32 (magic
- * 20240520, version 1, token count), then uint16 tokens. A shard is mapped
- * read-only and checked whole when opened, so a bad file stops the run before
- * any training: wrong magic or version, truncation, a token >= vocab_size, or
- * fewer tokens than one sequence, each named with the file and byte offset.
+ * shard.h - llm.c / nanoGPT token shards (llm.c dev/data/data_common.py
+ * write_datafile): a header of 256 int32 (magic 20240520, version, token
+ * count), then the tokens, little-endian: uint16 in version 1 (GPT-2's 50257),
+ * uint32 in version 2 (Llama 3's 128256, any vocabulary past 65536). A shard is
+ * mapped read-only and checked whole when opened, so a bad file stops the run
+ * before any training: wrong magic or version, truncation, a token >=
+ * vocab_size, or fewer tokens than one sequence, each named with the file and
+ * byte offset.
  */
 #ifndef DT_SHARD_H
 #define DT_SHARD_H
@@ -13,12 +16,15 @@
 #include "core/status.h"
 
 #define DT_SHARD_MAGIC 20240520
-#define DT_SHARD_VERSION 1
+#define DT_SHARD_V16 1 /* uint16 tokens */
+#define DT_SHARD_V32 2 /* uint32 tokens */
 #define DT_SHARD_HEADER_BYTES 1024
 
 struct dt_shard {
     char *path;
-    const uint16_t *tokens;
+    int version;           /* DT_SHARD_V16 or DT_SHARD_V32: which of the two below is set */
+    const uint16_t *tok16; /* (ntok) in the mapping */
+    const uint32_t *tok32; /* (ntok) in the mapping */
     size_t ntok;
     void *map;
     size_t maplen;
@@ -27,7 +33,13 @@ struct dt_shard {
 /* min_tokens: at least one sequence (seq_len + 1). */
 dt_status_t dt_shard_open(struct dt_shard *s, const char *path, int vocab_size, size_t min_tokens);
 void dt_shard_close(struct dt_shard *s);
-/* Write a shard (dtrun prepare, tests): atomically, through path.tmp and rename. */
-dt_status_t dt_shard_write(const char *path, const uint16_t *tokens, size_t ntok);
+/* Tokens first .. first+n-1 of an open shard as the model takes them (every one
+ * was checked below vocab_size, so it fits an int32). */
+void dt_shard_tokens(const struct dt_shard *s, size_t first, size_t n, int32_t *out);
+/* The version a vocabulary's shards need: 1 while its largest token fits uint16. */
+int dt_shard_version(int vocab_size);
+/* Write a shard (dtrun prepare, tests) of tokens below vocab_size, in the
+ * version that vocabulary needs: atomically, through path.tmp and rename. */
+dt_status_t dt_shard_write(const char *path, const uint32_t *tokens, size_t ntok, int vocab_size);
 
 #endif
