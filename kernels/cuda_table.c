@@ -244,20 +244,21 @@ static void swiglu_backward(struct dt_kctx *kc, void *dinp, const void *inp, con
 }
 /* the fused kernel keeps each row's log-sum-exp, not the (T,T) softmax */
 static size_t attention_saved(int B, int NH, int T) { return (size_t)B * NH * T; }
-static size_t attention_scratch(int B, int T, int Ch, int NH, enum dt_dtype at)
+static size_t attention_scratch(int B, int T, int Ch, int NH, int NKV, enum dt_dtype at)
 {
     const struct dt_cuda_module *m;
-    return dt_cuda_module_get(&m) == DT_SUCCESS ? m->ops->attention_scratch(B, T, Ch, NH, (int)at) : 0;
+    return dt_cuda_module_get(&m) == DT_SUCCESS ? m->ops->attention_scratch(B, T, Ch, NH, NKV, (int)at) : 0;
 }
 static void attention_forward(struct dt_kctx *kc, void *out, float *att, const void *qkv, enum dt_dtype at, int B,
-                              int T, int Ch, int NH)
+                              int T, int Ch, int NH, int NKV)
 {
-    CALL(kc, attention_forward, out, att, qkv, (int)at, B, T, Ch, NH);
+    CALL(kc, attention_forward, out, att, qkv, (int)at, B, T, Ch, NH, NKV);
 }
 static void attention_backward(struct dt_kctx *kc, void *dqkv, const float *dout, const void *qkv, const void *out,
-                               const float *att, float *scratch, enum dt_dtype at, int B, int T, int Ch, int NH)
+                               const float *att, float *scratch, enum dt_dtype at, int B, int T, int Ch, int NH,
+                               int NKV)
 {
-    CALL(kc, attention_backward, dqkv, dout, qkv, out, att, scratch, (int)at, B, T, Ch, NH);
+    CALL(kc, attention_backward, dqkv, dout, qkv, out, att, scratch, (int)at, B, T, Ch, NH, NKV);
 }
 static void gelu_forward(struct dt_kctx *kc, void *out, const void *inp, enum dt_dtype at, size_t N)
 {

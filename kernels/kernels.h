@@ -144,21 +144,27 @@ struct dt_kernels {
     void (*swiglu_forward)(struct dt_kctx *kc, void *out, const void *inp, enum dt_dtype at, int BT, int H);
     void (*swiglu_backward)(struct dt_kctx *kc, void *dinp, const void *inp, const float *dout, enum dt_dtype at,
                             int BT, int H);
-    /* Causal multi-head attention, fused (flash attention's blocks and online softmax on both
-     * backends: the T x T matrix is never stored). qkv (B,T,3C) holds q|k|v and out (B,T,C) the
-     * result, both of type at (fp32, or the 16-bit activation type); scores, softmax and sums are
-     * fp32 on both. The CPU, the reference, keeps the probabilities and dout in fp32 for their
-     * products; the GPU's tensor-core path rounds P, dS and dout to the 16-bit type for theirs, as
-     * FlashAttention does (its tests bound the difference). att keeps what backward needs,
-     * attention_saved floats per layer: each row's log-sum-exp (B,NH,T), fp32. */
+    /* Causal attention with grouped-query heads, fused (flash attention's blocks and online softmax
+     * on both backends: the T x T matrix is never stored). Each row of qkv (B,T,(NH + 2 NKV) hs), hs =
+     * C / NH, holds NH query heads, then NKV key heads, then NKV value heads (NKV divides NH: NH is
+     * multi-head attention's (B,T,3C), 1 multi-query); query head h attends with key and value head
+     * h / (NH / NKV), Hugging Face's repeat_kv. out (B,T,C) holds the result; qkv and out are of type
+     * at (fp32, or the 16-bit activation type); scores, softmax and sums are fp32 on both. The CPU,
+     * the reference, keeps the probabilities and dout in fp32 for their products; the GPU's
+     * tensor-core path rounds P, dS and dout to the 16-bit type for theirs, as FlashAttention does
+     * (its tests bound the difference). att keeps what backward needs, attention_saved floats per
+     * layer: each row's log-sum-exp (B,NH,T), fp32. */
     size_t (*attention_saved)(int B, int NH, int T);
     /* floats of device scratch attention_backward needs (per call, covering every thread) */
-    size_t (*attention_scratch)(int B, int T, int C, int NH, enum dt_dtype at);
+    size_t (*attention_scratch)(int B, int T, int C, int NH, int NKV, enum dt_dtype at);
     void (*attention_forward)(struct dt_kctx *kc, void *out, float *att, const void *qkv, enum dt_dtype at, int B, int T,
-                              int C, int NH);
-    /* dqkv = ... (written, of type at); dout in fp32 (the projection's dinp); out is the forward's */
+                              int C, int NH, int NKV);
+    /* dqkv = ... (written, of type at; a key or value head's gradient summed over its group's query
+     * heads in a fixed order, so the bits never vary); dout in fp32 (the projection's dinp); out is
+     * the forward's */
     void (*attention_backward)(struct dt_kctx *kc, void *dqkv, const float *dout, const void *qkv, const void *out,
-                               const float *att, float *scratch, enum dt_dtype at, int B, int T, int C, int NH);
+                               const float *att, float *scratch, enum dt_dtype at, int B, int T, int C, int NH,
+                               int NKV);
     /* GELU, tanh approximation (GPT-2), in fp32 on inp and out of type at; backward writes dinp
      * (=, type at) from the fp32 dout */
     void (*gelu_forward)(struct dt_kctx *kc, void *out, const void *inp, enum dt_dtype at, size_t N);

@@ -232,17 +232,18 @@ static void p_swiglu_backward(struct dt_kctx *kc, void *dinp, const void *inp, c
     took(kc, OP_swiglu_backward, t0);
 }
 static void p_attention_forward(struct dt_kctx *kc, void *out, float *att, const void *qkv, enum dt_dtype at, int B,
-                                int T, int C, int NH)
+                                int T, int C, int NH, int NKV)
 {
     double t0 = start(kc);
-    P(kc)->k->attention_forward(P(kc)->inner, out, att, qkv, at, B, T, C, NH);
+    P(kc)->k->attention_forward(P(kc)->inner, out, att, qkv, at, B, T, C, NH, NKV);
     took(kc, OP_attention_forward, t0);
 }
 static void p_attention_backward(struct dt_kctx *kc, void *dqkv, const float *dout, const void *qkv, const void *out,
-                                 const float *att, float *scratch, enum dt_dtype at, int B, int T, int C, int NH)
+                                 const float *att, float *scratch, enum dt_dtype at, int B, int T, int C, int NH,
+                                 int NKV)
 {
     double t0 = start(kc);
-    P(kc)->k->attention_backward(P(kc)->inner, dqkv, dout, qkv, out, att, scratch, at, B, T, C, NH);
+    P(kc)->k->attention_backward(P(kc)->inner, dqkv, dout, qkv, out, att, scratch, at, B, T, C, NH, NKV);
     took(kc, OP_attention_backward, t0);
 }
 static void p_gelu_forward(struct dt_kctx *kc, void *out, const void *inp, enum dt_dtype at, size_t N)

@@ -5,10 +5,13 @@
  * sum per row, the output rescaled as the max grows), so the T x T matrix never
  * exists, in memory or in traffic. Forward keeps each row's log-sum-exp, which
  * is all backward needs to recompute a block's probabilities exactly as forward
- * had them. The products are sgemm calls on strided views into qkv (B,T,3C),
- * one (b,h) per OpenMP thread (oneDNN runs single-threaded inside a parallel
- * region, so the pool is never oversubscribed); a thread's blocks live on its
- * stack and stay in cache.
+ * had them. The products are sgemm calls on strided views into qkv, whose rows
+ * hold NH query heads, NKV key heads and NKV value heads (kernels.h): forward
+ * runs one (b, query head) per OpenMP thread, backward one (b, key/value head),
+ * which walks its group's query heads in order so that the key and value
+ * gradients they share are summed by one thread in one order (oneDNN runs
+ * single-threaded inside a parallel region, so the pool is never
+ * oversubscribed); a thread's blocks live on its stack and stay in cache.
  */
 #include <math.h>
 #include <omp.h>
@@ -22,9 +25,9 @@
 
 size_t dt_cpu_attention_saved(int B, int NH, int T) { return (size_t)B * NH * T; }
 /* the CPU's scratch comes from its context (dt_cpu_scratch): none on the device side */
-size_t dt_cpu_attention_scratch(int B, int T, int C, int NH, enum dt_dtype at)
+size_t dt_cpu_attention_scratch(int B, int T, int C, int NH, int NKV, enum dt_dtype at)
 {
-    (void)B, (void)T, (void)C, (void)NH, (void)at;
+    (void)B, (void)T, (void)C, (void)NH, (void)NKV, (void)at;
     return 0;
 }
 
@@ -77,24 +80,28 @@ static inline float masked_exp(float *row, int n, int nk, float sub)
     return sum;
 }
 
-DT_CLONES static void forward_f32(float *out, float *lse, const float *qkv, int B, int T, int C, int NH)
+/* qkv's row width, and where query head h's key and value heads start in a row */
+static inline int qkv_width(int C, int NH, int NKV) { return C + 2 * NKV * (C / NH); }
+static inline int key_head(int C, int NH, int NKV, int h) { return C + h / (NH / NKV) * (C / NH); }
+
+DT_CLONES static void forward_f32(float *out, float *lse, const float *qkv, int B, int T, int C, int NH, int NKV)
 {
-    int hs = C / NH;
+    int hs = C / NH, W = qkv_width(C, NH, NKV);
     float scale = 1.0f / sqrtf((float)hs);
     #pragma omp parallel for collapse(2)
     for (int b = 0; b < B; b++) {
         for (int h = 0; h < NH; h++) {
             float s[QB * KB], m[QB], l[QB];
-            const float *q = qkv + (size_t)b * T * 3 * C + h * hs;
-            const float *k = q + C, *v = q + 2 * C;
+            const float *q = qkv + (size_t)b * T * W + h * hs;
+            const float *k = qkv + (size_t)b * T * W + key_head(C, NH, NKV, h), *v = k + NKV * hs;
             float *o = out + (size_t)b * T * C + h * hs, *lrow = lse + ((size_t)b * NH + h) * T;
             for (int i0 = 0; i0 < T; i0 += QB) {
                 int nq = T - i0 < QB ? T - i0 : QB;
                 for (int r = 0; r < nq; r++) m[r] = -INFINITY, l[r] = 0;
                 for (int j0 = 0; j0 <= i0; j0 += KB) {
                     int nk = T - j0 < KB ? T - j0 : KB;
-                    dt_cpu_gemm('N', 'T', nq, nk, hs, scale, q + (size_t)i0 * 3 * C, 3 * C, k + (size_t)j0 * 3 * C,
-                                3 * C, 0.0f, s, KB);
+                    dt_cpu_gemm('N', 'T', nq, nk, hs, scale, q + (size_t)i0 * W, W, k + (size_t)j0 * W,
+                                W, 0.0f, s, KB);
                     for (int r = 0; r < nq; r++) {
                         float *row = s + (size_t)r * KB, *orow = o + (size_t)(i0 + r) * C;
                         int n = visible(i0, r, j0, nk);
@@ -109,7 +116,7 @@ DT_CLONES static void forward_f32(float *out, float *lse, const float *qkv, int 
                             for (int d = 0; d < hs; d++) orow[d] *= corr;
                         }
                     }
-                    dt_cpu_gemm('N', 'N', nq, hs, nk, 1.0f, s, KB, v + (size_t)j0 * 3 * C, 3 * C, j0 ? 1.0f : 0.0f,
+                    dt_cpu_gemm('N', 'N', nq, hs, nk, 1.0f, s, KB, v + (size_t)j0 * W, W, j0 ? 1.0f : 0.0f,
                                 o + (size_t)i0 * C, C);
                 }
                 for (int r = 0; r < nq; r++) {
@@ -127,55 +134,58 @@ DT_CLONES static void forward_f32(float *out, float *lse, const float *qkv, int 
  * Per query block i and key block j <= i, with P = exp(S - lse) recomputed:
  *   dV_j += P^T dO_i;  dP = dO_i V_j^T;  dS = P (dP - D_i), D = rowsum(dO O);
  *   dQ_i += scale dS K_j;  dK_j += scale dS^T Q_i.
- * A (b,h) is one thread's, so its dK and dV sums need no atomics and keep one order. dqkv is added to.
+ * A (b, key/value head) is one thread's, its group's query heads taken in order, so its dK and dV
+ * sums need no atomics and keep one order. dqkv is added to.
  */
 DT_CLONES static void backward_f32(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
-                                   int B, int T, int C, int NH)
+                                   int B, int T, int C, int NH, int NKV)
 {
-    int hs = C / NH;
+    int hs = C / NH, W = qkv_width(C, NH, NKV), group = NH / NKV;
     float scale = 1.0f / sqrtf((float)hs);
     #pragma omp parallel for collapse(2)
     for (int b = 0; b < B; b++) {
-        for (int h = 0; h < NH; h++) {
+        for (int g = 0; g < NKV; g++) {
             float p[QB * KB], dp[QB * KB], drow[QB];
-            const float *q = qkv + (size_t)b * T * 3 * C + h * hs;
-            const float *k = q + C, *v = q + 2 * C;
-            float *dq = dqkv + (size_t)b * T * 3 * C + h * hs;
-            float *dk = dq + C, *dv = dq + 2 * C;
-            const float *o = out + (size_t)b * T * C + h * hs, *dy = dout + (size_t)b * T * C + h * hs;
-            const float *lrow = lse + ((size_t)b * NH + h) * T;
-            for (int i0 = 0; i0 < T; i0 += QB) {
-                int nq = T - i0 < QB ? T - i0 : QB;
-                for (int r = 0; r < nq; r++) {
-                    const float *yr = dy + (size_t)(i0 + r) * C, *outr = o + (size_t)(i0 + r) * C;
-                    float d = 0;
-                    #pragma omp simd reduction(+ : d)
-                    for (int c = 0; c < hs; c++) d += yr[c] * outr[c];
-                    drow[r] = d;
-                }
-                for (int j0 = 0; j0 <= i0; j0 += KB) {
-                    int nk = T - j0 < KB ? T - j0 : KB;
-                    dt_cpu_gemm('N', 'T', nq, nk, hs, scale, q + (size_t)i0 * 3 * C, 3 * C, k + (size_t)j0 * 3 * C,
-                                3 * C, 0.0f, p, KB);
+            const float *k = qkv + (size_t)b * T * W + C + g * hs, *v = k + NKV * hs;
+            float *dk = dqkv + (size_t)b * T * W + C + g * hs, *dv = dk + NKV * hs;
+            for (int h = g * group; h < (g + 1) * group; h++) {
+                const float *q = qkv + (size_t)b * T * W + h * hs;
+                float *dq = dqkv + (size_t)b * T * W + h * hs;
+                const float *o = out + (size_t)b * T * C + h * hs, *dy = dout + (size_t)b * T * C + h * hs;
+                const float *lrow = lse + ((size_t)b * NH + h) * T;
+                for (int i0 = 0; i0 < T; i0 += QB) {
+                    int nq = T - i0 < QB ? T - i0 : QB;
                     for (int r = 0; r < nq; r++) {
-                        float *row = p + (size_t)r * KB, lr = lrow[i0 + r];
-                        masked_exp(row, visible(i0, r, j0, nk), nk, lr);
+                        const float *yr = dy + (size_t)(i0 + r) * C, *outr = o + (size_t)(i0 + r) * C;
+                        float d = 0;
+                        #pragma omp simd reduction(+ : d)
+                        for (int c = 0; c < hs; c++) d += yr[c] * outr[c];
+                        drow[r] = d;
                     }
-                    dt_cpu_gemm('T', 'N', nk, hs, nq, 1.0f, p, KB, dy + (size_t)i0 * C, C, 1.0f,
-                                dv + (size_t)j0 * 3 * C, 3 * C);
-                    dt_cpu_gemm('N', 'T', nq, nk, hs, 1.0f, dy + (size_t)i0 * C, C, v + (size_t)j0 * 3 * C, 3 * C,
-                                0.0f, dp, KB);
-                    for (int r = 0; r < nq; r++) {
-                        float *pr = p + (size_t)r * KB;
-                        const float *dr = dp + (size_t)r * KB;
-                        float d = drow[r];
-                        #pragma omp simd
-                        for (int c = 0; c < nk; c++) pr[c] *= dr[c] - d; /* masked entries stay 0 */
+                    for (int j0 = 0; j0 <= i0; j0 += KB) {
+                        int nk = T - j0 < KB ? T - j0 : KB;
+                        dt_cpu_gemm('N', 'T', nq, nk, hs, scale, q + (size_t)i0 * W, W, k + (size_t)j0 * W, W, 0.0f, p,
+                                    KB);
+                        for (int r = 0; r < nq; r++) {
+                            float *row = p + (size_t)r * KB, lr = lrow[i0 + r];
+                            masked_exp(row, visible(i0, r, j0, nk), nk, lr);
+                        }
+                        dt_cpu_gemm('T', 'N', nk, hs, nq, 1.0f, p, KB, dy + (size_t)i0 * C, C, 1.0f,
+                                    dv + (size_t)j0 * W, W);
+                        dt_cpu_gemm('N', 'T', nq, nk, hs, 1.0f, dy + (size_t)i0 * C, C, v + (size_t)j0 * W, W, 0.0f,
+                                    dp, KB);
+                        for (int r = 0; r < nq; r++) {
+                            float *pr = p + (size_t)r * KB;
+                            const float *dr = dp + (size_t)r * KB;
+                            float d = drow[r];
+                            #pragma omp simd
+                            for (int c = 0; c < nk; c++) pr[c] *= dr[c] - d; /* masked entries stay 0 */
+                        }
+                        dt_cpu_gemm('N', 'N', nq, hs, nk, scale, p, KB, k + (size_t)j0 * W, W, 1.0f,
+                                    dq + (size_t)i0 * W, W);
+                        dt_cpu_gemm('T', 'N', nk, hs, nq, scale, p, KB, q + (size_t)i0 * W, W, 1.0f,
+                                    dk + (size_t)j0 * W, W);
                     }
-                    dt_cpu_gemm('N', 'N', nq, hs, nk, scale, p, KB, k + (size_t)j0 * 3 * C, 3 * C, 1.0f,
-                                dq + (size_t)i0 * 3 * C, 3 * C);
-                    dt_cpu_gemm('T', 'N', nk, hs, nq, scale, p, KB, q + (size_t)i0 * 3 * C, 3 * C, 1.0f,
-                                dk + (size_t)j0 * 3 * C, 3 * C);
                 }
             }
         }
@@ -185,38 +195,39 @@ DT_CLONES static void backward_f32(float *dqkv, const float *dout, const float *
 /* 16-bit activations are widened into fp32 scratch, attended as fp32 ones are, and the results
  * rounded once: the same sums as the fp32 path on the 16-bit values. */
 void dt_cpu_attention_forward(struct dt_kctx *kc, void *out, float *lse, const void *qkv, enum dt_dtype at, int B, int T,
-                              int C, int NH)
+                              int C, int NH, int NKV)
 {
     if (at == DT_F32) {
-        forward_f32(out, lse, qkv, B, T, C, NH);
+        forward_f32(out, lse, qkv, B, T, C, NH, NKV);
         return;
     }
-    size_t n = (size_t)B * T * C;
-    float *q = dt_cpu_scratch(kc, 1, 3 * n * sizeof(float), "attention_forward");
+    size_t n = (size_t)B * T * C, nqkv = (size_t)B * T * qkv_width(C, NH, NKV);
+    float *q = dt_cpu_scratch(kc, 1, nqkv * sizeof(float), "attention_forward");
     float *o = dt_cpu_scratch(kc, 2, n * sizeof(float), "attention_forward");
     if (!q || !o) return;
-    dt_cpu_convert(kc, q, DT_F32, qkv, at, 3 * n);
-    forward_f32(o, lse, q, B, T, C, NH);
+    dt_cpu_convert(kc, q, DT_F32, qkv, at, nqkv);
+    forward_f32(o, lse, q, B, T, C, NH, NKV);
     dt_cpu_convert(kc, out, at, o, DT_F32, n);
 }
 
 void dt_cpu_attention_backward(struct dt_kctx *kc, void *dqkv, const float *dout, const void *qkv, const void *out,
-                               const float *lse, float *scratch, enum dt_dtype at, int B, int T, int C, int NH)
+                               const float *lse, float *scratch, enum dt_dtype at, int B, int T, int C, int NH,
+                               int NKV)
 {
     (void)scratch;
-    size_t n = (size_t)B * T * C;
+    size_t n = (size_t)B * T * C, nqkv = (size_t)B * T * qkv_width(C, NH, NKV);
     if (at == DT_F32) {
-        dt_cpu_zero(kc, dqkv, 3 * n * sizeof(float));
-        backward_f32(dqkv, dout, qkv, out, lse, B, T, C, NH);
+        dt_cpu_zero(kc, dqkv, nqkv * sizeof(float));
+        backward_f32(dqkv, dout, qkv, out, lse, B, T, C, NH, NKV);
         return;
     }
-    float *q = dt_cpu_scratch(kc, 1, 3 * n * sizeof(float), "attention_backward");
+    float *q = dt_cpu_scratch(kc, 1, nqkv * sizeof(float), "attention_backward");
     float *o = dt_cpu_scratch(kc, 2, n * sizeof(float), "attention_backward");
-    float *dq = dt_cpu_scratch(kc, 3, 3 * n * sizeof(float), "attention_backward");
+    float *dq = dt_cpu_scratch(kc, 3, nqkv * sizeof(float), "attention_backward");
     if (!q || !o || !dq) return;
-    dt_cpu_convert(kc, q, DT_F32, qkv, at, 3 * n);
+    dt_cpu_convert(kc, q, DT_F32, qkv, at, nqkv);
     dt_cpu_convert(kc, o, DT_F32, out, at, n);
-    dt_cpu_zero(kc, dq, 3 * n * sizeof(float));
-    backward_f32(dq, dout, q, o, lse, B, T, C, NH);
-    dt_cpu_convert(kc, dqkv, at, dq, DT_F32, 3 * n);
+    dt_cpu_zero(kc, dq, nqkv * sizeof(float));
+    backward_f32(dq, dout, q, o, lse, B, T, C, NH, NKV);
+    dt_cpu_convert(kc, dqkv, at, dq, DT_F32, nqkv);
 }

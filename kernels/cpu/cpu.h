@@ -100,11 +100,12 @@ void dt_cpu_swiglu_forward(struct dt_kctx *kc, void *out, const void *inp, enum 
 void dt_cpu_swiglu_backward(struct dt_kctx *kc, void *dinp, const void *inp, const float *dout, enum dt_dtype at,
                             int BT, int H);
 void dt_cpu_attention_forward(struct dt_kctx *kc, void *out, float *att, const void *qkv, enum dt_dtype at, int B, int T,
-                              int C, int NH);
+                              int C, int NH, int NKV);
 size_t dt_cpu_attention_saved(int B, int NH, int T);
-size_t dt_cpu_attention_scratch(int B, int T, int C, int NH, enum dt_dtype at);
+size_t dt_cpu_attention_scratch(int B, int T, int C, int NH, int NKV, enum dt_dtype at);
 void dt_cpu_attention_backward(struct dt_kctx *kc, void *dqkv, const float *dout, const void *qkv, const void *out,
-                               const float *att, float *scratch, enum dt_dtype at, int B, int T, int C, int NH);
+                               const float *att, float *scratch, enum dt_dtype at, int B, int T, int C, int NH,
+                               int NKV);
 void dt_cpu_gelu_forward(struct dt_kctx *kc, void *out, const void *inp, enum dt_dtype at, size_t N);
 void dt_cpu_gelu_backward(struct dt_kctx *kc, void *dinp, const void *inp, const float *dout, enum dt_dtype at, size_t N);
 void dt_cpu_residual_forward(struct dt_kctx *kc, float *out, const float *a, const void *b, enum dt_dtype bt, size_t N);

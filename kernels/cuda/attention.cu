@@ -1,7 +1,9 @@
 /*
- * attention.cu - causal multi-head self-attention on the GPU, the CPU kernel's semantics
- * (kernels/cpu/attention.c): qkv (B,T,3C) holds q|k|v, head h is columns [h*hs, (h+1)*hs) of each,
- * hs = C/NH, scores scaled by 1/sqrt(hs), out (B,T,C); backward WRITES dqkv (B,T,3C). qkv, out and
+ * attention.cu - causal self-attention with grouped-query heads on the GPU, the CPU kernel's
+ * semantics (kernels/cpu/attention.c): a row of qkv (B,T,W) holds NH query heads, NKV key heads and
+ * NKV value heads of hs = C/NH columns each, W = (NH + 2 NKV) hs (plan.h's dt_attn_width; NKV = NH
+ * is multi-head attention's (B,T,3C)); query head h attends with key/value head h / (NH/NKV), scores
+ * scaled by 1/sqrt(hs), out (B,T,C); backward WRITES dqkv (B,T,W). qkv, out and
  * dqkv are of the activation type (fp32, bf16 or fp16; the fused kernels are templates on it, S):
  * widened to fp32 as they are loaded, everything computed in fp32, each result rounded once as it
  * is stored, which is what the CPU computes on the same 16-bit values. dout and lse are fp32.
@@ -15,11 +17,15 @@
  * atomic, so every run gives the same bits:
  *   drow   Drow(t) = dout(t) . out(t) per (b,h,t), into the caller's scratch (B,NH,T)
  *          (= sum_u P(t,u) dP(t,u), the CPU's "dot")
- *   dkv    a block owns a block of keys and walks the query tiles that can see them (queries
- *          >= the first key): dV += P^T dO, dK += scale dS^T Q with dS = P (dO V^T - Drow)
+ *   dkv    a block owns a block of keys of one key/value head and, for each query head of its
+ *          group in order, walks the query tiles that can see them (queries >= the first key):
+ *          dV += P^T dO, dK += scale dS^T Q with dS = P (dO V^T - Drow)
  *   dq     a block owns a block of queries and walks the key tiles they see: dQ += scale dS K
  * Each element of dqkv is written by exactly one thread (q columns by dq, k and v columns by dkv),
  * which stores its sum, formed in a fixed order (every column of a head, so dqkv needs no zeroing).
+ * Where a group is split among several dkv blocks (plan.h's dt_attn_kv_splits: few key/value heads
+ * at a small batch), each stores its fp32 sums in the scratch after Drow and a fourth kernel, kv_sum,
+ * adds them in split order into dqkv's key and value columns.
  *
  * Thread mapping, shared by the three tiled kernels: 4 warps of 32 lanes. A block's own rows
  * (queries in forward and dq, keys in dkv) are R per warp, kept in registers spread over the lanes
@@ -35,13 +41,14 @@
  * Shared memory, static (under the 48 KiB that needs no opt-in): two tiles of 32 x (D + 1) floats,
  * 33024 bytes at D = 128 (16640 at 64, 8448 at 32), and 256 more for dkv's per-query lse and Drow.
  * R is 8, or 4 at D = 128, so that the own rows' arrays (R x D/32 floats each: q and o in forward,
- * q, dout and dq in dq, k, v, dk and dv in dkv) fit in registers: ptxas gives 64 to 147 per
- * thread for sm_80, no spills.
+ * q, dout and dq in dq, k, v, dk and dv in dkv) fit in registers: ptxas (CUDA 13) gives 64 to
+ * 168 per thread for sm_80 and sm_90, dkv spilling up to 36 bytes at D = 64 and 128.
  *
  * Reference (fp32 only: the textbook algorithm, cuBLAS strided-batched gemms in fp32 over the heads
  * of one batch row at a time, and a warp per softmax row): forward writes att (B,NH,T,T), the causal
- * softmax with the masked entries 0, and backward works from it and writes dqkv. The GPU tests hold
- * the fused kernels against it and against the CPU, and its att against a softmax of their own.
+ * softmax with the masked entries 0, and backward works from it and writes dqkv, a key/value head's
+ * gradient accumulated over its group by gemms with beta 1. The GPU tests hold the fused kernels
+ * against it and against the CPU, and its att against a softmax of their own.
  *
  * Tensor cores (attention_tc.cu): bf16 and fp16 activations of head size 64 or 128, with buffers
  * 16-byte aligned (dt_cuda_attention_tc_takes), go to the tensor-core twins of the fused kernels
@@ -156,25 +163,28 @@ __device__ static void gather(float (&acc)[dt_attn_rows_per_warp(D)][D / 32], co
         }
 }
 
-/* What every tiled kernel's block works out first: its (b, h), the head's slices, its block of
- * own rows. Blocks run heaviest first: the forward's and dq's last query blocks see the most keys,
- * dkv's first key blocks are seen by the most queries. */
+/* What the forward's and dq's blocks work out first: their (b, h), the query head's slice and its
+ * key/value head's, their block of own rows. Blocks run heaviest first: the last query blocks see
+ * the most keys (dkv's, plan.h's dt_attn_kv_block, the first key blocks, seen by the most queries). */
 template <typename S>
 struct head {
     int b, h, bh, blk;
-    const S *q, *k, *v; /* (T, hs) slices of qkv, row stride 3C */
+    const S *q, *k, *v; /* (T, hs) slices of qkv, row stride W */
 };
 
 template <typename S>
-__device__ static inline head<S> head_of(const S *qkv, int BH, int NH, int T, int C, int nblk, bool last_first)
+__device__ static inline head<S> head_of(const S *qkv, int BH, int NH, int NKV, int T, int C, int nblk)
 {
     head<S> o;
-    dt_attn_block(blockIdx.x, BH, nblk, last_first, &o.bh, &o.blk);
+    dt_attn_block(blockIdx.x, BH, nblk, true, &o.bh, &o.blk);
     o.b = o.bh / NH;
     o.h = o.bh % NH;
-    o.q = qkv + (size_t)o.b * T * 3 * C + (size_t)o.h * (C / NH);
-    o.k = o.q + C;
-    o.v = o.q + 2 * C;
+    int hs = C / NH;
+    o.q = qkv + (size_t)o.b * T * dt_attn_width(C, NH, NKV) + (size_t)o.h * hs;
+    /* k as an offset from q: from the row's start, ptxas gives dq 145 registers at D = 64 (sm_80),
+     * past the 128 of four blocks an SM */
+    o.k = o.q + (C + (o.h / (NH / NKV) - o.h) * hs);
+    o.v = o.k + NKV * hs;
     return o;
 }
 
@@ -182,15 +192,16 @@ __device__ static inline head<S> head_of(const S *qkv, int BH, int NH, int T, in
 
 template <int D, typename S>
 __global__ static void __launch_bounds__(WARPS * 32)
-    attention_forward_kernel(S *out, float *lse, const S *qkv, int BH, int NH, int T, int C, float scale)
+    attention_forward_kernel(S *out, float *lse, const S *qkv, int BH, int NH, int NKV, int T, int C, float scale)
 {
     constexpr int R = dt_attn_rows_per_warp(D), NC = D / 32, ROWS = WARPS * R;
     __shared__ float ks[KT][D + 1], vs[KT][D + 1];
     int hs = C / NH, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    head<S> hd = head_of(qkv, BH, NH, T, C, dt_attn_blocks_per_head(T, D), true);
+    size_t W = dt_attn_width(C, NH, NKV);
+    head<S> hd = head_of(qkv, BH, NH, NKV, T, C, dt_attn_blocks_per_head(T, D));
     int q0 = hd.blk * ROWS, r0 = q0 + warp * R, last = min(q0 + ROWS, T) - 1;
     float q[R][NC], o[R][NC], m[R], l[R];
-    load_rows<D>(q, hd.q, 3 * (size_t)C, r0, T, hs);
+    load_rows<D>(q, hd.q, W, r0, T, hs);
 #pragma unroll
     for (int i = 0; i < R; i++) {
         m[i] = -INFINITY;
@@ -200,8 +211,8 @@ __global__ static void __launch_bounds__(WARPS * 32)
     }
     for (int k0 = 0; k0 <= last; k0 += KT) {
         __syncthreads(); /* every warp is done with the previous tile */
-        load_tile<D>(ks, hd.k, 3 * (size_t)C, k0, T, hs);
-        load_tile<D>(vs, hd.v, 3 * (size_t)C, k0, T, hs);
+        load_tile<D>(ks, hd.k, W, k0, T, hs);
+        load_tile<D>(vs, hd.v, W, k0, T, hs);
         __syncthreads();
         float s[R], p[R];
         dots<D>(s, q, ks);
@@ -253,66 +264,98 @@ __global__ static void attention_drow_kernel(float *drow, const float *dout, con
     }
 }
 
-/* dK, dV of a block of keys, over the query tiles at and after its first key */
-template <int D, typename S>
+/* dK, dV of a block of keys of one key/value head, summed over the block's query heads in order
+ * (its group, or its split's share: plan.h's dt_attn_kv_block), each over the query tiles at and
+ * after the first key. Stored into dqkv, or with SPLIT (a split group) as fp32 into the split's
+ * partial in part, rows of dqkv's 2 NKV hs key and value columns. SPLIT a template argument and
+ * the heads' pointers stepped, as attention_tc.cu's dkv (registers). */
+template <int D, typename S, bool SPLIT>
 __global__ static void __launch_bounds__(WARPS * 32)
-    attention_dkv_kernel(S *dqkv, const float *dout, const S *qkv, const float *lse, const float *drow, int BH, int NH,
-                         int T, int C, float scale)
+    attention_dkv_kernel(S *dqkv, float *part, const float *dout, const S *qkv, const float *lse, const float *drow,
+                         int B, int NH, int NKV, int splits, int T, int C, float scale)
 {
     constexpr int R = dt_attn_rows_per_warp(D), NC = D / 32, ROWS = WARPS * R;
     __shared__ float qs[KT][D + 1], gs[KT][D + 1]; /* 32 queries' q and dout */
     __shared__ float lse_s[KT], drow_s[KT];
     int hs = C / NH, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    head<S> hd = head_of(qkv, BH, NH, T, C, dt_attn_blocks_per_head(T, D), false);
-    int k0 = hd.blk * ROWS, j0 = k0 + warp * R;
-    const float *dy = dout + (size_t)hd.b * T * C + (size_t)hd.h * hs;
+    size_t W = dt_attn_width(C, NH, NKV);
+    struct dt_attn_kv kv = dt_attn_kv_block(blockIdx.x, B, NH, NKV, splits, dt_attn_blocks_per_head(T, D));
+    int k0 = kv.blk * ROWS, j0 = k0 + warp * R;
+    const S *rows = qkv + (size_t)kv.b * T * W, *kh = rows + C + (size_t)kv.g * hs;
     float k[R][NC], v[R][NC], dk[R][NC], dv[R][NC];
-    load_rows<D>(k, hd.k, 3 * (size_t)C, j0, T, hs);
-    load_rows<D>(v, hd.v, 3 * (size_t)C, j0, T, hs);
+    load_rows<D>(k, kh, W, j0, T, hs);
+    load_rows<D>(v, kh + (size_t)NKV * hs, W, j0, T, hs);
 #pragma unroll
     for (int i = 0; i < R; i++)
 #pragma unroll
         for (int c = 0; c < NC; c++) dk[i][c] = dv[i][c] = 0.0f;
-    for (int t0 = k0 / KT * KT; t0 < T; t0 += KT) {
-        __syncthreads();
-        load_tile<D>(qs, hd.q, 3 * (size_t)C, t0, T, hs);
-        load_tile<D>(gs, dy, C, t0, T, hs);
-        if (threadIdx.x < KT) {
-            int t = t0 + threadIdx.x;
-            lse_s[threadIdx.x] = t < T ? lse[(size_t)hd.bh * T + t] : 0.0f;
-            drow_s[threadIdx.x] = t < T ? drow[(size_t)hd.bh * T + t] : 0.0f;
-        }
-        __syncthreads();
-        float s[R], dp[R], p[R], ds[R];
-        dots<D>(s, k, qs);  /* s[i] = q(t0 + lane) . k(j0 + i) */
-        dots<D>(dp, v, gs); /* dp[i] = dout(t0 + lane) . v(j0 + i) */
-        int row = t0 + lane;
+    const S *q = rows + (size_t)kv.h0 * hs;
+    const float *dy = dout + (size_t)kv.b * T * C + (size_t)kv.h0 * hs;
+    size_t bh = (size_t)kv.b * NH + kv.h0;
+    for (int n = kv.h1 - kv.h0; n > 0; n--, q += hs, dy += hs, bh++) {
+        for (int t0 = k0 / KT * KT; t0 < T; t0 += KT) {
+            __syncthreads(); /* every warp is done with the previous tile, of this head or the last */
+            load_tile<D>(qs, q, W, t0, T, hs);
+            load_tile<D>(gs, dy, C, t0, T, hs);
+            if (threadIdx.x < KT) {
+                int t = t0 + threadIdx.x;
+                lse_s[threadIdx.x] = t < T ? lse[bh * T + t] : 0.0f;
+                drow_s[threadIdx.x] = t < T ? drow[bh * T + t] : 0.0f;
+            }
+            __syncthreads();
+            float s[R], dp[R], p[R], ds[R];
+            dots<D>(s, k, qs);  /* s[i] = q(t0 + lane) . k(j0 + i) */
+            dots<D>(dp, v, gs); /* dp[i] = dout(t0 + lane) . v(j0 + i) */
+            int row = t0 + lane;
 #pragma unroll
-        for (int i = 0; i < R; i++) {
-            p[i] = j0 + i <= row && row < T ? expf(s[i] * scale - lse_s[lane]) : 0.0f;
-            ds[i] = p[i] * (dp[i] - drow_s[lane]);
+            for (int i = 0; i < R; i++) {
+                p[i] = j0 + i <= row && row < T ? expf(s[i] * scale - lse_s[lane]) : 0.0f;
+                ds[i] = p[i] * (dp[i] - drow_s[lane]);
+            }
+            gather<D>(dv, p, gs);
+            gather<D>(dk, ds, qs);
         }
-        gather<D>(dv, p, gs);
-        gather<D>(dk, ds, qs);
     }
-    S *dq = dqkv + (size_t)hd.b * T * 3 * C + (size_t)hd.h * hs;
-    store_rows<D>(dq + C, 3 * (size_t)C, dk, scale, j0, T, hs);
-    store_rows<D>(dq + 2 * C, 3 * (size_t)C, dv, 1.0f, j0, T, hs);
+    if constexpr (SPLIT) {
+        size_t kvw = 2 * (size_t)NKV * hs;
+        float *pk = part + ((size_t)kv.split * B + kv.b) * T * kvw + (size_t)kv.g * hs;
+        store_rows<D>(pk, kvw, dk, scale, j0, T, hs);
+        store_rows<D>(pk + (size_t)NKV * hs, kvw, dv, 1.0f, j0, T, hs);
+    } else {
+        S *dkh = dqkv + (size_t)kv.b * T * W + C + (size_t)kv.g * hs;
+        store_rows<D>(dkh, W, dk, scale, j0, T, hs);
+        store_rows<D>(dkh + (size_t)NKV * hs, W, dv, 1.0f, j0, T, hs);
+    }
+}
+
+/* dqkv's key and value columns (rows of W from column C, kvw of them) = the splits' partials (S,
+ * B T rows of kvw) added in split order, rounded once */
+template <typename S>
+__global__ static void attention_kv_sum_kernel(S *dqkv, const float *part, int splits, size_t rows, int kvw, int W,
+                                               int C)
+{
+    size_t n = rows * kvw;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        float s = part[i];
+        for (int j = 1; j < splits; j++) s += part[(size_t)j * n + i];
+        dt_st(&dqkv[i / kvw * W + C + i % kvw], s);
+    }
 }
 
 /* dQ of a block of queries, over the key tiles they see */
 template <int D, typename S>
 __global__ static void __launch_bounds__(WARPS * 32)
     attention_dq_kernel(S *dqkv, const float *dout, const S *qkv, const float *lse, const float *drow, int BH, int NH,
-                        int T, int C, float scale)
+                        int NKV, int T, int C, float scale)
 {
     constexpr int R = dt_attn_rows_per_warp(D), NC = D / 32, ROWS = WARPS * R;
     __shared__ float ks[KT][D + 1], vs[KT][D + 1];
     int hs = C / NH, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    head<S> hd = head_of(qkv, BH, NH, T, C, dt_attn_blocks_per_head(T, D), true);
+    size_t W = dt_attn_width(C, NH, NKV);
+    head<S> hd = head_of(qkv, BH, NH, NKV, T, C, dt_attn_blocks_per_head(T, D));
     int q0 = hd.blk * ROWS, r0 = q0 + warp * R, last = min(q0 + ROWS, T) - 1;
     float q[R][NC], g[R][NC], dq[R][NC], lse_r[R], drow_r[R];
-    load_rows<D>(q, hd.q, 3 * (size_t)C, r0, T, hs);
+    load_rows<D>(q, hd.q, W, r0, T, hs);
     load_rows<D>(g, dout + (size_t)hd.b * T * C + (size_t)hd.h * hs, C, r0, T, hs);
 #pragma unroll
     for (int i = 0; i < R; i++) {
@@ -324,8 +367,8 @@ __global__ static void __launch_bounds__(WARPS * 32)
     }
     for (int k0 = 0; k0 <= last; k0 += KT) {
         __syncthreads();
-        load_tile<D>(ks, hd.k, 3 * (size_t)C, k0, T, hs);
-        load_tile<D>(vs, hd.v, 3 * (size_t)C, k0, T, hs);
+        load_tile<D>(ks, hd.k, W, k0, T, hs);
+        load_tile<D>(vs, hd.v, W, k0, T, hs);
         __syncthreads();
         float s[R], dp[R], ds[R];
         dots<D>(s, q, ks);  /* s[i] = q(r0 + i) . k(k0 + lane) */
@@ -338,7 +381,7 @@ __global__ static void __launch_bounds__(WARPS * 32)
         }
         gather<D>(dq, ds, ks);
     }
-    store_rows<D>(dqkv + (size_t)hd.b * T * 3 * C + (size_t)hd.h * hs, 3 * (size_t)C, dq, scale, r0, T, hs);
+    store_rows<D>(dqkv + (size_t)hd.b * T * W + (size_t)hd.h * hs, W, dq, scale, r0, T, hs);
 }
 
 // ---------------------------------------------------------------- the reference path's kernels
@@ -390,104 +433,122 @@ __global__ static void softmax_backward_kernel(float *datt, const float *att, in
 
 // ---------------------------------------------------------------- launchers
 
-/* the shapes every path takes: B, T >= 0 (0: nothing to do), heads dividing C */
-static bool shape_ok(int B, int T, int C, int NH) { return B >= 0 && T >= 0 && NH > 0 && C > 0 && C % NH == 0; }
-
-
-template <int D, typename S>
-static cudaError_t forward_launch(S *out, float *lse, const S *qkv, int B, int T, int C, int NH)
+/* the shapes every path takes: B, T >= 0 (0: nothing to do), query heads dividing C, key/value
+ * heads dividing the query heads */
+static bool shape_ok(int B, int T, int C, int NH, int NKV)
 {
-    unsigned grid = dt_attn_grid(B, T, NH, D);
-    if (!grid) return cudaErrorInvalidValue;
-    attention_forward_kernel<D, S><<<grid, WARPS * 32>>>(out, lse, qkv, B * NH, NH, T, C, 1.0f / sqrtf((float)(C / NH)));
-    return cudaGetLastError();
+    return B >= 0 && T >= 0 && NH > 0 && C > 0 && C % NH == 0 && NKV > 0 && NH % NKV == 0;
 }
 
 template <int D, typename S>
-static cudaError_t backward_launch(S *dqkv, const float *dout, const S *qkv, const float *lse, const float *drow, int B,
-                                   int T, int C, int NH)
+static cudaError_t forward_launch(S *out, float *lse, const S *qkv, int B, int T, int C, int NH, int NKV)
 {
     unsigned grid = dt_attn_grid(B, T, NH, D);
     if (!grid) return cudaErrorInvalidValue;
+    attention_forward_kernel<D, S>
+        <<<grid, WARPS * 32>>>(out, lse, qkv, B * NH, NH, NKV, T, C, 1.0f / sqrtf((float)(C / NH)));
+    return cudaGetLastError();
+}
+
+/* part, splits: as dt_cuda_attention_tc_backward's (attention_tc.h) */
+template <int D, typename S>
+static cudaError_t backward_launch(S *dqkv, float *part, int splits, const float *dout, const S *qkv, const float *lse,
+                                   const float *drow, int B, int T, int C, int NH, int NKV)
+{
+    /* dkv's grid, NKV splits heads, is no larger than dq's */
+    unsigned grid = dt_attn_grid(B, T, NH, D), kv_grid = dt_attn_grid(B, T, NKV * splits, D);
+    if (!grid) return cudaErrorInvalidValue;
     float scale = 1.0f / sqrtf((float)(C / NH));
-    attention_dkv_kernel<D, S><<<grid, WARPS * 32>>>(dqkv, dout, qkv, lse, drow, B * NH, NH, T, C, scale);
+    auto dkv = part ? attention_dkv_kernel<D, S, true> : attention_dkv_kernel<D, S, false>;
+    dkv<<<kv_grid, WARPS * 32>>>(dqkv, part, dout, qkv, lse, drow, B, NH, NKV, splits, T, C, scale);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return e;
-    attention_dq_kernel<D, S><<<grid, WARPS * 32>>>(dqkv, dout, qkv, lse, drow, B * NH, NH, T, C, scale);
+    attention_dq_kernel<D, S><<<grid, WARPS * 32>>>(dqkv, dout, qkv, lse, drow, B * NH, NH, NKV, T, C, scale);
     return cudaGetLastError();
 }
 
 static int blas_err(cublasStatus_t s) { return s == CUBLAS_STATUS_SUCCESS ? 0 : DT_CUDA_CUBLAS_ERR + (int)s; }
 
-/* column-major C = alpha op(A) op(B) + beta C for the NH heads of one batch row: the heads' slices
- * lie hs apart in qkv, dqkv and out, T*T apart in att */
+/* column-major C = alpha op(A) op(B) + beta C for `heads` heads of one batch row, each operand's
+ * slices sa, sb, sc apart (hs or G hs in qkv, dqkv and out, T*T or G T*T in att) */
 static int gemm_heads(cublasHandle_t h, bool ta, bool tb, int m, int n, int k, float alpha, const float *A, int lda,
                       long long sa, const float *B, int ldb, long long sb, float beta, float *Cm, int ldc,
-                      long long sc, int NH)
+                      long long sc, int heads)
 {
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     return blas_err(cublasGemmStridedBatchedEx(h, opa, opb, m, n, k, &alpha, A, CUDA_R_32F, lda, sa, B, CUDA_R_32F, ldb,
-                                               sb, &beta, Cm, CUDA_R_32F, ldc, sc, NH, CUBLAS_COMPUTE_32F,
+                                               sb, &beta, Cm, CUDA_R_32F, ldc, sc, heads, CUBLAS_COMPUTE_32F,
                                                CUBLAS_GEMM_DEFAULT));
 }
 
 extern "C" {
 
-/* the fused kernels' scratch: backward's Drow, one float per (b, h, t), whatever the type */
-size_t dt_cuda_attention_scratch(int B, int T, int C, int NH, int at)
+/* the fused kernels' scratch (plan.h): backward's Drow, one float per (b, h, t), and the partials
+ * of a split group, whatever the type */
+size_t dt_cuda_attention_scratch(int B, int T, int C, int NH, int NKV, int at)
 {
-    (void)C, (void)at;
-    return B > 0 && T > 0 && NH > 0 ? (size_t)B * NH * T : 0;
+    (void)at;
+    return dt_attn_scratch(B, T, C, NH, NKV);
 }
 
 /* the padded head size the kernels are instantiated for, into *D (0: nothing to launch), or the
  * error of a shape they do not take */
-static cudaError_t launch_dim(int B, int T, int C, int NH, int *D)
+static cudaError_t launch_dim(int B, int T, int C, int NH, int NKV, int *D)
 {
     *D = 0;
-    if (!shape_ok(B, T, C, NH)) return cudaErrorInvalidValue;
+    if (!shape_ok(B, T, C, NH, NKV)) return cudaErrorInvalidValue;
     int d = dt_attn_padded(C / NH);
     if (!d) return cudaErrorInvalidValue;
     if (B && T) *D = d;
     return cudaSuccess;
 }
 
-cudaError_t dt_cuda_attention_forward(void *out, float *lse, const void *qkv, int at, int B, int T, int C, int NH)
+cudaError_t dt_cuda_attention_forward(void *out, float *lse, const void *qkv, int at, int B, int T, int C, int NH,
+                                      int NKV)
 {
     return dt_by_type(at, [&](auto *tag) {
         using S = std::remove_pointer_t<decltype(tag)>;
         int D;
-        cudaError_t bad = launch_dim(B, T, C, NH, &D);
+        cudaError_t bad = launch_dim(B, T, C, NH, NKV, &D);
         if (bad != cudaSuccess || !D) return bad;
         if (dt_cuda_attention_tc_takes(at, C / NH, out, qkv, NULL))
-            return dt_cuda_attention_tc_forward(out, lse, qkv, at, B, T, C, NH);
+            return dt_cuda_attention_tc_forward(out, lse, qkv, at, B, T, C, NH, NKV);
         S *o = (S *)out;
         const S *x = (const S *)qkv;
-        return D == 32 ? forward_launch<32>(o, lse, x, B, T, C, NH)
-               : D == 64 ? forward_launch<64>(o, lse, x, B, T, C, NH)
-                         : forward_launch<128>(o, lse, x, B, T, C, NH);
+        return D == 32 ? forward_launch<32>(o, lse, x, B, T, C, NH, NKV)
+               : D == 64 ? forward_launch<64>(o, lse, x, B, T, C, NH, NKV)
+                         : forward_launch<128>(o, lse, x, B, T, C, NH, NKV);
     });
 }
 
 cudaError_t dt_cuda_attention_backward(void *dqkv, const float *dout, const void *qkv, const void *out,
-                                       const float *lse, float *scratch, int at, int B, int T, int C, int NH)
+                                       const float *lse, float *scratch, int at, int B, int T, int C, int NH, int NKV)
 {
     return dt_by_type(at, [&](auto *tag) {
         using S = std::remove_pointer_t<decltype(tag)>;
         int D;
-        cudaError_t bad = launch_dim(B, T, C, NH, &D);
-        if (bad != cudaSuccess || !D) return bad;
+        cudaError_t e = launch_dim(B, T, C, NH, NKV, &D);
+        if (e != cudaSuccess || !D) return e;
         size_t rows = (size_t)B * NH * T;
         attention_drow_kernel<<<warp_blocks(rows), 256>>>(scratch, dout, (const S *)out, NH, T, C, rows);
-        cudaError_t e = cudaGetLastError();
-        if (e != cudaSuccess) return e;
-        if (dt_cuda_attention_tc_takes(at, C / NH, dqkv, dout, qkv))
-            return dt_cuda_attention_tc_backward(dqkv, dout, qkv, lse, scratch, at, B, T, C, NH);
+        if ((e = cudaGetLastError()) != cudaSuccess) return e;
+        /* a split group's partials follow Drow in the scratch (plan.h's dt_attn_scratch) */
+        int splits = dt_attn_kv_splits(B, T, NH, NKV);
+        float *part = splits > 1 ? scratch + rows : NULL;
         S *d = (S *)dqkv;
         const S *x = (const S *)qkv;
-        return D == 32 ? backward_launch<32>(d, dout, x, lse, scratch, B, T, C, NH)
-               : D == 64 ? backward_launch<64>(d, dout, x, lse, scratch, B, T, C, NH)
-                         : backward_launch<128>(d, dout, x, lse, scratch, B, T, C, NH);
+        if (dt_cuda_attention_tc_takes(at, C / NH, dqkv, dout, qkv))
+            e = dt_cuda_attention_tc_backward(dqkv, part, splits, dout, qkv, lse, scratch, at, B, T, C, NH, NKV);
+        else
+            e = D == 32   ? backward_launch<32>(d, part, splits, dout, x, lse, scratch, B, T, C, NH, NKV)
+                : D == 64 ? backward_launch<64>(d, part, splits, dout, x, lse, scratch, B, T, C, NH, NKV)
+                          : backward_launch<128>(d, part, splits, dout, x, lse, scratch, B, T, C, NH, NKV);
+        if (e != cudaSuccess || !part) return e;
+        int kvw = 2 * NKV * (C / NH);
+        size_t bt = (size_t)B * T;
+        attention_kv_sum_kernel<<<warp_blocks((bt * kvw + 31) / 32), 256>>>(d, part, splits, bt, kvw,
+                                                                          dt_attn_width(C, NH, NKV), C);
+        return cudaGetLastError();
     });
 }
 
@@ -498,26 +559,31 @@ size_t dt_cuda_attention_ref_scratch(int NH, int T) { return (size_t)NH * T * T;
  * with leading dimension ld; so with Qc, Kc, Vc, dOc the slices' column-major views and att's
  * (T,T) rows its columns:
  *   att^T = Kc^T Qc (scaled)   out^T = Vc att^T
+ * Query head h = g G + r (G = NH / NKV) has key/value head g: each product runs G times, for r = 0
+ * .. G-1, as a batch over the NKV key/value heads (the query heads' slices G apart); multi-head
+ * attention's one batch over every head.
  */
 int dt_cuda_attention_forward_ref(struct dt_cuda_ctx *c, float *out, float *att, const float *qkv, int B, int T, int C,
-                                  int NH)
+                                  int NH, int NKV)
 {
-    if (!shape_ok(B, T, C, NH)) return (int)cudaErrorInvalidValue;
+    if (!shape_ok(B, T, C, NH, NKV)) return (int)cudaErrorInvalidValue;
     if (!B || !T) return 0; /* (cuBLAS refuses a leading dimension of 0) */
     cublasHandle_t h = dt_cuda_ctx_blas(c);
-    int hs = C / NH, e = 0;
+    int hs = C / NH, W = dt_attn_width(C, NH, NKV), G = NH / NKV, e = 0;
     float scale = 1.0f / sqrtf((float)hs);
-    long long tt = (long long)T * T;
+    long long tt = (long long)T * T, gs = (long long)G * hs, gt = G * tt;
     for (int b = 0; b < B && !e; b++) {
-        const float *q = qkv + (size_t)b * T * 3 * C, *k = q + C, *v = q + 2 * C;
+        const float *q = qkv + (size_t)b * T * W, *k = q + C, *v = k + (size_t)NKV * hs;
         float *a = att + (size_t)b * NH * tt, *y = out + (size_t)b * T * C;
-        e = gemm_heads(h, true, false, T, T, hs, scale, k, 3 * C, hs, q, 3 * C, hs, 0.0f, a, T, tt, NH);
+        for (int r = 0; r < G && !e; r++)
+            e = gemm_heads(h, true, false, T, T, hs, scale, k, W, hs, q + r * hs, W, gs, 0.0f, a + r * tt, T, gt, NKV);
         if (!e) {
             size_t rows = (size_t)NH * T;
             causal_softmax_kernel<<<warp_blocks(rows), 256>>>(a, T, rows);
             e = (int)cudaGetLastError();
         }
-        if (!e) e = gemm_heads(h, false, false, hs, T, T, 1.0f, v, 3 * C, hs, a, T, tt, 0.0f, y, C, hs, NH);
+        for (int r = 0; r < G && !e; r++)
+            e = gemm_heads(h, false, false, hs, T, T, 1.0f, v, W, hs, a + r * tt, T, gt, 0.0f, y + r * hs, C, gs, NKV);
     }
     return e;
 }
@@ -525,31 +591,42 @@ int dt_cuda_attention_forward_ref(struct dt_cuda_ctx *c, float *out, float *att,
 /*
  * Backward from att, in the same column-major views (dpre: datt through the softmax's backward):
  *   datt^T = Vc^T dOc   dVc = dOc att   dQc = scale Kc dpre^T   dKc = scale Qc dpre
- * one batch row at a time, datt in scratch (dt_cuda_attention_ref_scratch floats); each slice of
- * dqkv is written by one gemm (beta 0), so dqkv needs no zeroing.
+ * one batch row at a time, datt in scratch (dt_cuda_attention_ref_scratch floats), in G batches
+ * over the key/value heads as forward's. Each slice of dQ is written by one gemm (beta 0); a
+ * key/value head's dK and dV by its group's first query head (r = 0, beta 0), the others adding
+ * theirs in order (beta 1); so dqkv needs no zeroing.
  */
 int dt_cuda_attention_backward_ref(struct dt_cuda_ctx *c, float *dqkv, const float *dout, const float *qkv,
-                                   const float *att, float *scratch, int B, int T, int C, int NH)
+                                   const float *att, float *scratch, int B, int T, int C, int NH, int NKV)
 {
-    if (!shape_ok(B, T, C, NH)) return (int)cudaErrorInvalidValue;
+    if (!shape_ok(B, T, C, NH, NKV)) return (int)cudaErrorInvalidValue;
     if (!B || !T) return 0; /* (cuBLAS refuses a leading dimension of 0) */
     cublasHandle_t h = dt_cuda_ctx_blas(c);
-    int hs = C / NH, e = 0;
+    int hs = C / NH, W = dt_attn_width(C, NH, NKV), G = NH / NKV, e = 0;
     float scale = 1.0f / sqrtf((float)hs);
-    long long tt = (long long)T * T;
+    long long tt = (long long)T * T, gs = (long long)G * hs, gt = G * tt;
     for (int b = 0; b < B && !e; b++) {
-        const float *q = qkv + (size_t)b * T * 3 * C, *k = q + C, *v = q + 2 * C;
+        const float *q = qkv + (size_t)b * T * W, *k = q + C, *v = k + (size_t)NKV * hs;
         const float *a = att + (size_t)b * NH * tt, *dy = dout + (size_t)b * T * C;
-        float *dq = dqkv + (size_t)b * T * 3 * C, *dk = dq + C, *dv = dq + 2 * C;
-        e = gemm_heads(h, true, false, T, T, hs, 1.0f, v, 3 * C, hs, dy, C, hs, 0.0f, scratch, T, tt, NH);
-        if (!e) e = gemm_heads(h, false, true, hs, T, T, 1.0f, dy, C, hs, a, T, tt, 0.0f, dv, 3 * C, hs, NH);
+        float *dq = dqkv + (size_t)b * T * W, *dk = dq + C, *dv = dk + (size_t)NKV * hs;
+        for (int r = 0; r < G && !e; r++) {
+            const float *dyr = dy + r * hs, *ar = a + r * tt;
+            float *dar = scratch + r * tt, beta = r ? 1.0f : 0.0f;
+            e = gemm_heads(h, true, false, T, T, hs, 1.0f, v, W, hs, dyr, C, gs, 0.0f, dar, T, gt, NKV);
+            if (!e) e = gemm_heads(h, false, true, hs, T, T, 1.0f, dyr, C, gs, ar, T, gt, beta, dv, W, hs, NKV);
+        }
         if (!e) {
             size_t rows = (size_t)NH * T;
             softmax_backward_kernel<<<warp_blocks(rows), 256>>>(scratch, a, T, rows);
             e = (int)cudaGetLastError();
         }
-        if (!e) e = gemm_heads(h, false, false, hs, T, T, scale, k, 3 * C, hs, scratch, T, tt, 0.0f, dq, 3 * C, hs, NH);
-        if (!e) e = gemm_heads(h, false, true, hs, T, T, scale, q, 3 * C, hs, scratch, T, tt, 0.0f, dk, 3 * C, hs, NH);
+        for (int r = 0; r < G && !e; r++) {
+            const float *dar = scratch + r * tt;
+            float beta = r ? 1.0f : 0.0f;
+            e = gemm_heads(h, false, false, hs, T, T, scale, k, W, hs, dar, T, gt, 0.0f, dq + r * hs, W, gs, NKV);
+            if (!e)
+                e = gemm_heads(h, false, true, hs, T, T, scale, q + r * hs, W, gs, dar, T, gt, beta, dk, W, hs, NKV);
+        }
     }
     return e;
 }

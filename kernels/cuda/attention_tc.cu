@@ -1,7 +1,8 @@
 /*
- * attention_tc.cu - causal multi-head attention on tensor cores, for bf16 and fp16 activations of
- * head size D = 64 or 128 (issue #29 item 3): attention.cu's fused kernels (same buffers, same
- * semantics, the same lse and Drow) with the products on mma.sync.m16n8k16 (16-bit operands, fp32
+ * attention_tc.cu - causal attention (grouped-query heads) on tensor cores, for bf16 and fp16
+ * activations of head size D = 64 or 128 (issue #29 item 3): attention.cu's fused kernels (same
+ * buffers, same semantics, the same lse and Drow, the same split of a key/value head's group among
+ * dkv blocks) with the products on mma.sync.m16n8k16 (16-bit operands, fp32
  * accumulators), FlashAttention-2's tiling (Dao 2023). attention.cu dispatches here
  * (dt_cuda_attention_tc_takes); fp32 and every other head size stay on its CUDA-core kernels.
  *
@@ -19,13 +20,15 @@
  *            online softmax on the accumulators (row max and sum over the 4 lanes of a row, xor
  *            shuffles), O = diag(alpha) O + P V, P taken from S's accumulators as A fragments.
  *            Writes out and lse.
- *   dkv      own keys, over the query tiles from the diagonal on: S^T = K Q^T, dP^T = V dO^T,
+ *   dkv      own keys (of a key/value head), for each query head of its group (or of its split's
+ *            share) in order, over the query tiles from the diagonal on: S^T = K Q^T, dP^T = V dO^T,
  *            P^T = exp(S^T scale - lse), dS^T = P^T (dP^T - Drow); dV += P^T dO, dK += dS^T Q.
  *   dq       own queries, over the key tiles up to the diagonal: S = Q K^T, dP = dO V^T, dS as
  *            above; dQ += dS K.
- * Every element of out, lse and dqkv is stored by one lane, from sums it formed in a fixed order
- * (no atomics, no split over blocks): every run gives the same bits. Every row below T of dqkv's
- * q, k and v columns of every head is written, so dqkv needs no zeroing.
+ * Every element of out, lse and dqkv (or of a split group's partial, which attention.cu adds in a
+ * fixed order) is stored by one lane, from sums it formed in a fixed order (no atomics): every run
+ * gives the same bits. Every row below T of dqkv's q, k and v columns of every head is written, so
+ * dqkv needs no zeroing.
  *
  * Masks: scores of a key after its query, and of rows at or past T, are excluded (-inf in
  * forward's max, P = 0 in backward); tiles are zero past T, so no garbage meets a 0.
@@ -75,6 +78,14 @@ __device__ static inline uint32_t pack2(float lo, float hi)
         memcpy(&r, &h, 4);
     }
     return r;
+}
+
+/* two fp32 partials (a split group's dK, dV) at p: two stores, as the scratch after Drow is only
+ * 4-byte aligned */
+__device__ static inline void store2(float *p, float lo, float hi)
+{
+    p[0] = lo;
+    p[1] = hi;
 }
 
 /* two results stored at p (4-byte aligned), each rounded by core/half.h as the CPU rounds */
@@ -206,7 +217,7 @@ __device__ static void stage(S *sh, const float *g, size_t ld, int t0, int T)
 }
 
 /* a warp's N accumulator tiles (16 rows from row r0 of a (T, D) slice at g, row stride ld) times
- * mul, stored rounded to S, rows below T */
+ * mul, stored rounded to S (or as fp32), rows below T */
 template <int N, typename S>
 __device__ static void store_rows(S *g, size_t ld, const float (&acc)[N][4], float mul, int r0, int T)
 {
@@ -221,17 +232,28 @@ __device__ static void store_rows(S *g, size_t ld, const float (&acc)[N][4], flo
     }
 }
 
-/* the block's (b, h) and its block of own rows */
+/* forward's and dq's block: its (b, h), its query head's slice and its key/value head's (row
+ * stride ld), its block of own rows, last first (dkv's: plan.h's dt_attn_kv_block) */
+template <typename S>
 struct tc_head {
     int b, h, bh, blk;
+    const S *q, *k, *v;
 };
 
-__device__ static inline tc_head tc_head_of(int BH, int NH, int T, bool last_first)
+/* The divisions unsigned (the operands are not negative): with signed ones ptxas gives dq 142
+ * registers at D = 64 on sm_90, past the 128 of four blocks an SM, where these take 127. */
+template <int D, typename S>
+__device__ static inline tc_head<S> tc_head_of(const S *qkv, size_t ld, int BH, int NH, int NKV, int T, int C)
 {
-    tc_head o;
-    dt_attn_block(blockIdx.x, BH, dt_attn_tc_blocks_per_head(T), last_first, &o.bh, &o.blk);
-    o.b = o.bh / NH;
-    o.h = o.bh % NH;
+    tc_head<S> o;
+    dt_attn_block(blockIdx.x, BH, dt_attn_tc_blocks_per_head(T), true, &o.bh, &o.blk);
+    unsigned nh = NH, h = (unsigned)o.bh % nh;
+    o.b = (int)((unsigned)o.bh / nh);
+    o.h = (int)h;
+    const S *rows = qkv + (size_t)o.b * T * ld;
+    o.q = rows + (size_t)h * D;
+    o.k = rows + C + (size_t)(h / (nh / (unsigned)NKV)) * D;
+    o.v = o.k + (size_t)NKV * D;
     return o;
 }
 
@@ -240,14 +262,14 @@ __device__ static inline tc_head tc_head_of(int BH, int NH, int T, bool last_fir
 /* scale2 = scale * log2(e): the scores in base 2, the softmax through exp2f */
 template <int D, typename S>
 __global__ static void __launch_bounds__(WARPS * 32)
-    attention_tc_forward_kernel(S *out, float *lse, const S *qkv, int BH, int NH, int T, int C, float scale2)
+    attention_tc_forward_kernel(S *out, float *lse, const S *qkv, int BH, int NH, int NKV, int T, int C, float scale2)
 {
     constexpr int KT = dt_attn_tc_kt(DT_ATTN_TC_FWD, D), LD = D + PAD, NS = KT / 8, NO = D / 8;
     S *ks = reinterpret_cast<S *>(tc_smem), *vs = ks + KT * LD;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    tc_head hd = tc_head_of(BH, NH, T, true);
-    size_t ld = 3 * (size_t)C;
-    const S *q = qkv + (size_t)hd.b * T * ld + (size_t)hd.h * D, *k = q + C, *v = q + 2 * C;
+    size_t ld = C + 2 * (size_t)NKV * D; /* dt_attn_width */
+    tc_head<S> hd = tc_head_of<D>(qkv, ld, BH, NH, NKV, T, C);
+    const S *q = hd.q, *k = hd.k, *v = hd.v;
     int q0 = hd.blk * ROWS, r0 = q0 + warp * 16, end = min(q0 + ROWS, T);
 
     /* the warp's Q as A fragments for the whole loop, staged through the K tile */
@@ -328,72 +350,89 @@ __global__ static void __launch_bounds__(WARPS * 32)
 
 // ---------------------------------------------------------------- backward
 
-/* dK, dV of the block's 64 keys, over the query tiles from its first key on */
-template <int D, typename S>
+/* dK, dV of the block's 64 keys of one key/value head, summed over the block's query heads in
+ * order (plan.h's dt_attn_kv_block), each over the query tiles from its first key on; stored into
+ * dqkv, or with SPLIT (a split group) as fp32 into the split's partial in part, rows of dqkv's
+ * 2 NKV D key and value columns (attention.cu's). SPLIT is a template argument, not a branch on
+ * part: with both stores in one kernel ptxas gives 185 registers at D = 64 on sm_80, past the 168
+ * of three blocks an SM, where this takes 168; the heads' pointers step for the same reason. */
+template <int D, typename S, bool SPLIT>
 __global__ static void __launch_bounds__(WARPS * 32)
-    attention_tc_dkv_kernel(S *dqkv, const float *dout, const S *qkv, const float *lse, const float *drow, int BH,
-                            int NH, int T, int C, float scale, float scale2)
+    attention_tc_dkv_kernel(S *dqkv, float *part, const float *dout, const S *qkv, const float *lse, const float *drow,
+                            int B, int NH, int NKV, int splits, int T, int C, float scale, float scale2)
 {
     constexpr int KT = dt_attn_tc_kt(DT_ATTN_TC_DKV, D), LD = D + PAD, NS = KT / 8, NO = D / 8;
     S *ks = reinterpret_cast<S *>(tc_smem), *vs = ks + ROWS * LD, *qs = vs + ROWS * LD, *gs = qs + KT * LD;
     float *lse_s = reinterpret_cast<float *>(gs + KT * LD), *drow_s = lse_s + KT; /* lse in base 2 */
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    tc_head hd = tc_head_of(BH, NH, T, false);
-    size_t ld = 3 * (size_t)C;
-    const S *q = qkv + (size_t)hd.b * T * ld + (size_t)hd.h * D, *k = q + C, *v = q + 2 * C;
-    const float *dy = dout + (size_t)hd.b * T * C + (size_t)hd.h * D;
-    int k0 = hd.blk * ROWS, j0 = k0 + warp * 16;
+    struct dt_attn_kv kv = dt_attn_kv_block(blockIdx.x, B, NH, NKV, splits, dt_attn_tc_blocks_per_head(T));
+    size_t ld = C + 2 * (size_t)NKV * D; /* dt_attn_width */
+    const S *rows = qkv + (size_t)kv.b * T * ld, *k = rows + C + (size_t)kv.g * D, *v = k + (size_t)NKV * D;
+    int k0 = kv.blk * ROWS, j0 = k0 + warp * 16;
 
     stage<D, ROWS>(ks, k, ld, k0, T);
     stage<D, ROWS>(vs, v, ld, k0, T);
     float dk[NO][4], dv[NO][4];
     zero(dk);
     zero(dv);
-    for (int t0 = k0; t0 < T; t0 += KT) {
-        __syncthreads(); /* every warp is done with the previous tile */
-        stage<D, KT>(qs, q, ld, t0, T);
-        stage<D, KT>(gs, dy, C, t0, T);
-        if (threadIdx.x < KT) {
-            int t = t0 + threadIdx.x;
-            lse_s[threadIdx.x] = t < T ? lse[(size_t)hd.bh * T + t] * LOG2E : 0.0f;
-            drow_s[threadIdx.x] = t < T ? drow[(size_t)hd.bh * T + t] : 0.0f;
-        }
-        __syncthreads();
-        /* s = S^T, dp = dP^T: rows the warp's keys, columns the tile's queries */
-        float s[NS][4], dp[NS][4];
-        zero(s);
-        zero(dp);
-        product<S, D / 16, NS, LD>(s, ks + warp * 16 * LD, qs);
-        product<S, D / 16, NS, LD>(dp, vs + warp * 16 * LD, gs);
-#pragma unroll
-        for (int j = 0; j < NS; j++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                int key = j0 + dt_mma_acc_row(lane, i), c = j * 8 + dt_mma_acc_col(lane, i), t = t0 + c;
-                float p = key <= t && t < T ? exp2f(s[j][i] * scale2 - lse_s[c]) : 0.0f;
-                s[j][i] = p;
-                dp[j][i] = p * (dp[j][i] - drow_s[c]);
+    const S *q = rows + (size_t)kv.h0 * D;
+    const float *dy = dout + (size_t)kv.b * T * C + (size_t)kv.h0 * D;
+    size_t bh = (size_t)kv.b * NH + kv.h0;
+    for (int n = kv.h1 - kv.h0; n > 0; n--, q += D, dy += D, bh++) {
+        const float *lh = lse + bh * T, *dh = drow + bh * T;
+        for (int t0 = k0; t0 < T; t0 += KT) {
+            __syncthreads(); /* every warp is done with the previous tile, of this head or the last */
+            stage<D, KT>(qs, q, ld, t0, T);
+            stage<D, KT>(gs, dy, C, t0, T);
+            if (threadIdx.x < KT) {
+                int t = t0 + threadIdx.x;
+                lse_s[threadIdx.x] = t < T ? lh[t] * LOG2E : 0.0f;
+                drow_s[threadIdx.x] = t < T ? dh[t] : 0.0f;
             }
-        product_acc<S, NS, NO, LD>(dv, s, gs);
-        product_acc<S, NS, NO, LD>(dk, dp, qs);
+            __syncthreads();
+            /* s = S^T, dp = dP^T: rows the warp's keys, columns the tile's queries */
+            float s[NS][4], dp[NS][4];
+            zero(s);
+            zero(dp);
+            product<S, D / 16, NS, LD>(s, ks + warp * 16 * LD, qs);
+            product<S, D / 16, NS, LD>(dp, vs + warp * 16 * LD, gs);
+#pragma unroll
+            for (int j = 0; j < NS; j++)
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    int key = j0 + dt_mma_acc_row(lane, i), c = j * 8 + dt_mma_acc_col(lane, i), t = t0 + c;
+                    float p = key <= t && t < T ? exp2f(s[j][i] * scale2 - lse_s[c]) : 0.0f;
+                    s[j][i] = p;
+                    dp[j][i] = p * (dp[j][i] - drow_s[c]);
+                }
+            product_acc<S, NS, NO, LD>(dv, s, gs);
+            product_acc<S, NS, NO, LD>(dk, dp, qs);
+        }
     }
-    S *dq = dqkv + (size_t)hd.b * T * ld + (size_t)hd.h * D;
-    store_rows<NO>(dq + C, ld, dk, scale, j0, T);
-    store_rows<NO>(dq + 2 * C, ld, dv, 1.0f, j0, T);
+    if constexpr (SPLIT) {
+        size_t kvw = 2 * (size_t)NKV * D;
+        float *pk = part + ((size_t)kv.split * B + kv.b) * T * kvw + (size_t)kv.g * D;
+        store_rows<NO>(pk, kvw, dk, scale, j0, T);
+        store_rows<NO>(pk + (size_t)NKV * D, kvw, dv, 1.0f, j0, T);
+    } else {
+        S *dkh = dqkv + (size_t)kv.b * T * ld + C + (size_t)kv.g * D;
+        store_rows<NO>(dkh, ld, dk, scale, j0, T);
+        store_rows<NO>(dkh + (size_t)NKV * D, ld, dv, 1.0f, j0, T);
+    }
 }
 
 /* dQ of the block's 64 queries, over the key tiles up to its last query */
 template <int D, typename S>
 __global__ static void __launch_bounds__(WARPS * 32)
     attention_tc_dq_kernel(S *dqkv, const float *dout, const S *qkv, const float *lse, const float *drow, int BH,
-                           int NH, int T, int C, float scale, float scale2)
+                           int NH, int NKV, int T, int C, float scale, float scale2)
 {
     constexpr int KT = dt_attn_tc_kt(DT_ATTN_TC_DQ, D), LD = D + PAD, NS = KT / 8, NO = D / 8;
     S *qs = reinterpret_cast<S *>(tc_smem), *gs = qs + ROWS * LD, *ks = gs + ROWS * LD, *vs = ks + KT * LD;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    tc_head hd = tc_head_of(BH, NH, T, true);
-    size_t ld = 3 * (size_t)C;
-    const S *q = qkv + (size_t)hd.b * T * ld + (size_t)hd.h * D, *k = q + C, *v = q + 2 * C;
+    size_t ld = C + 2 * (size_t)NKV * D; /* dt_attn_width */
+    tc_head<S> hd = tc_head_of<D>(qkv, ld, BH, NH, NKV, T, C);
+    const S *q = hd.q, *k = hd.k, *v = hd.v;
     const float *dy = dout + (size_t)hd.b * T * C + (size_t)hd.h * D;
     int q0 = hd.blk * ROWS, r0 = q0 + warp * 16, end = min(q0 + ROWS, T);
 
@@ -444,7 +483,7 @@ static cudaError_t smem_for(K kernel, int bytes)
 }
 
 template <int D, typename S>
-static cudaError_t forward_tc(S *out, float *lse, const S *qkv, int B, int T, int C, int NH)
+static cudaError_t forward_tc(S *out, float *lse, const S *qkv, int B, int T, int C, int NH, int NKV)
 {
     unsigned grid = dt_attn_tc_grid(B, T, NH);
     if (!grid) return cudaErrorInvalidValue;
@@ -452,58 +491,68 @@ static cudaError_t forward_tc(S *out, float *lse, const S *qkv, int B, int T, in
     cudaError_t e = smem_for(attention_tc_forward_kernel<D, S>, bytes);
     if (e != cudaSuccess) return e;
     float scale2 = 1.0f / sqrtf((float)D) * LOG2E;
-    attention_tc_forward_kernel<D, S><<<grid, WARPS * 32, bytes>>>(out, lse, qkv, B * NH, NH, T, C, scale2);
+    attention_tc_forward_kernel<D, S><<<grid, WARPS * 32, bytes>>>(out, lse, qkv, B * NH, NH, NKV, T, C, scale2);
     return cudaGetLastError();
 }
 
 template <int D, typename S>
-static cudaError_t backward_tc(S *dqkv, const float *dout, const S *qkv, const float *lse, const float *drow, int B,
-                               int T, int C, int NH)
+static cudaError_t backward_tc(S *dqkv, float *part, int splits, const float *dout, const S *qkv, const float *lse,
+                               const float *drow, int B, int T, int C, int NH, int NKV)
 {
-    unsigned grid = dt_attn_tc_grid(B, T, NH);
+    /* dkv's grid, NKV splits heads, is no larger than dq's */
+    unsigned grid = dt_attn_tc_grid(B, T, NH), kv_grid = dt_attn_tc_grid(B, T, NKV * splits);
     if (!grid) return cudaErrorInvalidValue;
     float scale = 1.0f / sqrtf((float)D), scale2 = scale * LOG2E;
     constexpr int dkv_bytes = dt_attn_tc_smem(DT_ATTN_TC_DKV, D), dq_bytes = dt_attn_tc_smem(DT_ATTN_TC_DQ, D);
-    cudaError_t e = smem_for(attention_tc_dkv_kernel<D, S>, dkv_bytes);
+    auto dkv = part ? attention_tc_dkv_kernel<D, S, true> : attention_tc_dkv_kernel<D, S, false>;
+    cudaError_t e = smem_for(dkv, dkv_bytes);
     if (e != cudaSuccess) return e;
-    attention_tc_dkv_kernel<D, S>
-        <<<grid, WARPS * 32, dkv_bytes>>>(dqkv, dout, qkv, lse, drow, B * NH, NH, T, C, scale, scale2);
+    dkv<<<kv_grid, WARPS * 32, dkv_bytes>>>(dqkv, part, dout, qkv, lse, drow, B, NH, NKV, splits, T, C, scale, scale2);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     if ((e = smem_for(attention_tc_dq_kernel<D, S>, dq_bytes)) != cudaSuccess) return e;
     attention_tc_dq_kernel<D, S>
-        <<<grid, WARPS * 32, dq_bytes>>>(dqkv, dout, qkv, lse, drow, B * NH, NH, T, C, scale, scale2);
+        <<<grid, WARPS * 32, dq_bytes>>>(dqkv, dout, qkv, lse, drow, B * NH, NH, NKV, T, C, scale, scale2);
     return cudaGetLastError();
 }
 
-cudaError_t dt_cuda_attention_tc_forward(void *out, float *lse, const void *qkv, int at, int B, int T, int C, int NH)
+/* the shapes the entry points take, beyond dt_cuda_attention_tc_takes: C = NH hs, whole groups */
+static bool tc_shape(int B, int T, int C, int NH, int NKV, int hs)
+{
+    return B > 0 && T > 0 && C == hs * NH && NKV > 0 && NH % NKV == 0;
+}
+
+cudaError_t dt_cuda_attention_tc_forward(void *out, float *lse, const void *qkv, int at, int B, int T, int C, int NH,
+                                         int NKV)
 {
     int hs = NH > 0 ? C / NH : 0;
-    if (B <= 0 || T <= 0 || !dt_cuda_attention_tc_takes(at, hs, out, qkv, NULL) || C != hs * NH)
+    if (!dt_cuda_attention_tc_takes(at, hs, out, qkv, NULL) || !tc_shape(B, T, C, NH, NKV, hs))
         return cudaErrorInvalidValue;
     if (at == DT_CUDA_BF16) {
         __nv_bfloat16 *o = (__nv_bfloat16 *)out;
         const __nv_bfloat16 *x = (const __nv_bfloat16 *)qkv;
-        return hs == 64 ? forward_tc<64>(o, lse, x, B, T, C, NH) : forward_tc<128>(o, lse, x, B, T, C, NH);
+        return hs == 64 ? forward_tc<64>(o, lse, x, B, T, C, NH, NKV) : forward_tc<128>(o, lse, x, B, T, C, NH, NKV);
     }
     __half *o = (__half *)out;
     const __half *x = (const __half *)qkv;
-    return hs == 64 ? forward_tc<64>(o, lse, x, B, T, C, NH) : forward_tc<128>(o, lse, x, B, T, C, NH);
+    return hs == 64 ? forward_tc<64>(o, lse, x, B, T, C, NH, NKV) : forward_tc<128>(o, lse, x, B, T, C, NH, NKV);
 }
 
-cudaError_t dt_cuda_attention_tc_backward(void *dqkv, const float *dout, const void *qkv, const float *lse,
-                                          const float *drow, int at, int B, int T, int C, int NH)
+cudaError_t dt_cuda_attention_tc_backward(void *dqkv, float *part, int splits, const float *dout, const void *qkv,
+                                          const float *lse, const float *drow, int at, int B, int T, int C, int NH,
+                                          int NKV)
 {
     int hs = NH > 0 ? C / NH : 0;
-    if (B <= 0 || T <= 0 || !dt_cuda_attention_tc_takes(at, hs, dqkv, dout, qkv) || C != hs * NH)
+    if (!dt_cuda_attention_tc_takes(at, hs, dqkv, dout, qkv) || !tc_shape(B, T, C, NH, NKV, hs) || splits < 1 ||
+        (NH / NKV) % splits || (splits > 1) != (part != NULL))
         return cudaErrorInvalidValue;
     if (at == DT_CUDA_BF16) {
         __nv_bfloat16 *d = (__nv_bfloat16 *)dqkv;
         const __nv_bfloat16 *x = (const __nv_bfloat16 *)qkv;
-        return hs == 64 ? backward_tc<64>(d, dout, x, lse, drow, B, T, C, NH)
-                        : backward_tc<128>(d, dout, x, lse, drow, B, T, C, NH);
+        return hs == 64 ? backward_tc<64>(d, part, splits, dout, x, lse, drow, B, T, C, NH, NKV)
+                        : backward_tc<128>(d, part, splits, dout, x, lse, drow, B, T, C, NH, NKV);
     }
     __half *d = (__half *)dqkv;
     const __half *x = (const __half *)qkv;
-    return hs == 64 ? backward_tc<64>(d, dout, x, lse, drow, B, T, C, NH)
-                    : backward_tc<128>(d, dout, x, lse, drow, B, T, C, NH);
+    return hs == 64 ? backward_tc<64>(d, part, splits, dout, x, lse, drow, B, T, C, NH, NKV)
+                    : backward_tc<128>(d, part, splits, dout, x, lse, drow, B, T, C, NH, NKV);
 }

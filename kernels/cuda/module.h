@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 /* Raise when this struct changes. */
-#define DT_CUDA_MODULE_ABI 6
+#define DT_CUDA_MODULE_ABI 7
 #define DT_CUDA_MODULE_SYMBOL "dt_cuda_module"
 #define DT_CUDA_MODULE_FILE "dtrun_cuda.so"
 
@@ -124,20 +124,24 @@ struct dt_cuda_ops {
     /* n fp32 values into n values of type t at the buffer's start, and back, without a second buffer */
     int (*narrow_inplace)(void *buf, size_t n, int t);
     int (*widen_inplace)(void *buf, size_t n, int t);
-    /* Causal attention, fused (flash attention; head size up to 128): qkv (B,T,3C) and out (B,T,C)
-     * of type at, lse (B,NH,T) fp32, each query row's log-sum-exp of its scaled scores, all backward
-     * keeps; backward writes dqkv (=, type at) from the fp32 dout, deterministic, with
-     * attention_scratch(B, T, C, NH, at) floats of device scratch. */
-    int (*attention_forward)(void *out, float *lse, const void *qkv, int at, int B, int T, int C, int NH);
+    /* Causal attention with grouped-query heads, fused (flash attention; head size up to 128): a
+     * row of qkv (B,T,(NH + 2 NKV) hs), hs = C/NH, holds NH query heads, NKV key heads, NKV value
+     * heads (NKV dividing NH), query head h attending with key/value head h / (NH/NKV); qkv and out
+     * (B,T,C) of type at, lse (B,NH,T) fp32, each query row's log-sum-exp of its scaled scores, all
+     * backward keeps; backward writes dqkv (=, type at, qkv's layout, a key/value head's gradient
+     * summed over its group) from the fp32 dout, deterministic, with
+     * attention_scratch(B, T, C, NH, NKV, at) floats of device scratch. */
+    int (*attention_forward)(void *out, float *lse, const void *qkv, int at, int B, int T, int C, int NH, int NKV);
     int (*attention_backward)(void *dqkv, const float *dout, const void *qkv, const void *out, const float *lse,
-                              float *scratch, int at, int B, int T, int C, int NH);
-    size_t (*attention_scratch)(int B, int T, int C, int NH, int at);
-    /* The reference, fp32: the textbook algorithm through cuBLAS (ctx from ctx_create), att
-     * (B,NH,T,T) the causal softmax; backward from att writes dqkv (=), with
+                              float *scratch, int at, int B, int T, int C, int NH, int NKV);
+    size_t (*attention_scratch)(int B, int T, int C, int NH, int NKV, int at);
+    /* The reference, fp32, the same heads: the textbook algorithm through cuBLAS (ctx from
+     * ctx_create), att (B,NH,T,T) the causal softmax; backward from att writes dqkv (=), with
      * attention_ref_scratch(NH, T) floats of scratch. */
-    int (*attention_forward_ref)(void *ctx, float *out, float *att, const float *qkv, int B, int T, int C, int NH);
+    int (*attention_forward_ref)(void *ctx, float *out, float *att, const float *qkv, int B, int T, int C, int NH,
+                                 int NKV);
     int (*attention_backward_ref)(void *ctx, float *dqkv, const float *dout, const float *qkv, const float *att,
-                                  float *scratch, int B, int T, int C, int NH);
+                                  float *scratch, int B, int T, int C, int NH, int NKV);
     size_t (*attention_ref_scratch)(int NH, int T);
 };
 

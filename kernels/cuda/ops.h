@@ -104,29 +104,32 @@ cudaError_t dt_cuda_narrow_inplace(void *buf, size_t n, int t);
 cudaError_t dt_cuda_widen_inplace(void *buf, size_t n, int t);
 
 /*
- * attention.cu: causal multi-head attention, qkv (B,T,3C) = q|k|v and out (B,T,C) of type at (fp32,
- * bf16, fp16: widened as read, computed in fp32, rounded once on store), dqkv written (=) in type at
- * (kernels.h); bf16 and fp16 at head size 64 or 128 run on tensor cores (attention_tc.h), which also
- * round P, dS and dout to 16 bits before their products. Fused (flash attention, head size C/NH up
- * to 128, else cudaErrorInvalidValue): forward
- * writes out and lse (B,NH,T, fp32), each query row's log-sum-exp of its scaled scores, the only
- * state backward needs; backward takes the forward's out and lse (dout in fp32) and
- * dt_cuda_attention_scratch(...) floats of device scratch, and gives the same bits on every run
- * (no atomics).
+ * attention.cu: causal attention with grouped-query heads (kernels.h): a row of qkv (B,T,W), W =
+ * (NH + 2 NKV) C/NH, holds NH query heads, then NKV key heads, then NKV value heads (NKV dividing NH;
+ * NKV = NH is multi-head attention's (B,T,3C)), query head h attending with key/value head
+ * h / (NH/NKV); qkv and out (B,T,C) of type at (fp32, bf16, fp16: widened as read, computed in fp32,
+ * rounded once on store), dqkv (B,T,W) written (=) in type at, a key/value head's gradient summed
+ * over its group's query heads; bf16 and fp16 at head size 64 or 128 run on tensor cores
+ * (attention_tc.h), which also round P, dS and dout to 16 bits before their products. Fused (flash
+ * attention, head size C/NH up to 128; other shapes cudaErrorInvalidValue): forward writes out and
+ * lse (B,NH,T, fp32), each query row's log-sum-exp of its scaled scores, the only state backward
+ * needs; backward takes the forward's out and lse (dout in fp32) and dt_cuda_attention_scratch(...)
+ * floats of device scratch, and gives the same bits on every run (no atomics).
  */
-cudaError_t dt_cuda_attention_forward(void *out, float *lse, const void *qkv, int at, int B, int T, int C, int NH);
+cudaError_t dt_cuda_attention_forward(void *out, float *lse, const void *qkv, int at, int B, int T, int C, int NH,
+                                      int NKV);
 cudaError_t dt_cuda_attention_backward(void *dqkv, const float *dout, const void *qkv, const void *out,
-                                       const float *lse, float *scratch, int at, int B, int T, int C, int NH);
-size_t dt_cuda_attention_scratch(int B, int T, int C, int NH, int at);
+                                       const float *lse, float *scratch, int at, int B, int T, int C, int NH, int NKV);
+size_t dt_cuda_attention_scratch(int B, int T, int C, int NH, int NKV, int at);
 /* The reference path, fp32 only, the textbook algorithm through cuBLAS (c's handle): att
  * (B,NH,T,T) the causal softmax, masked entries 0; backward from att writes dqkv (=), with
  * dt_cuda_attention_ref_scratch(NH, T) floats of scratch. cudaError_t, or DT_CUDA_CUBLAS_ERR + a
  * cuBLAS status (matmul.h). */
 struct dt_cuda_ctx;
 int dt_cuda_attention_forward_ref(struct dt_cuda_ctx *c, float *out, float *att, const float *qkv, int B, int T, int C,
-                                  int NH);
+                                  int NH, int NKV);
 int dt_cuda_attention_backward_ref(struct dt_cuda_ctx *c, float *dqkv, const float *dout, const float *qkv,
-                                   const float *att, float *scratch, int B, int T, int C, int NH);
+                                   const float *att, float *scratch, int B, int T, int C, int NH, int NKV);
 size_t dt_cuda_attention_ref_scratch(int NH, int T);
 
 #ifdef __cplusplus

@@ -212,23 +212,24 @@ static int softmax_xent_lp(float *losses, uint16_t *logits, const int32_t *targe
 }
 static int narrow_inplace(void *buf, size_t n, int t) { return (int)dt_cuda_narrow_inplace(buf, n, t); }
 static int widen_inplace(void *buf, size_t n, int t) { return (int)dt_cuda_widen_inplace(buf, n, t); }
-static int attention_forward(void *out, float *lse, const void *qkv, int at, int B, int T, int C, int NH)
+static int attention_forward(void *out, float *lse, const void *qkv, int at, int B, int T, int C, int NH, int NKV)
 {
-    return (int)dt_cuda_attention_forward(out, lse, qkv, at, B, T, C, NH);
+    return (int)dt_cuda_attention_forward(out, lse, qkv, at, B, T, C, NH, NKV);
 }
 static int attention_backward(void *dqkv, const float *dout, const void *qkv, const void *out, const float *lse,
-                              float *scratch, int at, int B, int T, int C, int NH)
+                              float *scratch, int at, int B, int T, int C, int NH, int NKV)
 {
-    return (int)dt_cuda_attention_backward(dqkv, dout, qkv, out, lse, scratch, at, B, T, C, NH);
+    return (int)dt_cuda_attention_backward(dqkv, dout, qkv, out, lse, scratch, at, B, T, C, NH, NKV);
 }
-static int attention_forward_ref(void *ctx, float *out, float *att, const float *qkv, int B, int T, int C, int NH)
+static int attention_forward_ref(void *ctx, float *out, float *att, const float *qkv, int B, int T, int C, int NH,
+                                 int NKV)
 {
-    return dt_cuda_attention_forward_ref(ctx, out, att, qkv, B, T, C, NH);
+    return dt_cuda_attention_forward_ref(ctx, out, att, qkv, B, T, C, NH, NKV);
 }
 static int attention_backward_ref(void *ctx, float *dqkv, const float *dout, const float *qkv, const float *att,
-                                  float *scratch, int B, int T, int C, int NH)
+                                  float *scratch, int B, int T, int C, int NH, int NKV)
 {
-    return dt_cuda_attention_backward_ref(ctx, dqkv, dout, qkv, att, scratch, B, T, C, NH);
+    return dt_cuda_attention_backward_ref(ctx, dqkv, dout, qkv, att, scratch, B, T, C, NH, NKV);
 }
 
 const struct dt_cuda_ops dt_cuda_ops = {

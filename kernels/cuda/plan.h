@@ -1,9 +1,11 @@
 /*
  * plan.h - the host-side decisions of the CUDA kernels, in plain C so that a unit test checks them
  * on any machine (tests/unit/test_cuda_plan.c): how the fused attention's grid covers the rows,
- * what its blocks keep in shared memory (and the tensor-core attention's, with its mma fragments:
- * which lane holds or addresses which element), and how kernels.h's row-major matmuls become cuBLASLt's
- * column-major gemms. attention.cu and matmul.c take their numbers from here, nowhere else.
+ * how backward splits a key/value head's group of query heads among blocks and the scratch that
+ * takes, what its blocks keep in shared memory (and the tensor-core attention's, with its mma
+ * fragments: which lane holds or addresses which element), and how kernels.h's row-major matmuls
+ * become cuBLASLt's column-major gemms. attention.cu and matmul.c take their numbers from here,
+ * nowhere else.
  */
 #ifndef DT_CUDA_PLAN_H
 #define DT_CUDA_PLAN_H
@@ -98,6 +100,63 @@ DT_HD static DT_CONSTEXPR inline int dt_attn_tc_smem(int kernel, int D)
                      (kernel == DT_ATTN_TC_DKV ? 2 * dt_attn_tc_kt(kernel, D) * (int)sizeof(float) : 0);
 }
 #define DT_ATTN_TC_STATIC_SMEM (48 * 1024) /* what a block gets without opting in */
+
+/* ---- grouped-query heads (kernels.h): a row of qkv holds NH query heads, NKV key heads, NKV value
+ * heads of hs = C / NH columns; query head h attends with key/value head h / (NH / NKV). */
+
+/* qkv's (and dqkv's) row, elements */
+DT_HD static inline int dt_attn_width(int C, int NH, int NKV) { return C + 2 * NKV * (C / NH); }
+
+/*
+ * Backward's dK and dV of a key/value head sum over its group of NH / NKV query heads. A dkv block
+ * owns a block of keys of one key/value head and walks its query heads in order, the sums in
+ * registers, no atomics. When that leaves too few blocks for the GPU (B NKV blocks of keys, a few
+ * for a multi-query model at a small batch) the group is split: split s of S takes query heads
+ * [s G / S, (s + 1) G / S) of the group (G = NH / NKV), stores its fp32 sums in scratch, and a last
+ * kernel adds the S partials in split order and rounds once. S is the least divisor of G that gives
+ * DT_ATTN_KV_BLOCKS blocks of DT_ATTN_TC_ROWS keys (G when none does; 1 for multi-head attention):
+ * a function of the shape alone, so the bits are the same on every GPU. It splits only below
+ * DT_ATTN_KV_BLOCKS blocks of keys, so the partials (S B T 2 NKV hs floats) stay under
+ * 2 S DT_ATTN_KV_BLOCKS DT_ATTN_TC_ROWS hs floats, however large the model.
+ */
+#define DT_ATTN_KV_BLOCKS 256 /* about two blocks for each SM of the largest GPUs (132 on an H100) */
+static inline int dt_attn_kv_splits(int B, int T, int NH, int NKV)
+{
+    if (B <= 0 || T <= 0 || NKV <= 0 || NH % NKV) return 1;
+    int group = NH / NKV;
+    long long key_blocks = (long long)B * NKV * dt_attn_tc_blocks_per_head(T);
+    for (int s = 1; s < group; s++)
+        if (group % s == 0 && key_blocks * s >= DT_ATTN_KV_BLOCKS) return s;
+    return group;
+}
+/* Floats of backward's scratch: Drow (B,NH,T), then the S partials of a split group, each shaped
+ * as dqkv's key and value columns, (B,T,2 NKV hs) (none when S is 1). 0 for a shape no path takes. */
+static inline size_t dt_attn_scratch(int B, int T, int C, int NH, int NKV)
+{
+    if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || C % NH || NH % NKV) return 0;
+    int S = dt_attn_kv_splits(B, T, NH, NKV);
+    size_t drow = (size_t)B * NH * T, part = (size_t)B * T * 2 * NKV * (C / NH);
+    return drow + (S > 1 ? (size_t)S * part : 0);
+}
+
+/* A dkv block's work: batch row b, key/value head g, split s (of the grid's S) and the query heads
+ * [h0, h1) it sums over, its block of keys blk (dt_attn_block's order: first key blocks first). */
+struct dt_attn_kv {
+    int b, g, split, h0, h1, blk;
+};
+/* dkv's grid: dt_attn_grid or dt_attn_tc_grid with NKV S heads */
+DT_HD static inline struct dt_attn_kv dt_attn_kv_block(unsigned block, int B, int NH, int NKV, int S, int nblk)
+{
+    struct dt_attn_kv o;
+    int i, per = NH / NKV / S;
+    dt_attn_block(block, B * NKV * S, nblk, false, &i, &o.blk);
+    o.b = i / (NKV * S);
+    o.g = i / S % NKV;
+    o.split = i % S;
+    o.h0 = o.g * (NH / NKV) + o.split * per;
+    o.h1 = o.h0 + per;
+    return o;
+}
 
 /*
  * The fragments of mma.sync.m16n8k16 with 16-bit A and B and fp32 accumulators (PTX ISA, "Matrix

@@ -220,7 +220,7 @@ static void block_forward(struct gpt *g, int l, const float *x, float *out)
     struct block *b = &g->blk[l];
     norm(g, l, P_LN1, b->ln1, b->ln1_mean, b->ln1_rstd, x);
     linear(g, l, P_QKV, b->qkv, b->ln1, C, 3 * C);
-    k->attention_forward(kc, b->atty, b->att, b->qkv, g->at, B, T, C, NH);
+    k->attention_forward(kc, b->atty, b->att, b->qkv, g->at, B, T, C, NH, NH);
     linear(g, l, P_ATTPROJ, g->proj, b->atty, C, C);
     k->residual_forward(kc, b->res2, x, g->proj, g->at, BTC);
     norm(g, l, P_LN2, b->ln2, b->ln2_mean, b->ln2_rstd, b->res2);
@@ -276,7 +276,7 @@ static void block_backward(struct gpt *g, int l, const float *x)
     /* the residual path: dres becomes dL/d res2 */
     norm_backward(g, l, P_LN2, g->dln, b->res2, b->ln2_mean, b->ln2_rstd);
     linear_backward(g, l, P_ATTPROJ, g->datty, dres(g), g->at, b->atty, C, C);
-    k->attention_backward(kc, g->dqkv, g->datty, b->qkv, b->atty, b->att, g->attn_scratch, g->at, B, T, C, NH);
+    k->attention_backward(kc, g->dqkv, g->datty, b->qkv, b->atty, b->att, g->attn_scratch, g->at, B, T, C, NH, NH);
     linear_backward(g, l, P_QKV, g->dln, g->dqkv, g->at, b->ln1, C, 3 * C);
     norm_backward(g, l, P_LN1, g->dln, x, b->ln1_mean, b->ln1_rstd);
 }
@@ -467,7 +467,7 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
         gpt_free(m);
         return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the model");
     }
-    size_t nacts, nscratch = k->attention_scratch(B, T, C, NH, g->at);
+    size_t nacts, nscratch = k->attention_scratch(B, T, C, NH, NH, g->at);
     size_t bytes = carve(g, NULL, nscratch, &nacts);
     m->params = k->alloc(kc, nparams * sizeof(float));
     m->grads = k->alloc(kc, nparams * sizeof(float));

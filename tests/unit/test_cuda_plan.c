@@ -8,6 +8,9 @@
  *     at which row, which accumulator is which element) computes products: ldmatrix and
  *     mma.m16n8k16 emulated here from the PTX ISA's definitions, run over the mapping as the
  *     kernels use it, against plain loops;
+ *   - grouped-query heads: how backward's key/value sums are split among blocks (a divisor of the
+ *     group, by the shape alone), the scratch that takes, and dkv's blocks covering every (query
+ *     head, key) exactly once with the query head's own key/value head;
  *   - the column-major gemms the matmuls hand cuBLASLt compute kernels.h's row-major products:
  *     each plan is run by a plain host gemm with cuBLAS's conventions (op, stored shape, leading
  *     dimension) and compared with the CPU kernels.
@@ -107,6 +110,77 @@ static void attention_tc_plan(void **state)
         }
     }
     assert_int_equal(dt_attn_tc_grid(1 << 16, 1 << 16, 1 << 10), 0);
+}
+
+/*
+ * Grouped-query heads: the split of a key/value head's group among dkv's blocks is the least
+ * divisor that reaches DT_ATTN_KV_BLOCKS blocks of keys (the group when none does, 1 for
+ * multi-head attention), the scratch holds Drow and the partials, and dkv's grid (either kind of
+ * kernel's rows per block) gives each (batch row, query head, key) to exactly one block, whose key
+ * and value heads are the query head's and whose query heads are consecutive, split by split.
+ */
+static void attention_kv_plan(void **state)
+{
+    (void)state;
+    assert_int_equal(dt_attn_width(768, 12, 12), 3 * 768);
+    assert_int_equal(dt_attn_width(2048, 32, 4), 2048 + 2 * 4 * 64);
+    static const int shapes[][4] = {{1, 128, 32, 4}, {8, 128, 4, 2},  {8, 2048, 32, 8}, {2, 100, 4, 1},
+                                    {4, 64, 6, 1},   {32, 100, 8, 2}, {32, 100, 8, 4},  {3, 65, 12, 12},
+                                    {1, 1, 7, 1},    {64, 64, 8, 4},  {5, 500, 12, 3}};
+    int seen_kind[3] = {0};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        int B = shapes[i][0], T = shapes[i][1], NH = shapes[i][2], NKV = shapes[i][3], G = NH / NKV;
+        int S = dt_attn_kv_splits(B, T, NH, NKV);
+        long long key_blocks = (long long)B * NKV * dt_attn_tc_blocks_per_head(T);
+        assert_true(S >= 1 && G % S == 0);
+        if (NKV == NH) assert_int_equal(S, 1);
+        assert_true(S == G || key_blocks * S >= DT_ATTN_KV_BLOCKS);
+        for (int s = 1; s < S; s++) assert_true(G % s || key_blocks * s < DT_ATTN_KV_BLOCKS);
+        seen_kind[S == 1 ? 0 : S < G ? 1 : 2]++;
+        /* the partials stay under the bound plan.h promises */
+        if (S > 1) assert_true(key_blocks < DT_ATTN_KV_BLOCKS);
+        int hs = 64, C = NH * hs;
+        size_t drow = (size_t)B * NH * T, part = S > 1 ? (size_t)S * B * T * 2 * NKV * hs : 0;
+        assert_true(dt_attn_scratch(B, T, C, NH, NKV) == drow + part);
+        if (S > 1) assert_true(part < 2.0 * S * DT_ATTN_KV_BLOCKS * DT_ATTN_TC_ROWS * hs);
+
+        int rows[] = {DT_ATTN_TC_ROWS, dt_attn_rows_per_block(32), dt_attn_rows_per_block(128)};
+        for (int r = 0; r < 3; r++) {
+            int nblk = (T + rows[r] - 1) / rows[r];
+            unsigned grid = r ? dt_attn_grid(B, T, NKV * S, r == 1 ? 32 : 128) : dt_attn_tc_grid(B, T, NKV * S);
+            assert_int_equal(grid, (unsigned)B * NKV * S * nblk);
+            int *seen = calloc((size_t)B * NH * T, sizeof *seen);
+            int *owner = calloc((size_t)B * NKV * S * nblk, sizeof *owner);
+            int prev_blk = -1;
+            for (unsigned blk = 0; blk < grid; blk++) {
+                struct dt_attn_kv kv = dt_attn_kv_block(blk, B, NH, NKV, S, nblk);
+                assert_true(kv.b >= 0 && kv.b < B && kv.g >= 0 && kv.g < NKV && kv.split >= 0 && kv.split < S);
+                assert_true(kv.blk >= 0 && kv.blk < nblk);
+                assert_int_equal(kv.h0, kv.g * G + kv.split * (G / S));
+                assert_int_equal(kv.h1 - kv.h0, G / S);
+                /* first key blocks first: the first B NKV S blocks start every key/value head */
+                if (kv.b == 0 && kv.g == 0 && kv.split == 0) {
+                    assert_int_equal(kv.blk, prev_blk + 1);
+                    prev_blk = kv.blk;
+                }
+                owner[((size_t)(kv.b * NKV + kv.g) * S + kv.split) * nblk + kv.blk]++;
+                for (int h = kv.h0; h < kv.h1; h++) {
+                    assert_int_equal(h / G, kv.g); /* repeat_kv's mapping */
+                    for (int t = kv.blk * rows[r]; t < (kv.blk + 1) * rows[r] && t < T; t++)
+                        seen[((size_t)kv.b * NH + h) * T + t]++;
+                }
+            }
+            for (size_t x = 0; x < (size_t)B * NH * T; x++) assert_int_equal(seen[x], 1);
+            for (size_t x = 0; x < (size_t)B * NKV * S * nblk; x++) assert_int_equal(owner[x], 1);
+            free(seen), free(owner);
+        }
+    }
+    /* the list reaches each way of summing: in one block, split in part, split per query head */
+    assert_true(seen_kind[0] && seen_kind[1] && seen_kind[2]);
+    /* shapes no path takes */
+    assert_int_equal(dt_attn_kv_splits(2, 64, 4, 3), 1);
+    assert_true(dt_attn_scratch(2, 64, 256, 4, 3) == 0 && dt_attn_scratch(2, 64, 256, 4, 0) == 0);
+    assert_true(dt_attn_scratch(0, 64, 256, 4, 2) == 0 && dt_attn_scratch(2, 64, 250, 4, 2) == 0);
 }
 
 /* One warp's registers of 16-bit pairs: reg[lane][r][h], h = 0 the low half */
@@ -263,4 +337,4 @@ static void matmul_plans(void **state)
     }
 }
 
-DT_TESTS(T(attention_grid), T(attention_tc_plan), T(attention_tc_fragments), T(matmul_plans))
+DT_TESTS(T(attention_grid), T(attention_tc_plan), T(attention_kv_plan), T(attention_tc_fragments), T(matmul_plans))

@@ -243,50 +243,63 @@ static void swiglu(void **state)
 /* ---------------------------------------------------------------- attention */
 struct at {
     float *qkv, *att;
-    int B, T, C, NH;
+    int B, T, C, NH, NKV;
 };
+/* floats of a qkv with NH query and NKV key/value heads of C / NH */
+static size_t qkv_floats(int B, int T, int C, int NH, int NKV) { return (size_t)B * T * (C + 2 * NKV * (C / NH)); }
 static void at_fwd(struct fd *f, float *out)
 {
     struct at *a = f->ctx;
-    K->attention_forward(KC, out, a->att, a->qkv, DT_F32, a->B, a->T, a->C, a->NH);
+    K->attention_forward(KC, out, a->att, a->qkv, DT_F32, a->B, a->T, a->C, a->NH, a->NKV);
 }
 /* the gradient of the whole layer against finite differences, at one shape */
-static void attention_fd(int B, int T, int C, int NH, uint64_t stream, const char *what)
+static void attention_fd(int B, int T, int C, int NH, int NKV, uint64_t stream, const char *what)
 {
-    struct at a = {rnd((size_t)B * T * 3 * C, 1, stream), calloc(K->attention_saved(B, NH, T), 4), B, T, C, NH};
+    size_t nq = qkv_floats(B, T, C, NH, NKV);
+    struct at a = {rnd(nq, 1, stream), calloc(K->attention_saved(B, NH, T), 4), B, T, C, NH, NKV};
     float *R = rnd((size_t)B * T * C, 1, stream + 1), *out = calloc((size_t)B * T * C, 4);
-    float *dqkv = calloc((size_t)B * T * 3 * C, 4), *scratch = calloc(K->attention_scratch(B, T, C, NH, DT_F32) + 1, 4);
-    K->attention_forward(KC, out, a.att, a.qkv, DT_F32, B, T, C, NH);
-    K->attention_backward(KC, dqkv, R, a.qkv, out, a.att, scratch, DT_F32, B, T, C, NH);
+    float *dqkv = calloc(nq, 4), *scratch = calloc(K->attention_scratch(B, T, C, NH, NKV, DT_F32) + 1, 4);
+    K->attention_forward(KC, out, a.att, a.qkv, DT_F32, B, T, C, NH, NKV);
+    K->attention_backward(KC, dqkv, R, a.qkv, out, a.att, scratch, DT_F32, B, T, C, NH, NKV);
     struct fd f = {at_fwd, (size_t)B * T * C, R, &a};
-    check(&f, what, a.qkv, (size_t)B * T * 3 * C, dqkv, 5e-3);
+    check(&f, what, a.qkv, nq, dqkv, 5e-3);
     free(a.qkv), free(a.att), free(R), free(out), free(dqkv), free(scratch);
 }
-static void attention(void **state) { attention_fd(2, 5, 6, 2, 9, "attention dqkv"); }
+static void attention(void **state)
+{
+    attention_fd(2, 5, 6, 2, 2, 9, "attention dqkv");
+    attention_fd(2, 5, 12, 4, 2, 13, "grouped-query attention dqkv");
+    attention_fd(1, 6, 9, 3, 1, 15, "multi-query attention dqkv");
+}
 /* Past one block of queries and keys (the kernel's blocks are 64 rows): T = 70 crosses a block
  * edge, with a partial last block. */
-static void attention_blocks(void **state) { attention_fd(1, 70, 4, 2, 31, "attention dqkv across blocks"); }
+static void attention_blocks(void **state) { attention_fd(1, 70, 4, 2, 1, 31, "attention dqkv across blocks"); }
 
 /* The blocked kernels against attention written out plainly in double (the whole T x T softmax,
- * then dS = P (dP - rowsum(dP P))), at T = 150: three query blocks, the last 22 rows. */
-static void attention_plain(void **state)
+ * then dS = P (dP - rowsum(dP P))), at T = 150: three query blocks, the last 22 rows; NKV of the NH
+ * heads, each key/value head's gradient summed over its group. */
+static void attention_plain_case(int NKV)
 {
-    enum { B = 2, T = 150, C = 16, NH = 2, HS = C / NH };
-    float *qkv = rnd((size_t)B * T * 3 * C, 3, 33), *R = rnd((size_t)B * T * C, 1, 34);
-    float *out = calloc((size_t)B * T * C, 4), *dqkv = calloc((size_t)B * T * 3 * C, 4);
-    float *saved = calloc(K->attention_saved(B, NH, T), 4), *scratch = calloc(K->attention_scratch(B, T, C, NH, DT_F32) + 1, 4);
-    K->attention_forward(KC, out, saved, qkv, DT_F32, B, T, C, NH);
-    K->attention_backward(KC, dqkv, R, qkv, out, saved, scratch, DT_F32, B, T, C, NH);
-    static double p[T][T], dp[T][T], ref[B * T * C], dref[B * T * 3 * C];
-    memset(dref, 0, sizeof dref);
+    enum { B = 2, T = 150, C = 16, NH = 4, HS = C / NH };
+    int W = C + 2 * NKV * HS, group = NH / NKV;
+    size_t nq = qkv_floats(B, T, C, NH, NKV);
+    float *qkv = rnd(nq, 3, 33), *R = rnd((size_t)B * T * C, 1, 34);
+    float *out = calloc((size_t)B * T * C, 4), *dqkv = calloc(nq, 4);
+    float *saved = calloc(K->attention_saved(B, NH, T), 4);
+    float *scratch = calloc(K->attention_scratch(B, T, C, NH, NKV, DT_F32) + 1, 4);
+    K->attention_forward(KC, out, saved, qkv, DT_F32, B, T, C, NH, NKV);
+    K->attention_backward(KC, dqkv, R, qkv, out, saved, scratch, DT_F32, B, T, C, NH, NKV);
+    static double p[T][T], dp[T][T], ref[B * T * C];
+    double *dref = calloc(nq, sizeof *dref);
     double sc = 1.0 / sqrt((double)HS);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < NH; h++) {
-#define Q(t, d) qkv[((size_t)b * T + (t)) * 3 * C + h * HS + (d)]
-#define KK(t, d) qkv[((size_t)b * T + (t)) * 3 * C + C + h * HS + (d)]
-#define VV(t, d) qkv[((size_t)b * T + (t)) * 3 * C + 2 * C + h * HS + (d)]
+            int kh = C + h / group * HS, vh = kh + NKV * HS;
+#define Q(t, d) qkv[((size_t)b * T + (t)) * W + h * HS + (d)]
+#define KK(t, d) qkv[((size_t)b * T + (t)) * W + kh + (d)]
+#define VV(t, d) qkv[((size_t)b * T + (t)) * W + vh + (d)]
 #define DY(t, d) R[((size_t)b * T + (t)) * C + h * HS + (d)]
-#define DQ(t, d) dref[((size_t)b * T + (t)) * 3 * C + h * HS + (d)]
+#define D(t, at) dref[((size_t)b * T + (t)) * W + (at)]
             for (int t = 0; t < T; t++) {
                 double mx = -INFINITY, sum = 0;
                 for (int u = 0; u <= t; u++) {
@@ -313,9 +326,9 @@ static void attention_plain(void **state)
                 for (int u = 0; u <= t; u++) {
                     double ds = p[t][u] * (dp[t][u] - dot) * sc;
                     for (int d = 0; d < HS; d++) {
-                        DQ(t, d) += ds * KK(u, d);
-                        DQ(u, d + C) += ds * Q(t, d);
-                        DQ(u, d + 2 * C) += p[t][u] * DY(t, d);
+                        D(t, h * HS + d) += ds * KK(u, d);
+                        D(u, kh + d) += ds * Q(t, d);
+                        D(u, vh + d) += p[t][u] * DY(t, d);
                     }
                 }
             }
@@ -323,14 +336,21 @@ static void attention_plain(void **state)
 #undef KK
 #undef VV
 #undef DY
-#undef DQ
+#undef D
         }
     double e = 0, m = 0, de = 0, dm = 0;
     for (size_t i = 0; i < (size_t)B * T * C; i++) e = dt_test_worst(e, fabs(out[i] - ref[i])), m = fmax(m, fabs(ref[i]));
-    for (size_t i = 0; i < (size_t)B * T * 3 * C; i++)
-        de = dt_test_worst(de, fabs(dqkv[i] - dref[i])), dm = fmax(dm, fabs(dref[i]));
-    if (e / m > 1e-5 || de / dm > 1e-5) fail_msg("blocked attention vs plain: out %g, dqkv %g (relative)", e / m, de / dm);
-    free(qkv), free(R), free(out), free(dqkv), free(saved), free(scratch);
+    for (size_t i = 0; i < nq; i++) de = dt_test_worst(de, fabs(dqkv[i] - dref[i])), dm = fmax(dm, fabs(dref[i]));
+    if (e / m > 1e-5 || de / dm > 1e-5)
+        fail_msg("blocked attention vs plain, %d key/value heads of %d: out %g, dqkv %g (relative)", NKV, NH, e / m,
+                 de / dm);
+    free(qkv), free(R), free(out), free(dqkv), free(saved), free(scratch), free(dref);
+}
+static void attention_plain(void **state)
+{
+    attention_plain_case(4);
+    attention_plain_case(2);
+    attention_plain_case(1);
 }
 
 /* ---------------------------------------------------------------- gelu */
@@ -629,20 +649,21 @@ static void activations_16bit(void **state)
         K->residual_forward(KC, sum, res, h, t, BT * C);
         K->residual_forward(KC, ref, res, hx, DT_F32, BT * C);
         assert_memory_equal(sum, ref, BT * C * sizeof *sum);
-        /* attention forward and backward */
-        float *qkv = rnd(BT * 3 * C, 1, 64), *lse = calloc(K->attention_saved(B, NH, T), 4);
+        /* attention forward and backward, multi-query: the widened copies of a narrower qkv */
+        size_t nq = qkv_floats(B, T, C, NH, 1);
+        float *qkv = rnd(nq, 1, 64), *lse = calloc(K->attention_saved(B, NH, T), 4);
         float *lse32 = calloc(K->attention_saved(B, NH, T), 4), *dout = rnd(BT * C, 1, 65);
-        float *scratch = calloc(K->attention_scratch(B, T, C, NH, t) + 1, 4);
-        uint16_t *q = lp_of(qkv, BT * 3 * C, t), *o = calloc(BT * C, 2);
-        float *qx = f32_of(q, BT * 3 * C, t);
-        K->attention_forward(KC, o, lse, q, t, B, T, C, NH);
-        K->attention_forward(KC, ref, lse32, qx, DT_F32, B, T, C, NH);
+        float *scratch = calloc(K->attention_scratch(B, T, C, NH, 1, t) + 1, 4);
+        uint16_t *q = lp_of(qkv, nq, t), *o = calloc(BT * C, 2);
+        float *qx = f32_of(q, nq, t);
+        K->attention_forward(KC, o, lse, q, t, B, T, C, NH, 1);
+        K->attention_forward(KC, ref, lse32, qx, DT_F32, B, T, C, NH, 1);
         same_rounded("attention_forward", t, o, ref, BT * C);
         assert_memory_equal(lse, lse32, K->attention_saved(B, NH, T) * sizeof *lse);
         float *ox = f32_of(o, BT * C, t);
-        K->attention_backward(KC, out, dout, q, o, lse, scratch, t, B, T, C, NH);
-        K->attention_backward(KC, ref, dout, qx, ox, lse, scratch, DT_F32, B, T, C, NH);
-        same_rounded("attention_backward", t, out, ref, BT * 3 * C);
+        K->attention_backward(KC, out, dout, q, o, lse, scratch, t, B, T, C, NH, 1);
+        K->attention_backward(KC, ref, dout, qx, ox, lse, scratch, DT_F32, B, T, C, NH, 1);
+        same_rounded("attention_backward", t, out, ref, nq);
         free(x), free(w), free(b), free(res), free(mean), free(rstd), free(ref), free(out), free(h), free(hx);
         free(sum), free(qkv), free(lse), free(lse32), free(dout), free(scratch), free(q), free(o), free(qx), free(ox);
     }
