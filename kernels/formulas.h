@@ -53,15 +53,39 @@ DT_HD static inline void dt_rope_pair(float *x1, float *x2, float c, float s, fl
     *x2 = b * c + dir * a * s;
 }
 
-/* The (T, hs) table rope takes: row t holds cos(t f_i) for i < hs/2, then sin(t f_i), with
- * f_i = 1 / theta^(2i / hs) and the angle t f_i in fp32, the formula of Hugging Face's
- * LlamaRotaryEmbedding (which takes the cosine and sine with torch's fp32 functions; here they are
- * rounded once from double). Host code: the model fills it once. */
-static inline void dt_rope_table(float *cs, int T, int hs, float theta)
+/* Llama 3.1's scaled rotary frequencies (Hugging Face's rope_type "llama3"): factor 0 is none */
+struct dt_rope_scaling {
+    float factor, low_freq_factor, high_freq_factor, original_max_position;
+};
+
+/* Frequency i of hs/2: f_i = 1 / theta^(2i / hs) in fp32, as LlamaRotaryEmbedding's inv_freq, then
+ * with scaling (not NULL, factor > 0) transformers' _compute_llama3_parameters: wavelengths 2 pi / f
+ * longer than original / low_freq_factor divided by factor, shorter than original /
+ * high_freq_factor kept, the ones between interpolated smoothly; in fp32, its operations in its
+ * order. Host code. */
+static inline float dt_rope_freq(int i, int hs, float theta, const struct dt_rope_scaling *sc)
+{
+    float f = 1.0f / powf(theta, (float)(2 * i) / (float)hs);
+    if (!sc || sc->factor <= 0) return f;
+    float wavelen = 2.0f * (float)M_PI / f;
+    float low = sc->original_max_position / sc->low_freq_factor;
+    float high = sc->original_max_position / sc->high_freq_factor;
+    float g = wavelen > low ? f / sc->factor : f;
+    if (wavelen < high || wavelen > low) return g;
+    float smooth = (sc->original_max_position / wavelen - sc->low_freq_factor) /
+                   (sc->high_freq_factor - sc->low_freq_factor);
+    return (1 - smooth) * g / sc->factor + smooth * g;
+}
+
+/* The (T, hs) table rope takes: row t holds cos(t f_i) for i < hs/2, then sin(t f_i), the angle
+ * t f_i in fp32, the formula of Hugging Face's LlamaRotaryEmbedding (which takes the cosine and sine
+ * with torch's fp32 functions; here they are rounded once from double). Host code: the model fills
+ * it once. */
+static inline void dt_rope_table_scaled(float *cs, int T, int hs, float theta, const struct dt_rope_scaling *sc)
 {
     int half = hs / 2;
     for (int i = 0; i < half; i++) {
-        float f = 1.0f / powf(theta, (float)(2 * i) / (float)hs);
+        float f = dt_rope_freq(i, hs, theta, sc);
         for (int t = 0; t < T; t++) {
             float a = (float)t * f;
             cs[(size_t)t * hs + i] = (float)cos((double)a);
@@ -69,6 +93,8 @@ static inline void dt_rope_table(float *cs, int T, int hs, float theta)
         }
     }
 }
+
+static inline void dt_rope_table(float *cs, int T, int hs, float theta) { dt_rope_table_scaled(cs, T, hs, theta, NULL); }
 
 /* One AdamW element: g the (clipped) gradient; step = lr / (1 - beta1^t), rbc2 = 1 / sqrt(1 - beta2^t). */
 DT_HD static inline void dt_adamw_one(float *param, float *m, float *v, float g, float lr, float beta1, float beta2,

@@ -34,6 +34,7 @@
 #include "launch/world.h"
 #include "events/events.h"
 #include "train/memory.h"
+#include "train/shapes.h"
 #include "train/signals.h"
 #include "train/trainer.h"
 #include "version.h"
@@ -56,8 +57,10 @@ static const char usage[] =
     "       dtrun events example [CONFIG]          one record of each event type, as JSON lines\n"
     "       dtrun ckpt inspect CKPT                a checkpoint's manifest, every file checked\n"
     "       dtrun ckpt consolidate CKPT OUT        its whole fp32 state as one file (OUT/step-N)\n"
-    "       dtrun ckpt export CKPT --format llmc|safetensors --out PATH\n"
-    "                                              llm.c's model file, or Hugging Face GPT-2\n"
+    "       dtrun ckpt export CKPT --format llmc|safetensors --out PATH [--dtype fp32|bf16|fp16]\n"
+    "                              [--max-shard-size 5GB]\n"
+    "                                              llm.c's model file, or a Hugging Face model directory\n"
+    "                                              (GPT-2 or Llama; Llama's model.init_from reads it)\n"
     "                                              (CKPT: a checkpoint step-N/, a checkpoint.dir or its\n"
     "                                              latest file, or a run.dir: the newest valid one)\n"
     "       dtrun help config                      the config reference (every key, default, range)\n"
@@ -177,6 +180,7 @@ static dt_status_t cmd_check(int argc, char **argv)
         return rc;
     }
     if (rc == DT_SUCCESS) dt_config_emit(&cfg, stdout);
+    if (rc == DT_SUCCESS) rc = dt_shapes_print(&cfg, stdout);
     if (rc == DT_SUCCESS && memory) rc = dt_memory_estimate(&cfg, stdout);
     dt_config_free(&cfg);
     return rc;
@@ -429,12 +433,33 @@ static dt_status_t ckpt_of(const char *arg, char *path, size_t n)
     return rc;
 }
 
-/* dtrun ckpt inspect CKPT | consolidate CKPT OUT | export CKPT --format llmc|safetensors --out PATH */
+/* "5GB" (10^9, as transformers' max_shard_size), "2GiB" (2^30), "500MB", "64KB", or bytes into *out;
+ * 0 when it parses */
+static int parse_size(const char *s, uint64_t *out)
+{
+    static const struct {
+        const char *suffix;
+        double scale;
+    } units[] = {{"", 1}, {"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1048576.0},
+                 {"GiB", 1073741824.0}};
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || !(v >= 0)) return -1;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(end, units[i].suffix) && v * units[i].scale < 1.8e19) {
+            *out = (uint64_t)(v * units[i].scale);
+            return 0;
+        }
+    return -1;
+}
+
+/* dtrun ckpt inspect CKPT | consolidate CKPT OUT | export CKPT --format llmc|safetensors --out PATH
+ * [--dtype fp32|bf16|fp16] [--max-shard-size SIZE] */
 static dt_status_t cmd_ckpt(int argc, char **argv)
 {
     const char *how = "usage: dtrun ckpt inspect CKPT, dtrun ckpt consolidate CKPT OUT, or dtrun ckpt export CKPT "
-                      "--format llmc|safetensors --out PATH (CKPT: a checkpoint, a checkpoint.dir, its latest file, "
-                      "or a run.dir)";
+                      "--format llmc|safetensors --out PATH [--dtype fp32|bf16|fp16] [--max-shard-size SIZE] (CKPT: "
+                      "a checkpoint, a checkpoint.dir, its latest file, or a run.dir)";
     char path[4096];
     if (argc == 2 && !strcmp(argv[0], "inspect")) {
         DT_CHECK(ckpt_of(argv[1], path, sizeof path));
@@ -445,15 +470,30 @@ static dt_status_t cmd_ckpt(int argc, char **argv)
         return dt_ckpt_consolidate(path, argv[2], stdout);
     }
     if (argc >= 2 && !strcmp(argv[0], "export")) {
-        const char *format = NULL, *out = NULL;
+        /* Hugging Face's save_pretrained: fp32 as trained, shards of at most 5 GB */
+        struct dt_export x = {.dtype = DT_F32, .shard_bytes = 5000000000u};
         for (int i = 2; i < argc; i++) {
-            if (!strcmp(argv[i], "--format") && i + 1 < argc) format = argv[++i];
-            else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
-            else return usage_error("ckpt export: unexpected '%s'; %s", argv[i], how);
+            if (!strcmp(argv[i], "--format") && i + 1 < argc) x.format = argv[++i];
+            else if (!strcmp(argv[i], "--out") && i + 1 < argc) x.out = argv[++i];
+            else if (!strcmp(argv[i], "--dtype") && i + 1 < argc) {
+                const char *d = argv[++i];
+                if (!strcmp(d, "fp32") || !strcmp(d, "float32")) x.dtype = DT_F32;
+                else if (!strcmp(d, "bf16") || !strcmp(d, "bfloat16")) x.dtype = DT_BF16;
+                else if (!strcmp(d, "fp16") || !strcmp(d, "float16")) x.dtype = DT_F16;
+                else return usage_error("ckpt export: --dtype '%s': use fp32, bf16 or fp16", d);
+            } else if (!strcmp(argv[i], "--max-shard-size") && i + 1 < argc) {
+                if (parse_size(argv[++i], &x.shard_bytes) != 0)
+                    return usage_error("ckpt export: --max-shard-size '%s': give bytes, or a size such as 5GB, "
+                                       "500MB or 2GiB (0: one file)", argv[i]);
+            } else {
+                return usage_error("ckpt export: unexpected '%s'; %s", argv[i], how);
+            }
         }
-        if (!format || !out) return usage_error("ckpt export needs --format and --out; %s", how);
+        if (!x.format || !x.out) return usage_error("ckpt export needs --format and --out; %s", how);
+        if (x.dtype != DT_F32 && strcmp(x.format, "safetensors"))
+            return usage_error("ckpt export: --dtype applies to --format safetensors; llm.c's model file is fp32");
         DT_CHECK(ckpt_of(argv[1], path, sizeof path));
-        return dt_ckpt_export(path, format, out, stdout);
+        return dt_ckpt_export(path, &x, stdout);
     }
     return usage_error("%s", how);
 }

@@ -12,6 +12,12 @@
                                         onto tests/reference/gpt_torch.py's GPT, and the mean loss
                                         over the first N batches of B windows of T+1 tokens of the
                                         llm.c token shard SHARD, as dtrun's validation takes them
+  ckpt_check.py safetensors-llama DIR SHARD T B N
+                                        the same for a Llama: DIR's config.json builds
+                                        tests/reference/llama_torch.py's Llama, and its tensors (one
+                                        model.safetensors, or the shards model.safetensors.index.json
+                                        names; F32 or BF16) load by Hugging Face's names, every one
+                                        of them used
 """
 import json
 import os
@@ -42,6 +48,7 @@ def compare(a, b, lo, hi):
 
 
 def read_safetensors(path):
+    """name -> fp32 tensor; BF16 widened as its definition says (the upper 16 bits of an fp32)"""
     import torch
     with open(path, "rb") as f:
         (n,) = struct.unpack("<Q", f.read(8))
@@ -50,12 +57,36 @@ def read_safetensors(path):
     header.pop("__metadata__", None)
     tensors = {}
     for name, t in header.items():
-        assert t["dtype"] == "F32", (name, t["dtype"])
         lo, hi = t["data_offsets"]
-        count = (hi - lo) // 4
-        vals = struct.unpack(f"<{count}f", data[lo:hi])
+        if t["dtype"] == "F32":
+            vals = struct.unpack(f"<{(hi - lo) // 4}f", data[lo:hi])
+        else:
+            assert t["dtype"] == "BF16", (name, t["dtype"])
+            half = struct.unpack(f"<{(hi - lo) // 2}H", data[lo:hi])
+            vals = struct.unpack(f"<{len(half)}f", struct.pack(f"<{len(half)}I", *(h << 16 for h in half)))
         tensors[name] = torch.tensor(vals, dtype=torch.float32).reshape(t["shape"])
     return tensors
+
+
+def shard_tokens(shard):
+    """an llm.c token shard's tokens: version 1 uint16, version 2 uint32"""
+    raw = open(shard, "rb").read()
+    magic, version, ntok = struct.unpack("<3i", raw[:12])
+    assert magic == 20240520 and version in (1, 2), (magic, version)
+    fmt = "H" if version == 1 else "I"
+    return struct.unpack(f"<{ntok}{fmt}", raw[1024:1024 + struct.calcsize(fmt) * ntok])
+
+
+def mean_loss(model, tokens, T, B, N):
+    import torch
+    losses = []
+    with torch.no_grad():
+        for b in range(N):
+            rows = [tokens[w * T: w * T + T + 1] for w in range(b * B, b * B + B)]
+            x = torch.tensor([r[:-1] for r in rows])
+            y = torch.tensor([r[1:] for r in rows])
+            losses.append(model.loss(x, y).item())
+    return sum(losses) / len(losses)
 
 
 def safetensors_loss(d, shard, T, B, N):
@@ -86,18 +117,34 @@ def safetensors_loss(d, shard, T, B, N):
                                                  "ln_2.weight", "ln_2.bias", "mlp.c_fc.weight", "mlp.c_fc.bias",
                                                  "mlp.c_proj.weight", "mlp.c_proj.bias")}
     assert set(t) == expected, sorted(set(t) ^ expected)
-    raw = open(shard, "rb").read()
-    magic, version, ntok = struct.unpack("<3i", raw[:12])
-    assert (magic, version) == (20240520, 1), (magic, version)
-    tokens = struct.unpack(f"<{ntok}H", raw[1024:1024 + 2 * ntok])
-    losses = []
+    print(f"{mean_loss(model, shard_tokens(shard), T, B, N):.6f}")
+    return 0
+
+
+def safetensors_llama_loss(d, shard, T, B, N):
+    import torch
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference"))
+    from llama_torch import Llama
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    assert cfg["model_type"] == "llama" and cfg["architectures"] == ["LlamaForCausalLM"], cfg
+    index = os.path.join(d, "model.safetensors.index.json")
+    t = {}
+    if os.path.exists(index):
+        files = sorted(set(json.load(open(index))["weight_map"].values()))
+        for f in files:
+            t.update(read_safetensors(os.path.join(d, f)))
+        assert set(json.load(open(index))["weight_map"]) == set(t)
+    else:
+        t = read_safetensors(os.path.join(d, "model.safetensors"))
+    model = Llama(cfg["num_hidden_layers"], cfg["num_attention_heads"], cfg["num_key_value_heads"],
+                  cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"], cfg["rms_norm_eps"],
+                  cfg["rope_theta"], cfg["tie_word_embeddings"])
+    params = dict(model.named_parameters())
+    assert set(params) == set(t), sorted(set(params) ^ set(t))
     with torch.no_grad():
-        for b in range(N):
-            rows = [tokens[w * T: w * T + T + 1] for w in range(b * B, b * B + B)]
-            x = torch.tensor([r[:-1] for r in rows])
-            y = torch.tensor([r[1:] for r in rows])
-            losses.append(model.loss(x, y).item())
-    print(f"{sum(losses) / len(losses):.6f}")
+        for name, p in params.items():
+            p.copy_(t[name])
+    print(f"{mean_loss(model, shard_tokens(shard), T, B, N):.6f}")
     return 0
 
 
@@ -106,6 +153,8 @@ def main(argv):
         return compare(argv[2], argv[3], int(argv[4]), int(argv[5]))
     if argv[1] == "safetensors":
         return safetensors_loss(argv[2], argv[3], int(argv[4]), int(argv[5]), int(argv[6]))
+    if argv[1] == "safetensors-llama":
+        return safetensors_llama_loss(argv[2], argv[3], int(argv[4]), int(argv[5]), int(argv[6]))
     print(__doc__)
     return 2
 

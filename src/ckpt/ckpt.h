@@ -131,8 +131,15 @@ dt_status_t dt_ckpt_inspect(const char *path, FILE *out);
 /* One file holding every array whole: OUT/step-<N>/, a checkpoint of world 1 (DeepSpeed's
  * zero_to_fp32, and resumable). */
 dt_status_t dt_ckpt_consolidate(const char *path, const char *out, FILE *log);
-/* format "llmc": llm.c's gpt2 model file at out (model.init_from reads it); "safetensors": out/
- * model.safetensors and out/config.json, Hugging Face GPT-2's names and layouts. */
-dt_status_t dt_ckpt_export(const char *path, const char *format, const char *out, FILE *log);
+/* format "llmc": llm.c's gpt2 model file at out (model.init_from reads it; a GPT only);
+ * "safetensors": a Hugging Face model directory out/ (config.json, model.safetensors or shards of at
+ * most shard_bytes with their index; tensors stored as dtype) with GPT-2's or Llama's names and
+ * layouts, which a Llama's model.init_from reads back. */
+struct dt_export {
+    const char *format, *out;
+    enum dt_dtype dtype;
+    uint64_t shard_bytes;
+};
+dt_status_t dt_ckpt_export(const char *path, const struct dt_export *x, FILE *log);
 
 #endif

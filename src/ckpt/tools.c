@@ -1,8 +1,8 @@
 /*
  * tools.c - `dtrun ckpt inspect|consolidate|export` (ckpt.h): a checkpoint
  * read whole, whatever strategy and world wrote it, and turned into one
- * single-rank checkpoint, llm.c's model file, or Hugging Face GPT-2
- * safetensors.
+ * single-rank checkpoint, llm.c's model file, or a Hugging Face model
+ * directory (GPT-2 or Llama).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,7 +16,10 @@
 #include "core/mem.h"
 #include "events/jsonl.h"
 #include "kernels/kernels.h"
+#include "ckpt/hf.h"
+#include "ckpt/safetensors.h"
 #include "model/gpt.h"
+#include "model/llama.h"
 
 /* The whole of array a, read from the checkpoint (malloc'd). */
 static dt_status_t read_all(const struct dt_ckpt *c, int a, float **out)
@@ -63,17 +66,29 @@ dt_status_t dt_ckpt_consolidate(const char *path, const char *out, FILE *log)
 
 /* ---- export */
 
-/* The GPT a checkpoint holds, built on the CPU (for its layout and names: batch 1 of 1 token) in kc. */
-static dt_status_t gpt_of(const struct dt_ckpt *c, const char *path, struct dt_kctx *kc, struct dt_gpt_config *gc,
-                          struct dt_model **m)
+/* The model a checkpoint holds, built on the CPU (for its layout and names: batch 1 of 1 token) in
+ * kc; *llama says which family. */
+static dt_status_t model_of(const struct dt_ckpt *c, const char *path, struct dt_kctx *kc, struct dt_gpt_config *gc,
+                            bool *llama, struct dt_model **m)
 {
     const struct dt_run_state *s = dt_ckpt_state(c);
     *gc = (struct dt_gpt_config){.activations = DT_F32};
-    if (sscanf(s->model, "gpt n_layer=%d n_head=%d n_embd=%d vocab_size=%d seq_len=%d", &gc->n_layer, &gc->n_head,
-               &gc->n_embd, &gc->vocab_size, &gc->max_seq_len) != 5)
-        return dt_error(DT_ERR_USAGE, "%s: error: the checkpoint holds %s, which has no GPT-2 layout to export\n"
-                        "  hint: dtrun ckpt consolidate gives its whole fp32 state", path, s->model);
-    DT_CHECK(dt_gpt_create(gc, &dt_kernels_cpu, kc, 1, 1, m));
+    struct dt_llama_config lc = {.activations = DT_F32};
+    int tie = 0;
+    *llama = sscanf(s->model, DT_LLAMA_DESCRIBE, &lc.n_layer, &lc.n_head, &lc.n_kv_head, &lc.n_embd,
+                    &lc.intermediate_size, &lc.vocab_size, &lc.max_seq_len, &tie, &lc.rms_eps, &lc.rope_theta,
+                    &lc.rope_scaling.factor, &lc.rope_scaling.low_freq_factor, &lc.rope_scaling.high_freq_factor,
+                    &lc.rope_scaling.original_max_position) == 14;
+    if (*llama) {
+        lc.tie_embeddings = tie != 0;
+        DT_CHECK(dt_llama_create(&lc, &dt_kernels_cpu, kc, 1, 1, m));
+    } else if (sscanf(s->model, "gpt n_layer=%d n_head=%d n_embd=%d vocab_size=%d seq_len=%d", &gc->n_layer,
+                      &gc->n_head, &gc->n_embd, &gc->vocab_size, &gc->max_seq_len) == 5) {
+        DT_CHECK(dt_gpt_create(gc, &dt_kernels_cpu, kc, 1, 1, m));
+    } else {
+        return dt_error(DT_ERR_USAGE, "%s: error: the checkpoint holds %s, which has no GPT-2 or Llama layout to "
+                        "export\n  hint: dtrun ckpt consolidate gives its whole fp32 state", path, s->model);
+    }
     if ((*m)->nparams != (size_t)s->nparams) {
         dt_model_free(*m);
         return dt_error(DT_ERR_CKPT, "%s: error: %lld parameters, but a %s has %zu", path, (long long)s->nparams,
@@ -142,83 +157,80 @@ static bool hf_name(const char *ours, char *out, size_t n, bool *transpose)
     return false;
 }
 
-/* safetensors (an 8-byte little-endian header length, a JSON header, the tensors' bytes) with
- * GPT-2's names and layouts, and the config.json that transformers' GPT2LMHeadModel reads beside it. */
-static dt_status_t export_safetensors(struct dt_model *m, const struct dt_gpt_config *gc, const float *ours,
-                                      const char *out)
+/* GPT-2's names and layouts in safetensors (its Conv1D matrices transposed), and the config.json
+ * that transformers' GPT2LMHeadModel reads beside them. */
+static dt_status_t export_gpt2_hf(struct dt_model *m, const struct dt_gpt_config *gc, const float *ours,
+                                  const struct dt_export *x)
 {
-    DT_CHECK(dt_mkdirs(out));
-    size_t cap = 256 + (size_t)m->nviews * 160, len = 0;
-    char *head = malloc(cap);
-    float *data = m->grads; /* the tensors, in the order the header lists them */
-    if (!head) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory");
-    len += (size_t)snprintf(head + len, cap - len, "{\"__metadata__\":{\"format\":\"pt\",\"source\":\"dtrun\"}");
-    size_t at = 0;
-    for (int i = 0; i < m->nviews; i++) {
+    struct dt_st_out *t = calloc((size_t)m->nviews, sizeof *t);
+    char (*names)[64] = calloc((size_t)m->nviews, sizeof *names);
+    float *data = m->grads; /* the tensors as GPT-2 lays them out */
+    dt_status_t rc = t && names ? DT_SUCCESS : dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory");
+    for (int i = 0; i < m->nviews && rc == DT_SUCCESS; i++) {
         const struct dt_param_view *v = &m->views[i];
-        char name[64];
-        bool t;
-        if (!hf_name(v->name, name, sizeof name, &t)) {
-            free(head);
-            return dt_error(DT_ERR_INTERNAL, "dtrun: error: no GPT-2 name for parameter %s", v->name);
+        bool tr;
+        if (!hf_name(v->name, names[i], sizeof names[i], &tr)) {
+            rc = dt_error(DT_ERR_INTERNAL, "dtrun: error: no GPT-2 name for parameter %s", v->name);
+            break;
         }
         int r = v->shape[0], c = v->ndim == 2 ? v->shape[1] : 0;
-        if (t) {
+        float *d = data + v->offset;
+        if (tr) {
             for (int a = 0; a < r; a++)
-                for (int b = 0; b < c; b++) data[at + (size_t)b * r + a] = ours[v->offset + (size_t)a * c + b];
+                for (int b = 0; b < c; b++) d[(size_t)b * r + a] = ours[v->offset + (size_t)a * c + b];
         } else {
-            memcpy(data + at, ours + v->offset, v->numel * sizeof(float));
+            memcpy(d, ours + v->offset, v->numel * sizeof(float));
         }
-        if (v->ndim == 2)
-            len += (size_t)snprintf(head + len, cap - len, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[%d,%d],", name,
-                                    t ? c : r, t ? r : c);
-        else len += (size_t)snprintf(head + len, cap - len, ",\"%s\":{\"dtype\":\"F32\",\"shape\":[%d],", name, r);
-        len += (size_t)snprintf(head + len, cap - len, "\"data_offsets\":[%zu,%zu]}", at * 4, (at + v->numel) * 4);
-        at += v->numel;
+        t[i] = (struct dt_st_out){names[i], v->ndim, {tr ? c : r, tr ? r : c}, d};
     }
-    len += (size_t)snprintf(head + len, cap - len, "}");
-    while (len % 8) head[len++] = ' '; /* the tensors start 8-byte aligned */
-    uint64_t hlen = len;
-    char path[4300];
-    snprintf(path, sizeof path, "%s/model.safetensors", out);
-    const void *parts[3] = {&hlen, head, data};
-    size_t sizes[3] = {8, len, at * sizeof(float)};
-    dt_status_t rc = write_out(path, parts, sizes, 3);
-    free(head);
+    if (rc == DT_SUCCESS) rc = dt_st_write(x->out, t, m->nviews, x->dtype, x->shard_bytes);
+    free(t);
+    free(names);
     DT_CHECK(rc);
-    char cfg[1024];
+    char cfg[1024], path[4300];
     int n = snprintf(cfg, sizeof cfg,
                      "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
                      "  \"vocab_size\": %d,\n  \"n_positions\": %d,\n  \"n_ctx\": %d,\n  \"n_embd\": %d,\n"
                      "  \"n_layer\": %d,\n  \"n_head\": %d,\n  \"activation_function\": \"gelu_new\",\n"
-                     "  \"layer_norm_epsilon\": 1e-05,\n  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"float32\"\n}\n",
-                     gc->vocab_size, gc->max_seq_len, gc->max_seq_len, gc->n_embd, gc->n_layer, gc->n_head);
-    snprintf(path, sizeof path, "%s/config.json", out);
+                     "  \"layer_norm_epsilon\": 1e-05,\n  \"tie_word_embeddings\": true,\n  \"torch_dtype\": \"%s\"\n}\n",
+                     gc->vocab_size, gc->max_seq_len, gc->max_seq_len, gc->n_embd, gc->n_layer, gc->n_head,
+                     dt_hf_torch_dtype(x->dtype));
+    snprintf(path, sizeof path, "%s/config.json", x->out);
     const void *cp[1] = {cfg};
     size_t cs[1] = {(size_t)n};
     return write_out(path, cp, cs, 1);
 }
 
-dt_status_t dt_ckpt_export(const char *path, const char *format, const char *out, FILE *log)
+dt_status_t dt_ckpt_export(const char *path, const struct dt_export *x, FILE *log)
 {
-    bool llmc = !strcmp(format, "llmc"), st = !strcmp(format, "safetensors");
+    bool llmc = !strcmp(x->format, "llmc"), st = !strcmp(x->format, "safetensors");
     if (!llmc && !st)
         return dt_error(DT_ERR_USAGE, "dtrun ckpt export: error: --format '%s': use llmc (llm.c's model file) or "
-                        "safetensors (Hugging Face GPT-2)", format);
+                        "safetensors (a Hugging Face model directory)", x->format);
     struct dt_ckpt *c;
     DT_CHECK(dt_ckpt_open(path, true, &c));
     struct dt_gpt_config gc;
     struct dt_model *m = NULL;
     struct dt_kctx *kc = NULL;
     float *ours = NULL;
+    bool llama = false;
     dt_status_t rc = dt_kernels_cpu.ctx_create(-1, &kc);
-    if (rc == DT_SUCCESS) rc = gpt_of(c, path, kc, &gc, &m);
+    if (rc == DT_SUCCESS) rc = model_of(c, path, kc, &gc, &llama, &m);
+    if (rc == DT_SUCCESS && llama && llmc)
+        rc = dt_error(DT_ERR_USAGE, "%s: error: llm.c's model file holds a GPT-2; the checkpoint holds a Llama\n"
+                      "  hint: use --format safetensors (Hugging Face LlamaForCausalLM)", path);
     if (rc == DT_SUCCESS) rc = read_all(c, 0, &ours);
-    if (rc == DT_SUCCESS) rc = llmc ? export_llmc(m, &gc, ours, out) : export_safetensors(m, &gc, ours, out);
     if (rc == DT_SUCCESS)
-        fprintf(log, "%s: %s of step %lld (%s, %zu parameters, fp32) from %s\n", out,
-                llmc ? "llm.c model file (version 3)" : "model.safetensors and config.json (GPT2LMHeadModel)",
-                (long long)dt_ckpt_state(c)->step, dt_ckpt_state(c)->model, m->nparams, path);
+        rc = llmc ? export_llmc(m, &gc, ours, x->out)
+             : llama ? dt_hf_save_llama(m, ours, x->out, x->dtype, x->shard_bytes)
+                     : export_gpt2_hf(m, &gc, ours, x);
+    if (rc == DT_SUCCESS)
+        fprintf(log, "%s: %s of step %lld (%s, %zu parameters, %s) from %s\n", x->out,
+                llmc ? "llm.c model file (version 3)"
+                : llama ? "safetensors and config.json (LlamaForCausalLM)"
+                        : "safetensors and config.json (GPT2LMHeadModel)",
+                (long long)dt_ckpt_state(c)->step, dt_ckpt_state(c)->model, m->nparams,
+                llmc ? "fp32" : dt_hf_torch_dtype(x->dtype), path);
     if (ours) dt_free_big(ours);
     dt_model_free(m);
     if (kc) dt_kernels_cpu.ctx_destroy(kc);

@@ -16,7 +16,8 @@
 #include "config/types.h"
 #include "core/status.h"
 
-enum dt_model_type { DT_MODEL_GPT, DT_MODEL_MLP };
+enum dt_model_type { DT_MODEL_GPT, DT_MODEL_MLP, DT_MODEL_LLAMA };
+enum dt_rope_type { DT_ROPE_NONE, DT_ROPE_LLAMA3 };
 enum dt_device { DT_DEVICE_AUTO, DT_DEVICE_CPU, DT_DEVICE_CUDA };
 enum dt_precision { DT_PREC_32_TRUE, DT_PREC_16_MIXED, DT_PREC_BF16_MIXED, DT_PREC_BF16_TRUE };
 enum dt_strategy {
@@ -72,6 +73,15 @@ struct dt_config {
     struct {
         int type; /* enum dt_model_type */
         int64_t n_layer, n_head, n_embd, vocab_size, seq_len;
+        char *preset; /* a named shape that fills the model keys a file leaves unset (resolve.c) */
+        int64_t n_kv_head, intermediate_size; /* llama */
+        double norm_eps, rope_theta;           /* llama */
+        bool tie_embeddings;
+        struct {
+            int type; /* enum dt_rope_type */
+            double factor, low_freq_factor, high_freq_factor;
+            int64_t original_max_position_embeddings;
+        } rope_scaling; /* llama: Llama 3.1's scaled rotary frequencies */
         bool activation_checkpointing;
         char *init_from;
         struct {

@@ -15,7 +15,10 @@
 #define OFF(field) offsetof(struct dt_config, field)
 #define INF DBL_MAX
 
-static const struct dt_enum_name model_types[] = {{"gpt", DT_MODEL_GPT, NULL}, {"mlp", DT_MODEL_MLP, NULL}, {0}};
+static const struct dt_enum_name model_types[] = {
+    {"gpt", DT_MODEL_GPT, NULL}, {"llama", DT_MODEL_LLAMA, NULL}, {"mlp", DT_MODEL_MLP, NULL}, {0}};
+
+static const struct dt_enum_name rope_types[] = {{"none", DT_ROPE_NONE, NULL}, {"llama3", DT_ROPE_LLAMA3, NULL}, {0}};
 
 static const struct dt_enum_name devices[] = {
     {"auto", DT_DEVICE_AUTO, NULL}, {"cpu", DT_DEVICE_CPU, NULL}, {"cuda", DT_DEVICE_CUDA, NULL},
@@ -104,10 +107,31 @@ static const struct dt_key keys[] = {
     K("model.n_embd", DT_T_INT, model.n_embd, "128", 1, 65536, 0, "embedding width"),
     K("model.vocab_size", DT_T_INT, model.vocab_size, "256", 2, 16777216, 0, "vocabulary size (256: bytes)"),
     K("model.seq_len", DT_T_INT, model.seq_len, "128", 1, 1048576, 0, "tokens per sequence"),
+    K("model.preset", DT_T_STR, model.preset, NULL, 0, 0, DT_F_NULLABLE,
+      "a named shape filling the model keys left unset: llama3-8b, llama3.2-1b, tinyllama-1.1b, llama-tiny"),
+    K("model.n_kv_head", DT_T_INT, model.n_kv_head, "auto", 1, 1024, DT_F_AUTO,
+      "llama: key/value heads, shared by n_head / n_kv_head query heads each (divides n_head); auto: n_head"),
+    K("model.intermediate_size", DT_T_INT, model.intermediate_size, "auto", 1, 1048576, DT_F_AUTO,
+      "llama: SwiGLU width; auto: Llama's rule, 2/3 of 4 n_embd rounded up to a multiple of 256"),
+    K("model.norm_eps", DT_T_FLOAT, model.norm_eps, "1.0e-5", 1e-12, 1, 0, "llama: RMSNorm epsilon"),
+    K("model.rope_theta", DT_T_FLOAT, model.rope_theta, "10000", 1, 1e9, 0, "llama: rotary embeddings' base"),
+    E("model.rope_scaling.type", model.rope_scaling.type, "none", rope_types, 0,
+      "llama: scaled rotary frequencies; llama3: Llama 3.1/3.2's (transformers' rope_type llama3)"),
+    K("model.rope_scaling.factor", DT_T_FLOAT, model.rope_scaling.factor, "8", 1, 1e6, 0,
+      "llama3 scaling: long wavelengths divided by this"),
+    K("model.rope_scaling.low_freq_factor", DT_T_FLOAT, model.rope_scaling.low_freq_factor, "1", 1e-6, 1e6, 0,
+      "llama3 scaling: wavelengths past original / this are divided by factor"),
+    K("model.rope_scaling.high_freq_factor", DT_T_FLOAT, model.rope_scaling.high_freq_factor, "4", 1e-6, 1e6, 0,
+      "llama3 scaling: wavelengths below original / this are kept; between, interpolated"),
+    K("model.rope_scaling.original_max_position_embeddings", DT_T_INT,
+      model.rope_scaling.original_max_position_embeddings, "8192", 1, 1048576, 0,
+      "llama3 scaling: the context the model was pretrained on"),
+    K("model.tie_embeddings", DT_T_BOOL, model.tie_embeddings, "auto", 0, 0, DT_F_AUTO,
+      "the LM head is the token embedding; auto: gpt yes (always), llama no"),
     K("model.activation_checkpointing", DT_T_BOOL, model.activation_checkpointing, "false", 0, 0, 0,
       "recompute block internals in backward to save memory"),
     K("model.init_from", DT_T_STR, model.init_from, NULL, 0, 0, DT_F_NULLABLE,
-      "initial weights in llm.c layout; null: random init"),
+      "initial weights: gpt, llm.c's model file; llama, a Hugging Face directory (config.json, safetensors); null: random init"),
     {.path = "model.mlp.hidden", .type = DT_T_FLOATS, .offset = OFF(model.mlp.hidden), .def = "[64, 64]", .min = 1,
      .max = 65536, .help = "mlp: widths of the hidden layers (GELU between layers)"},
     E("model.mlp.task", model.mlp.task, "classification", mlp_tasks, 0,

@@ -35,12 +35,25 @@ static int common_sections(const char *a, const char *b)
     }
 }
 
-/* Keys that do not apply to this run are shown as a comment, so the output
- * never contradicts itself when read back (data.train vs data.synthetic). */
-static bool unused(const struct dt_config *cfg, const char *path)
+/* Keys that do not apply to this run are left out, a comment saying why in their place, so the
+ * output never contradicts itself when read back (data.train vs data.synthetic): NULL, or why. */
+static const char *unused(const struct dt_config *cfg, const char *path)
 {
-    return (cfg->data.train && !strncmp(path, "data.synthetic.", 15)) ||
-           (cfg->model.type != DT_MODEL_MLP && !strncmp(path, "model.mlp.", 10));
+    static const char *const llama_only[] = {"model.n_kv_head", "model.intermediate_size", "model.norm_eps",
+                                             "model.rope_theta", "model.rope_scaling.type"};
+    bool llama_key = false;
+    for (size_t i = 0; i < sizeof llama_only / sizeof llama_only[0]; i++) llama_key |= !strcmp(path, llama_only[i]);
+    /* the scaling's numbers, which only its llama3 type reads */
+    bool scaling = !strncmp(path, "model.rope_scaling.", 19) && !llama_key;
+    if (cfg->data.train && !strncmp(path, "data.synthetic.", 15)) return "synthetic: not used, data.train is set";
+    if (cfg->model.type != DT_MODEL_MLP && !strncmp(path, "model.mlp.", 10)) return "mlp: not used, model.type is not mlp";
+    if (cfg->model.type != DT_MODEL_LLAMA && (llama_key || scaling))
+        return "llama's keys: not used, model.type is not llama";
+    if (scaling && cfg->model.rope_scaling.type == DT_ROPE_NONE)
+        return "rope_scaling's numbers: not used, model.rope_scaling.type is none";
+    if (cfg->model.type == DT_MODEL_MLP && !strcmp(path, "model.tie_embeddings"))
+        return "tie_embeddings: not used, model.type is mlp";
+    return NULL;
 }
 
 /* the user:password@ of a URL shown as ***@ (in place) */
@@ -101,10 +114,9 @@ void dt_config_emit(const struct dt_config *cfg, FILE *out)
     const char *prev = "";
     for (size_t i = 0; i < dt_config_schema.n; i++) {
         const struct dt_key *k = &dt_config_schema.keys[i];
-        if (unused(cfg, k->path)) {
-            if (!unused(cfg, prev))
-                fprintf(out, "  # %s: not used, %s\n", !strncmp(k->path, "model.mlp.", 10) ? "mlp" : "synthetic",
-                        !strncmp(k->path, "model.mlp.", 10) ? "model.type is not mlp" : "data.train is set");
+        const char *why = unused(cfg, k->path), *before = unused(cfg, prev);
+        if (why) {
+            if (!before || strcmp(before, why)) fprintf(out, "  # %s\n", why);
             prev = k->path;
             continue;
         }

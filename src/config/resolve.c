@@ -7,6 +7,7 @@
 #include "config/diag.h"
 #include "config/resolve.h"
 #include "config/schema.h"
+#include "config/suggest.h"
 #include "config/timestr.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -198,6 +199,108 @@ static void resolve_schedule(struct dt_config *cfg)
     }
 }
 
+/* The shapes users know by name (Hugging Face's config.json of each), and a tiny one for laptops and
+ * tests. The sequence length is what a run trains on, the model's own context at most. */
+static const struct preset {
+    const char *name;
+    int64_t n_layer, n_head, n_kv_head, n_embd, intermediate_size, vocab_size, seq_len;
+    double norm_eps, rope_theta;
+    bool tie;
+    double rope_factor; /* Llama 3.1's scaling (low 1, high 4, original 8192); 0: none */
+} presets[] = {
+    {"llama3-8b", 32, 32, 8, 4096, 14336, 128256, 8192, 1e-5, 500000, false, 0},
+    {"llama3.2-1b", 16, 32, 8, 2048, 8192, 128256, 8192, 1e-5, 500000, true, 32},
+    {"tinyllama-1.1b", 22, 32, 4, 2048, 5632, 32000, 2048, 1e-5, 10000, false, 0},
+    {"llama-tiny", 4, 4, 2, 128, 384, 256, 128, 1e-5, 10000, false, 0},
+};
+
+/* model.preset fills every model key the user left unset, each marked auto with the preset's name */
+static void resolve_preset(struct dt_config *cfg, struct dt_diags *d)
+{
+    if (!cfg->model.preset) return;
+    const char *names[sizeof presets / sizeof presets[0]];
+    const struct preset *p = NULL;
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        names[i] = presets[i].name;
+        if (!strcmp(cfg->model.preset, presets[i].name)) p = &presets[i];
+    }
+    if (!p) {
+        const char *near = dt_suggest(cfg->model.preset, names, sizeof names / sizeof names[0]);
+        char hint[160];
+        if (near) snprintf(hint, sizeof hint, "did you mean '%s'?", near);
+        else snprintf(hint, sizeof hint, "use %s, %s, %s or %s", names[0], names[1], names[2], names[3]);
+        dt_diag(d, loc_of(cfg, "model.preset"), hint, "model.preset '%s' is not a known shape", cfg->model.preset);
+        return;
+    }
+#define FILL(key, field, val)                                                                                      if (!user_set(origin(cfg, key))) {                                                                                 cfg->model.field = (val);                                                                                      set_auto(cfg, key, "model.preset %s", p->name);                                                            }
+    FILL("model.type", type, DT_MODEL_LLAMA);
+    FILL("model.n_layer", n_layer, p->n_layer);
+    FILL("model.n_head", n_head, p->n_head);
+    FILL("model.n_kv_head", n_kv_head, p->n_kv_head);
+    FILL("model.n_embd", n_embd, p->n_embd);
+    FILL("model.intermediate_size", intermediate_size, p->intermediate_size);
+    FILL("model.vocab_size", vocab_size, p->vocab_size);
+    FILL("model.seq_len", seq_len, p->seq_len);
+    FILL("model.norm_eps", norm_eps, p->norm_eps);
+    FILL("model.rope_theta", rope_theta, p->rope_theta);
+    FILL("model.tie_embeddings", tie_embeddings, p->tie);
+    FILL("model.rope_scaling.type", rope_scaling.type, p->rope_factor > 0 ? DT_ROPE_LLAMA3 : DT_ROPE_NONE);
+    if (p->rope_factor > 0) {
+        FILL("model.rope_scaling.factor", rope_scaling.factor, p->rope_factor);
+        FILL("model.rope_scaling.low_freq_factor", rope_scaling.low_freq_factor, 1.0);
+        FILL("model.rope_scaling.high_freq_factor", rope_scaling.high_freq_factor, 4.0);
+        FILL("model.rope_scaling.original_max_position_embeddings", rope_scaling.original_max_position_embeddings,
+             8192);
+    }
+#undef FILL
+}
+
+/* Llama's keys: their autos, and the shapes its kernels take (a GPT's head is always tied; an MLP
+ * reads none of them, so its config.yaml, which leaves them out, reads back as the run had them) */
+static void resolve_llama(struct dt_config *cfg, struct dt_diags *d)
+{
+    char w1[256], w2[256];
+    bool tie_auto = origin(cfg, "model.tie_embeddings")->is_auto;
+    if (cfg->model.type == DT_MODEL_GPT) {
+        if (tie_auto) {
+            cfg->model.tie_embeddings = true;
+            set_auto(cfg, "model.tie_embeddings", "model.type gpt");
+        } else if (!cfg->model.tie_embeddings) {
+            dt_diag(d, loc_of(cfg, "model.tie_embeddings"), "leave it auto, or use model.type: llama",
+                    "model.tie_embeddings false: GPT-2's LM head is always its token embedding");
+        }
+    }
+    if (cfg->model.type != DT_MODEL_LLAMA) return;
+    if (origin(cfg, "model.n_kv_head")->is_auto) {
+        cfg->model.n_kv_head = cfg->model.n_head;
+        set_auto(cfg, "model.n_kv_head", "model.n_head (multi-head attention)");
+    }
+    if (origin(cfg, "model.intermediate_size")->is_auto) {
+        int64_t h = 2 * (4 * cfg->model.n_embd) / 3;
+        cfg->model.intermediate_size = (h + 255) / 256 * 256;
+        set_auto(cfg, "model.intermediate_size", "2/3 x 4 x %lld rounded up to 256", (long long)cfg->model.n_embd);
+    }
+    if (tie_auto) {
+        cfg->model.tie_embeddings = false;
+        set_auto(cfg, "model.tie_embeddings", "model.type llama");
+    }
+    if (cfg->model.n_head % cfg->model.n_kv_head != 0)
+        dt_diag(d, loc_of(cfg, "model.n_kv_head"), "make n_head a multiple of n_kv_head (1: multi-query)",
+                "model.n_head %lld (%s) is not divisible by model.n_kv_head %lld (%s)", (long long)cfg->model.n_head,
+                where(cfg, "model.n_head", w1, sizeof w1), (long long)cfg->model.n_kv_head,
+                where(cfg, "model.n_kv_head", w2, sizeof w2));
+    if (cfg->model.rope_scaling.type == DT_ROPE_LLAMA3 &&
+        cfg->model.rope_scaling.low_freq_factor >= cfg->model.rope_scaling.high_freq_factor)
+        dt_diag(d, loc_of(cfg, "model.rope_scaling.low_freq_factor"), "Llama 3.1 uses 1 and 4",
+                "model.rope_scaling.low_freq_factor %g is not below high_freq_factor %g: no band to interpolate",
+                cfg->model.rope_scaling.low_freq_factor, cfg->model.rope_scaling.high_freq_factor);
+    int64_t hs = cfg->model.n_head ? cfg->model.n_embd / cfg->model.n_head : 0;
+    if (cfg->model.n_embd % cfg->model.n_head == 0 && hs % 2)
+        dt_diag(d, loc_of(cfg, "model.n_embd"), "choose n_embd and n_head so that n_embd / n_head is even",
+                "model.n_embd %lld / model.n_head %lld = head size %lld, which is odd: rotary embeddings turn pairs "
+                "of a head's channels", (long long)cfg->model.n_embd, (long long)cfg->model.n_head, (long long)hs);
+}
+
 static void check_model(struct dt_config *cfg, struct dt_diags *d)
 {
     char w1[256], w2[256];
@@ -205,11 +308,11 @@ static void check_model(struct dt_config *cfg, struct dt_diags *d)
         cfg->data.synthetic.kind = cfg->model.type == DT_MODEL_MLP ? DT_SYNTH_TEACHER : DT_SYNTH_MARKOV;
         set_auto(cfg, "data.synthetic.kind", "model.type %s", cfg->model.type == DT_MODEL_MLP ? "mlp" : "gpt");
     }
-    bool wants_tokens = cfg->model.type == DT_MODEL_GPT;
+    bool wants_tokens = cfg->model.type != DT_MODEL_MLP;
     if (!cfg->data.train && wants_tokens != (cfg->data.synthetic.kind == DT_SYNTH_MARKOV))
         dt_diag(d, loc_of(cfg, "data.synthetic.kind"), "gpt trains on markov, mlp on teacher (or leave kind: auto)",
                 "data.synthetic.kind %s does not feed model.type %s", wants_tokens ? "teacher" : "markov",
-                wants_tokens ? "gpt" : "mlp");
+                wants_tokens ? (cfg->model.type == DT_MODEL_LLAMA ? "llama" : "gpt") : "mlp");
     if (cfg->model.type == DT_MODEL_MLP) {
         if (cfg->data.train)
             dt_diag(d, loc_of(cfg, "data.train"), "train an mlp on the synthetic teacher (data.train: null)",
@@ -224,7 +327,7 @@ static void check_model(struct dt_config *cfg, struct dt_diags *d)
                     "model.mlp.out_features %lld: classification needs at least 2 classes",
                     (long long)cfg->model.mlp.out_features);
     }
-    if (cfg->model.type == DT_MODEL_GPT && cfg->model.n_embd % cfg->model.n_head != 0)
+    if (cfg->model.type != DT_MODEL_MLP && cfg->model.n_embd % cfg->model.n_head != 0)
         dt_diag(d, loc_of(cfg, "model.n_embd"), "make n_embd a multiple of n_head",
                 "model.n_embd %lld (%s) is not divisible by model.n_head %lld (%s)", (long long)cfg->model.n_embd,
                 where(cfg, "model.n_embd", w1, sizeof w1), (long long)cfg->model.n_head,
@@ -281,7 +384,9 @@ dt_status_t dt_config_resolve(struct dt_config *cfg, const struct dt_geometry *g
 {
     struct dt_diags d = {0};
     resolve_world(cfg, geo, &d);
+    resolve_preset(cfg, &d);
     check_model(cfg, &d);
+    resolve_llama(cfg, &d);
     check_data(cfg, &d);
     resolve_strategy(cfg, &d);
     resolve_zero(cfg);

@@ -26,10 +26,7 @@
 #include "core/mem.h"
 #include "core/rng.h"
 #include "model/gpt.h"
-
-/* most vocabulary rows per unit (and per logits block): a block of logits at B*T = 256 is 2 MiB in
- * fp32, wide enough that the matmul keeps its full rate */
-#define LOGIT_COLS 2048
+#include "model/lm_head.h"
 
 /* a block's tensors, in llm.c's order */
 enum { LN1W, LN1B, QKVW, QKVB, ATTPROJW, ATTPROJB, LN2W, LN2B, FCW, FCB, FCPROJW, FCPROJB, NB };
@@ -56,28 +53,26 @@ struct gpt {
     struct dt_model base;
     struct dt_gpt_config c;
     int B, T;
-    int vb, nchunks;           /* vocabulary rows per token-embedding unit, and how many units */
-    int u_wpe, u_block0, u_lnf; /* unit indices: the chunks are 0 .. nchunks-1 */
+    struct dt_vocab voc;        /* the token embedding's units: chunks 0 .. voc.nchunks-1 */
+    int u_wpe, u_block0, u_lnf; /* unit indices */
     size_t in_block[NB + 1];   /* each block tensor's offset in its block; [NB]: the block's size */
     struct dt_unit *units;
     struct dt_param_view *views;
     char (*names)[24];
     enum dt_dtype at;     /* the activation type, c.activations */
-    char *arena;
+    struct dt_lm_mem mem; /* the parameters' buffers, the arena, the tokens */
     float **resid;        /* (L+1) x (B,T,C): resid[0] is the embedding, resid[l+1] block l's output */
     struct block *blk;    /* L entries; all equal under activation checkpointing */
     void *proj;           /* (B,T,C) scratch for projections before the residual add */
     void *lnf;
     float *lnf_mean, *lnf_rstd;
-    void *logits;         /* (B,T,V) block-major (kernels.h); dlogits after a training forward */
-    float *losses;        /* (B,T) */
+    struct dt_lm_head head; /* tied to the token embedding: its logits, dlogits after a training forward */
     /* gradient scratch, reused by every layer: the matmuls' dinp in fp32, dqkv and dfch (a matmul's
      * dout, written by attention's and GELU's backward) of the activation type; dres_lp the residual
      * stream's gradient rounded to it by layernorm's backward, for the projections' backward (NULL
      * in fp32, where they read dres) */
     float *dres, *dln, *datty, *dfch_gelu, *attn_scratch;
     void *dqkv, *dfch, *dres_lp;
-    int32_t *inputs, *targets;
 };
 
 size_t dt_gpt_num_params(const struct dt_gpt_config *c)
@@ -86,20 +81,12 @@ size_t dt_gpt_num_params(const struct dt_gpt_config *c)
     return (size_t)c->vocab_size * C + (size_t)c->max_seq_len * C + L * (12 * C * C + 13 * C) + 2 * C;
 }
 
-/* Vocabulary rows per unit: at most an eighth of the vocabulary in whole cache lines, and at most
- * LOGIT_COLS; all of a vocabulary below 64. */
-static int vocab_block(int V)
-{
-    int vb = (V / 8 + 63) / 64 * 64;
-    return vb > LOGIT_COLS ? LOGIT_COLS : vb < 64 ? (V < 64 ? V : 64) : vb;
-}
-
 /* The units (model.h) of a GPT of this shape, in buffer order, into units (NULL: only count). */
 static int units_of(const struct dt_gpt_config *c, struct dt_unit *units)
 {
     size_t C = (size_t)c->n_embd, V = (size_t)c->vocab_size, off = 0;
     size_t pair[NPAIR] = {2 * C, 3 * C * C + 3 * C, C * C + C, 2 * C, 4 * C * C + 4 * C, 4 * C * C + C};
-    int vb = vocab_block(c->vocab_size), n = 0;
+    int vb = dt_vocab_of(c->vocab_size).vb, n = 0;
     for (size_t v0 = 0; v0 < V; v0 += (size_t)vb) {
         size_t rows = V - v0 < (size_t)vb ? V - v0 : (size_t)vb;
         if (units) units[n] = (struct dt_unit){off, rows * C};
@@ -137,9 +124,8 @@ static dt_status_t layout(struct gpt *g)
     } bt[NB] = {{"ln1w", 1, 0, false}, {"ln1b", 1, 0, false},      {"qkvw", 3, 1, true},  {"qkvb", 3, 0, false},
                 {"attprojw", 1, 1, true}, {"attprojb", 1, 0, false}, {"ln2w", 1, 0, false}, {"ln2b", 1, 0, false},
                 {"fcw", 4, 1, true},   {"fcb", 4, 0, false},      {"fcprojw", 1, 4, true}, {"fcprojb", 1, 0, false}};
-    g->vb = vocab_block(V);
-    g->nchunks = (V + g->vb - 1) / g->vb;
-    g->u_wpe = g->nchunks;
+    g->voc = dt_vocab_of(V);
+    g->u_wpe = g->voc.nchunks;
     g->u_block0 = g->u_wpe + 1;
     g->u_lnf = g->u_block0 + L * NPAIR;
     int nunits = g->u_lnf + 1, nviews = 4 + NB * L;
@@ -281,51 +267,21 @@ static void block_backward(struct gpt *g, int l, const float *x)
     norm_backward(g, l, P_LN1, g->dln, x, b->ln1_mean, b->ln1_rstd);
 }
 
-/* rows of vocabulary chunk c */
-static int chunk_rows(const struct gpt *g, int c)
-{
-    int V = g->c.vocab_size, v0 = c * g->vb;
-    return V - v0 < g->vb ? V - v0 : g->vb;
-}
-
-/* vocabulary chunk c's (B,T,n) block of the block-major logits */
-static void *logits_block(const struct gpt *g, int c)
-{
-    return (char *)g->logits + (size_t)g->B * g->T * c * g->vb * dt_dtype_size(g->at);
-}
-
 static float gpt_forward(struct dt_model *m, const struct dt_batch *batch, float grad_scale)
 {
     struct gpt *g = m->impl;
     const struct dt_kernels *k = m->k;
     struct dt_kctx *kc = m->kc;
-    int B = g->B, T = g->T, C = g->c.n_embd, V = g->c.vocab_size, L = g->c.n_layer, BT = B * T;
-    for (int b = 0; b < B; b++) {
-        k->copy(kc, g->inputs + b * T, batch->tokens + (size_t)b * (T + 1), (size_t)T * sizeof(int32_t), DT_COPY_TO_DEVICE);
-        k->copy(kc, g->targets + b * T, batch->tokens + (size_t)b * (T + 1) + 1, (size_t)T * sizeof(int32_t),
-                DT_COPY_TO_DEVICE);
-    }
+    int B = g->B, T = g->T, C = g->c.n_embd, L = g->c.n_layer, BT = B * T;
+    dt_lm_tokens_in(m, &g->mem, batch, B, T);
     k->position_forward(kc, g->resid[0], dt_model_params(m, g->u_wpe), B, T, C);
     dt_model_params_done(m, g->u_wpe);
-    for (int c = 0; c < g->nchunks; c++) {
-        struct dt_wref w = dt_model_params_any(m, c);
-        k->rows_forward(kc, g->resid[0], g->inputs, w.p, w.t, c * g->vb, chunk_rows(g, c), BT, C);
-        dt_model_params_any_done(m, c, w);
-    }
+    dt_embed_forward(m, &g->voc, 0, g->resid[0], g->mem.inputs, BT, C);
     for (int l = 0; l < L; l++) block_forward(g, l, g->resid[l], g->resid[l + 1]);
     const float *ln = dt_model_params(m, g->u_lnf);
     k->layernorm_forward(kc, g->lnf, g->at, g->lnf_mean, g->lnf_rstd, g->resid[L], ln, ln + C, BT, C);
     dt_model_params_done(m, g->u_lnf);
-    /* the LM head, tied to the token embedding, a vocabulary block at a time */
-    for (int c = 0; c < g->nchunks; c++) {
-        struct dt_wref w = dt_model_params_any(m, c);
-        dt_mm_forward(m, logits_block(g, c), g->at, g->lnf, w, false, BT, C, chunk_rows(g, c));
-        dt_model_params_any_done(m, c, w);
-    }
-    /* 16-bit logits go to an fp32 cross-entropy (torch.autocast's bf16 LM head into its fp32 loss) */
-    if (g->at != DT_F32)
-        return k->softmax_xent_lp(kc, g->losses, g->logits, g->targets, grad_scale / (float)BT, BT, V, g->vb, g->at);
-    return k->softmax_xent(kc, g->losses, g->logits, g->targets, grad_scale / (float)BT, BT, V, g->vb);
+    return dt_lm_head_forward(m, &g->head, g->lnf, grad_scale);
 }
 
 static void gpt_backward(struct dt_model *m)
@@ -336,16 +292,7 @@ static void gpt_backward(struct dt_model *m)
     int B = g->B, T = g->T, C = g->c.n_embd, L = g->c.n_layer, BT = B * T;
     size_t BTC = (size_t)BT * C;
     k->zero(kc, g->dres, BTC * sizeof(float));
-    /* the LM head: dln = dlogits @ wte summed over the vocabulary blocks, dwte += dlogits^T @ lnf */
-    for (int c = 0; c < g->nchunks; c++) {
-        struct dt_wref w = dt_model_params_any(m, c);
-        bool fresh;
-        float *dw = dt_model_grads(m, c, &fresh);
-        dt_mm_backward(m, g->dln, dw, NULL, logits_block(g, c), g->at, g->lnf, w, BT, C, chunk_rows(g, c),
-                       (c == 0 ? DT_SET_DINP : 0) | (fresh ? DT_SET_DPARAMS : 0));
-        dt_model_grads_done(m, c);
-        dt_model_params_any_done(m, c, w);
-    }
+    dt_lm_head_backward(m, &g->head, g->lnf, g->dln);
     const float *w = dt_model_params(m, g->u_lnf);
     float *dw = dt_model_grads_added(m, g->u_lnf);
     k->layernorm_backward(kc, g->dres, g->dres_lp, g->at, dw, dw + C, g->dln, g->resid[L], w, g->lnf_mean,
@@ -359,36 +306,19 @@ static void gpt_backward(struct dt_model *m)
     k->position_backward(kc, dt_model_grads_added(m, g->u_wpe), g->dres, B, T, C);
     dt_model_grads_done(m, g->u_wpe);
     /* the input tokens' rows of the token embedding, last */
-    m->mem.rows(m->mem_ctx, 0, g->inputs, g->dres, BT, C);
+    m->mem.rows(m->mem_ctx, 0, g->mem.inputs, g->dres, BT, C);
 }
 
 static void gpt_free(struct dt_model *m)
 {
     struct gpt *g = m->impl;
-    dt_model_drop_buffers(m);
-    m->k->free(m->kc, g->arena);
-    m->k->free(m->kc, g->inputs);
-    m->k->free(m->kc, g->targets);
+    dt_lm_mem_free(m, &g->mem);
     free(g->resid);
     free(g->blk);
     free(g->units);
     free(g->views);
     free(g->names);
     free(g);
-}
-
-/* The arena's cursor: n elements of type t are carved off it at a time, each piece on a 64-byte
- * boundary (cache lines; a GPU's vector loads). With no base, it only counts. */
-struct cursor {
-    char *base;
-    size_t off;
-};
-
-static void *take(struct cursor *c, size_t n, enum dt_dtype t)
-{
-    void *p = c->base ? c->base + c->off : NULL;
-    c->off += (n * dt_dtype_size(t) + 63) & ~(size_t)63;
-    return p;
 }
 
 /* Lay the activations out from base (NULL: only count); returns the bytes they take, *kept those of
@@ -399,39 +329,39 @@ static size_t carve(struct gpt *g, char *base, size_t nscratch, size_t *kept)
     size_t BT = (size_t)g->B * g->T, BTC = BT * C, natt = g->base.k->attention_saved(g->B, NH, g->T);
     enum dt_dtype at = g->at;
     size_t nblocks = g->c.activation_checkpointing ? 1 : (size_t)L;
-    struct cursor cur = {base, 0};
-    for (int l = 0; l <= L; l++) g->resid[l] = take(&cur, BTC, DT_F32);
+    struct dt_cursor cur = {base, 0};
+    for (int l = 0; l <= L; l++) g->resid[l] = dt_take(&cur, BTC, DT_F32);
     for (size_t i = 0; i < nblocks; i++) {
         struct block *b = &g->blk[i];
-        b->ln1 = take(&cur, BTC, at);
-        b->ln1_mean = take(&cur, BT, DT_F32);
-        b->ln1_rstd = take(&cur, BT, DT_F32);
-        b->qkv = take(&cur, 3 * BTC, at);
-        b->atty = take(&cur, BTC, at);
-        b->att = take(&cur, natt, DT_F32);
-        b->res2 = take(&cur, BTC, DT_F32);
-        b->ln2 = take(&cur, BTC, at);
-        b->ln2_mean = take(&cur, BT, DT_F32);
-        b->ln2_rstd = take(&cur, BT, DT_F32);
-        b->fch = take(&cur, 4 * BTC, at);
-        b->fch_gelu = take(&cur, 4 * BTC, at);
+        b->ln1 = dt_take(&cur, BTC, at);
+        b->ln1_mean = dt_take(&cur, BT, DT_F32);
+        b->ln1_rstd = dt_take(&cur, BT, DT_F32);
+        b->qkv = dt_take(&cur, 3 * BTC, at);
+        b->atty = dt_take(&cur, BTC, at);
+        b->att = dt_take(&cur, natt, DT_F32);
+        b->res2 = dt_take(&cur, BTC, DT_F32);
+        b->ln2 = dt_take(&cur, BTC, at);
+        b->ln2_mean = dt_take(&cur, BT, DT_F32);
+        b->ln2_rstd = dt_take(&cur, BT, DT_F32);
+        b->fch = dt_take(&cur, 4 * BTC, at);
+        b->fch_gelu = dt_take(&cur, 4 * BTC, at);
     }
     for (int l = (int)nblocks; l < L; l++) g->blk[l] = g->blk[0];
-    g->proj = take(&cur, BTC, at);
-    g->lnf = take(&cur, BTC, at);
-    g->lnf_mean = take(&cur, BT, DT_F32);
-    g->lnf_rstd = take(&cur, BT, DT_F32);
-    g->logits = take(&cur, BT * V, at);
-    g->losses = take(&cur, BT, DT_F32);
+    g->proj = dt_take(&cur, BTC, at);
+    g->lnf = dt_take(&cur, BTC, at);
+    g->lnf_mean = dt_take(&cur, BT, DT_F32);
+    g->lnf_rstd = dt_take(&cur, BT, DT_F32);
+    g->head.logits = dt_take(&cur, BT * V, at);
+    g->head.losses = dt_take(&cur, BT, DT_F32);
     *kept = cur.off;
-    g->dres = take(&cur, BTC, DT_F32);
-    g->dln = take(&cur, BTC, DT_F32);
-    g->datty = take(&cur, BTC, DT_F32);
-    g->dqkv = take(&cur, 3 * BTC, at);
-    g->dfch = take(&cur, 4 * BTC, at);
-    g->dfch_gelu = take(&cur, 4 * BTC, DT_F32);
-    g->dres_lp = at == DT_F32 ? NULL : take(&cur, BTC, at);
-    g->attn_scratch = take(&cur, nscratch, DT_F32);
+    g->dres = dt_take(&cur, BTC, DT_F32);
+    g->dln = dt_take(&cur, BTC, DT_F32);
+    g->datty = dt_take(&cur, BTC, DT_F32);
+    g->dqkv = dt_take(&cur, 3 * BTC, at);
+    g->dfch = dt_take(&cur, 4 * BTC, at);
+    g->dfch_gelu = dt_take(&cur, 4 * BTC, DT_F32);
+    g->dres_lp = at == DT_F32 ? NULL : dt_take(&cur, BTC, at);
+    g->attn_scratch = dt_take(&cur, nscratch, DT_F32);
     return cur.off;
 }
 
@@ -469,18 +399,13 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     }
     size_t nacts, nscratch = k->attention_scratch(B, T, C, NH, NH, g->at);
     size_t bytes = carve(g, NULL, nscratch, &nacts);
-    m->params = k->alloc(kc, nparams * sizeof(float));
-    m->grads = k->alloc(kc, nparams * sizeof(float));
-    g->arena = k->alloc(kc, bytes);
-    g->inputs = k->alloc(kc, (size_t)B * T * sizeof(int32_t));
-    g->targets = k->alloc(kc, (size_t)B * T * sizeof(int32_t));
-    if (!m->params || !m->grads || !g->arena || !g->inputs || !g->targets) {
+    rc = dt_lm_mem_alloc(m, &g->mem, bytes, B, T);
+    if (rc != DT_SUCCESS) {
         gpt_free(m);
-        return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the model (%zu parameters, %zu MiB of "
-                        "activations); lower data.micro_batch_size or enable model.activation_checkpointing",
-                        nparams, bytes >> 20);
+        return rc;
     }
-    carve(g, g->arena, nscratch, &nacts);
+    carve(g, g->mem.arena, nscratch, &nacts);
+    g->head = (struct dt_lm_head){g->voc, 0, B * T, C, g->at, g->head.logits, g->head.losses, g->mem.targets};
     dt_model_own_mem(m);
     m->activation_bytes = nacts;
     m->flops_per_token = 6.0 * (double)nparams + 12.0 * L * C * T;
@@ -584,22 +509,7 @@ dt_status_t dt_gpt_load_llmc(struct dt_model *m, const char *path)
 void dt_gpt_logits(const struct dt_model *m, float *out)
 {
     const struct gpt *g = m->impl;
-    int BT = g->B * g->T, V = g->c.vocab_size;
-    size_t es = dt_dtype_size(g->at);
-    uint16_t row[LOGIT_COLS]; /* a 16-bit row of a block, widened here */
-    for (int c = 0; c < g->nchunks; c++) {
-        int n = chunk_rows(g, c), v0 = c * g->vb;
-        for (int i = 0; i < BT; i++) {
-            const char *at = (const char *)g->logits + ((size_t)BT * v0 + (size_t)i * n) * es;
-            float *o = out + (size_t)i * V + v0;
-            if (g->at == DT_F32) {
-                m->k->copy(m->kc, o, at, (size_t)n * sizeof(float), DT_COPY_TO_HOST);
-                continue;
-            }
-            m->k->copy(m->kc, row, at, (size_t)n * es, DT_COPY_TO_HOST);
-            for (int v = 0; v < n; v++) o[v] = g->at == DT_BF16 ? dt_f32_from_bf16(row[v]) : dt_f32_from_f16(row[v]);
-        }
-    }
+    dt_lm_head_logits(m, &g->head, out);
 }
 
 dt_status_t dt_gpt_init(struct dt_model *m, uint64_t seed)

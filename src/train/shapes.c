@@ -1,5 +1,7 @@
 /* shapes.c - see shapes.h. */
 #include <stdio.h>
+#include <stdlib.h>
+#include "core/error.h"
 #include "train/shapes.h"
 
 void dt_shapes_gpt(const struct dt_config *cfg, enum dt_dtype activations, struct dt_gpt_config *gc)
@@ -7,6 +9,27 @@ void dt_shapes_gpt(const struct dt_config *cfg, enum dt_dtype activations, struc
     *gc = (struct dt_gpt_config){(int)cfg->model.n_layer,    (int)cfg->model.n_head,  (int)cfg->model.n_embd,
                                  (int)cfg->model.vocab_size, (int)cfg->model.seq_len, cfg->model.activation_checkpointing,
                                  false,                      activations};
+}
+
+void dt_shapes_llama(const struct dt_config *cfg, enum dt_dtype activations, struct dt_llama_config *lc)
+{
+    *lc = (struct dt_llama_config){.n_layer = (int)cfg->model.n_layer,
+                                   .n_head = (int)cfg->model.n_head,
+                                   .n_kv_head = (int)cfg->model.n_kv_head,
+                                   .n_embd = (int)cfg->model.n_embd,
+                                   .intermediate_size = (int)cfg->model.intermediate_size,
+                                   .vocab_size = (int)cfg->model.vocab_size,
+                                   .max_seq_len = (int)cfg->model.seq_len,
+                                   .rms_eps = (float)cfg->model.norm_eps,
+                                   .rope_theta = (float)cfg->model.rope_theta,
+                                   .tie_embeddings = cfg->model.tie_embeddings,
+                                   .rope_scaling = {cfg->model.rope_scaling.type == DT_ROPE_LLAMA3
+                                                        ? (float)cfg->model.rope_scaling.factor : 0.0f,
+                                                    (float)cfg->model.rope_scaling.low_freq_factor,
+                                                    (float)cfg->model.rope_scaling.high_freq_factor,
+                                                    (float)cfg->model.rope_scaling.original_max_position_embeddings},
+                                   .activation_checkpointing = cfg->model.activation_checkpointing,
+                                   .activations = activations};
 }
 
 void dt_shapes_mlp(const struct dt_config *cfg, struct dt_mlp_config *mc)
@@ -38,6 +61,11 @@ dt_status_t dt_shapes_units(const struct dt_config *cfg, struct dt_unit **units,
         dt_shapes_mlp(cfg, &mc);
         return dt_mlp_units(&mc, units, n);
     }
+    if (cfg->model.type == DT_MODEL_LLAMA) {
+        struct dt_llama_config lc;
+        dt_shapes_llama(cfg, DT_F32, &lc);
+        return dt_llama_units(&lc, units, n);
+    }
     struct dt_gpt_config gc;
     dt_shapes_gpt(cfg, DT_F32, &gc);
     return dt_gpt_units(&gc, units, n);
@@ -55,8 +83,39 @@ void dt_shapes_describe(const struct dt_config *cfg, char *buf, size_t n)
             snprintf(buf + o, n - (size_t)o, "] out=%d %s", mc.out, mc.regression ? "regression" : "classification");
         return;
     }
+    if (cfg->model.type == DT_MODEL_LLAMA) {
+        struct dt_llama_config lc;
+        dt_shapes_llama(cfg, DT_F32, &lc);
+        snprintf(buf, n, DT_LLAMA_DESCRIBE, lc.n_layer, lc.n_head, lc.n_kv_head, lc.n_embd, lc.intermediate_size,
+                 lc.vocab_size, lc.max_seq_len, lc.tie_embeddings ? 1 : 0, (double)lc.rms_eps, (double)lc.rope_theta,
+                 (double)lc.rope_scaling.factor, (double)lc.rope_scaling.low_freq_factor,
+                 (double)lc.rope_scaling.high_freq_factor, (double)lc.rope_scaling.original_max_position);
+        return;
+    }
     struct dt_gpt_config gc;
     dt_shapes_gpt(cfg, DT_F32, &gc);
     snprintf(buf, n, "gpt n_layer=%d n_head=%d n_embd=%d vocab_size=%d seq_len=%d", gc.n_layer, gc.n_head, gc.n_embd,
              gc.vocab_size, gc.max_seq_len);
+}
+
+dt_status_t dt_shapes_print(const struct dt_config *cfg, FILE *out)
+{
+    struct dt_unit *units;
+    int n;
+    DT_CHECK(dt_shapes_units(cfg, &units, &n));
+    size_t total = 0;
+    for (int u = 0; u < n; u++) total += units[u].numel;
+    free(units);
+    char digits[32], grouped[48], shape[256];
+    int len = snprintf(digits, sizeof digits, "%zu", total), o = 0;
+    for (int i = 0; i < len; i++) {
+        if (i && (len - i) % 3 == 0) grouped[o++] = ',';
+        grouped[o++] = digits[i];
+    }
+    grouped[o] = 0;
+    double v = (double)total;
+    dt_shapes_describe(cfg, shape, sizeof shape);
+    fprintf(out, "# parameters: %s (%.3g%s), %s\n", grouped, v >= 1e9 ? v / 1e9 : v >= 1e6 ? v / 1e6 : v / 1e3,
+            v >= 1e9 ? "B" : v >= 1e6 ? "M" : "K", shape);
+    return DT_SUCCESS;
 }

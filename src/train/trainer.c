@@ -27,6 +27,7 @@
 #include "launch/launch.h"
 #include "optim/sched.h"
 #include "precision/policy.h"
+#include "ckpt/hf.h"
 #include "strategy/strategy.h"
 #include "train/breakdown.h"
 #include "train/peak.h"
@@ -176,6 +177,12 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
         tr->y = malloc((size_t)tr->B * mc.out * sizeof(float));
         tr->labels = malloc((size_t)tr->B * sizeof(int32_t));
         if (!tr->x || !tr->y || !tr->labels) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the batch");
+    } else if (cfg->model.type == DT_MODEL_LLAMA) {
+        struct dt_llama_config lc;
+        dt_shapes_llama(cfg, tr->prec.compute, &lc);
+        DT_CHECK(dt_llama_create(&lc, tr->k, tr->kc, tr->B, tr->T, &tr->model));
+        if (cfg->model.init_from) DT_CHECK(dt_hf_load_llama(tr->model, cfg->model.init_from));
+        else DT_CHECK(dt_llama_init(tr->model, (uint64_t)cfg->run.seed));
     } else {
         struct dt_gpt_config gc;
         dt_shapes_gpt(cfg, tr->prec.compute, &gc);
@@ -544,6 +551,9 @@ dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, cons
         if (cfg->model.type == DT_MODEL_MLP)
             snprintf(model, sizeof model, "MLP %s, %d hidden layer%s", cfg->model.mlp.task == DT_TASK_REGRESSION ?
                      "regression" : "classification", cfg->model.mlp.hidden.n, cfg->model.mlp.hidden.n != 1 ? "s" : "");
+        else if (cfg->model.type == DT_MODEL_LLAMA)
+            snprintf(model, sizeof model, "Llama %lld layers, %lld query heads on %lld key/value heads",
+                     (long long)cfg->model.n_layer, (long long)cfg->model.n_head, (long long)cfg->model.n_kv_head);
         else snprintf(model, sizeof model, "GPT %lld layers", (long long)cfg->model.n_layer);
         if (tr.train.features) {
             res->loss_floor = dt_teacher_loss_floor(&tr.train.teacher);

@@ -65,7 +65,7 @@ done
 run "dtrun ckpt inspect a/ckpt/latest" 0 "$DTRUN" ckpt inspect a/ckpt/latest
 same "... says which it took" "$err" "dtrun: ckpt: a/ckpt/latest names a/ckpt/step-00000020: step 20"
 run "dtrun ckpt export a/ckpt/latest" 0 "$DTRUN" ckpt export a/ckpt/latest --format safetensors --out hf-latest
-has "... exports step 20" "$out" "hf-latest: model.safetensors and config.json (GPT2LMHeadModel) of step 20"
+has "... exports step 20" "$out" "hf-latest: safetensors and config.json (GPT2LMHeadModel) of step 20"
 run "dtrun ckpt export a (the run.dir)" 0 "$DTRUN" ckpt export a --format llmc --out run-dir.bin
 same "... says which it took" "$err" "dtrun: ckpt: a is a run.dir: its checkpoint.dir a/ckpt holds the newest valid checkpoint a/ckpt/step-00000020"
 has "... exports step 20" "$out" "run-dir.bin: llm.c model file (version 3) of step 20"
@@ -223,7 +223,7 @@ run "... read by the format's definition into the PyTorch reference" 0 $PY "$CHE
 d=$(awk -v a="$out" -v b="$val" 'BEGIN { d = (a - b) / b; printf "%.2e", d < 0 ? -d : d }')
 within "$d" 1e-5 && ok "... its loss is dtrun's validation loss ($out vs $val)" || not_ok "PyTorch $out, dtrun $val"
 run "export of an unknown format" 2 "$DTRUN" ckpt export x/ckpt --format onnx --out m.onnx
-has "... names the ones there are" "$err" "dtrun ckpt export: error: --format 'onnx': use llmc (llm.c's model file) or safetensors (Hugging Face GPT-2)"
+has "... names the ones there are" "$err" "dtrun ckpt export: error: --format 'onnx': use llmc (llm.c's model file) or safetensors (a Hugging Face model directory)"
 run "inspect a directory without checkpoints" 5 "$DTRUN" ckpt inspect data
 has "... says so" "$err" "data: error: no valid checkpoint here"
 

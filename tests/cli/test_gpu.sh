@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Training on GPUs against the CPU (issue #14): the tiny GPT's 20-step losses with compute.device
-# cuda against cpu, in fp32 and bf16-mixed; where 2 GPUs exist, DDP and ZeRO-1/2/3 on 2 GPUs
+# Training on GPUs against the CPU (issue #14): the tiny GPT's and a tiny Llama's 20-step losses with
+# compute.device cuda against cpu, in fp32 and bf16-mixed; where 2 GPUs exist, DDP and ZeRO-1/2/3 on 2 GPUs
 # against 1. Skipped where no GPU is: `make check-gpu` runs it on a GPU node. Tolerances: the GPU's
 # expf, its summation orders and cuBLASLt's are not the CPU's, so losses agree to what 20 steps of
 # those differences give (fp32 1e-4 relative, bf16-mixed 1e-2), and DDP over NCCL on 2 GPUs against
@@ -14,20 +14,36 @@ if [ "$gpus" -lt 1 ]; then
 fi
 base=(events.interval=1ba model.n_layer=2 model.n_embd=64 model.n_head=4 model.seq_len=32 run.eval_interval=0ba
     run.max_duration=20ba data.micro_batch_size=4)
+# against TOL: cuda's losses against the cpu's, run by run
+against() {
+    local d
+    d=$(maxrel "$2" "$3")
+    within "$d" "$4" && ok "$1: cuda against cpu within $4 ($d)" || not_ok "$1: cuda differs from cpu by $d (limit $4)"
+}
+# a Llama (issue #30): grouped-query attention on the CUDA-core kernels (head size 16), and on the
+# tensor-core ones in bf16 (head size 64)
+llama=(model.type=llama model.n_kv_head=2 model.intermediate_size=96)
+llama64=(model.type=llama model.n_embd=256 model.n_kv_head=2 model.intermediate_size=384)
 for p in 32-true bf16-mixed; do
     tol=1e-4
     [ $p = bf16-mixed ] && tol=1e-2
-    run "cpu, $p" 0 timeout 300 "$DTRUN" run "${base[@]}" compute.precision=$p compute.device=cpu run.dir=cpu-$p
-    run "cuda, $p" 0 timeout 300 "$DTRUN" run "${base[@]}" compute.precision=$p compute.device=cuda run.dir=gpu-$p
-    same "20 losses each ($p)" "$(losses gpu-$p | wc -l) $(losses cpu-$p | wc -l)" "20 20"
-    within "cuda against cpu, $p" "$(maxrel gpu-$p cpu-$p)" $tol
+    for m in gpt llama llama64; do
+        case $m in gpt) extra=() ;; llama) extra=("${llama[@]}") ;; llama64) extra=("${llama64[@]}") ;; esac
+        run "$m cpu, $p" 0 timeout 300 "$DTRUN" run "${base[@]}" "${extra[@]}" compute.precision=$p compute.device=cpu \
+            run.dir=cpu-$m-$p
+        run "$m cuda, $p" 0 timeout 300 "$DTRUN" run "${base[@]}" "${extra[@]}" compute.precision=$p \
+            compute.device=cuda run.dir=gpu-$m-$p
+        same "$m: 20 losses each ($p)" "$(losses gpu-$m-$p | wc -l) $(losses cpu-$m-$p | wc -l)" "20 20"
+        against "$m $p" gpu-$m-$p cpu-$m-$p $tol
+    done
 done
 if [ "$gpus" -ge 2 ]; then
     # the same global batch of 8: one GPU with micro-batch 8, or two with 4 each
     run "1 GPU" 0 timeout 300 "$DTRUN" run "${base[@]}" data.micro_batch_size=8 compute.device=cuda run.dir=one
     for s in ddp zero1 zero2 zero3; do
         run "2 GPUs, $s" 0 timeout 300 "$DTRUN" -n 2 run "${base[@]}" compute.strategy=$s compute.device=cuda run.dir=two-$s
-        within "$s on 2 GPUs against 1" "$(maxrel two-$s one)" 1e-4
+        d=$(maxrel two-$s one)
+        within "$d" 1e-4 && ok "$s on 2 GPUs against 1 within 1e-4 ($d)" || not_ok "$s on 2 GPUs differs from 1 by $d"
     done
 else
     for s in ddp zero1 zero2 zero3; do ok "$s on 2 GPUs # SKIP this node has $gpus"; done

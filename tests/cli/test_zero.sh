@@ -6,7 +6,7 @@
 # (parts that do not divide) and units smaller than a rank's share work; bf16-true keeps bf16
 # parameters only and ends within 2% of fp32 on text; the model state per rank is what `dtrun check
 # --memory` says, within 10% of DeepSpeed's formulas at the 124M shape; bad strategy settings are
-# refused before any rank starts. (HYBRID_SHARD across two Slurm nodes: test_slurm.sh.) The sanitizer
+# refused before any rank starts; a Llama traces DDP under each stage too. (HYBRID_SHARD across two Slurm nodes: test_slurm.sh.) The sanitizer
 # build runs each stage's code once, on 2 ranks, and checks the other names map to those stages.
 . "$(dirname "$0")/tap.sh"
 cd "$TMP" || exit 1
@@ -74,6 +74,23 @@ for p in "${precisions[@]}"; do
         four "$p: $v" "$v-$p" compute.precision=$p "${args[@]}"
         case $v in deepspeed:zero*) has "$v.json runs stage ${v#deepspeed:zero}" "$err" "strategy: stage ${v#deepspeed:zero} over 4 ranks" ;; esac
         traces "$v" "$v-$p" "ddp-$p" "$p"
+    done
+done
+# Llama (issue #30: grouped-query attention, its own LM head, whose untied embedding gets only rows)
+# traces DDP under every stage as GPT does; under the sanitizers zero3 alone
+llama=(model.type=llama model.n_kv_head=2 model.intermediate_size=96)
+lprec=(32-true bf16-mixed)
+[ $full = 1 ] || lprec=(32-true)
+for p in "${lprec[@]}"; do
+    four "$p: llama ddp" "llama-ddp-$p" compute.precision=$p "${llama[@]}"
+    run "$p: llama on 1 rank, accumulation $ranks" 0 "$DTRUN" run "${base[@]}" "${llama[@]}" compute.precision=$p \
+        compute.gradient_accumulation_steps=$ranks run.dir="one-llama-$p"
+    traces "llama: 1 rank x $ranks micro-batches" "one-llama-$p" "llama-ddp-$p" "$p"
+    variants=(zero1 zero2 zero3)
+    [ $full = 1 ] || variants=(zero3)
+    for v in "${variants[@]}"; do
+        four "$p: llama $v" "llama-$v-$p" compute.precision=$p compute.strategy=$v "${llama[@]}"
+        traces "llama $v" "llama-$v-$p" "llama-ddp-$p" "$p"
     done
 done
 skips() { grep -o '"skipped_steps":[0-9]*' "$1/events.jsonl" | tr '\n' ' '; }

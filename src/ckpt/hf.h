@@ -1,0 +1,24 @@
+/*
+ * hf.h - Hugging Face model directories in and out: config.json beside model.safetensors, or
+ * shards model-0000N-of-0000M.safetensors with model.safetensors.index.json (safetensors.h). A
+ * model's parameter views carry Hugging Face's names (llama.h), so both directions walk the views.
+ */
+#ifndef DT_CKPT_HF_H
+#define DT_CKPT_HF_H
+
+#include <stdint.h>
+#include "model/llama.h"
+
+/* transformers' name of a dtype in config.json's torch_dtype: float32, bfloat16, float16 */
+const char *dt_hf_torch_dtype(enum dt_dtype t);
+
+/* dir's weights into the Llama m's own parameters (m->params): config.json must describe m (one
+ * error names every setting that differs) and the tensors (fp32, bf16 or fp16) must be exactly m's
+ * (one error names every missing, misshapen or unknown one). */
+dt_status_t dt_hf_load_llama(struct dt_model *m, const char *dir);
+/* params (host, fp32, m's flat buffer) into dir as dtype, in shards of at most shard_bytes once the
+ * tensors pass that size (0: one file), with config.json. */
+dt_status_t dt_hf_save_llama(const struct dt_model *m, const float *params, const char *dir, enum dt_dtype dtype,
+                             uint64_t shard_bytes);
+
+#endif

@@ -1,0 +1,231 @@
+/* hf_llama.c - see hf.h: a Llama's weights in Hugging Face's LlamaForCausalLM layout. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "ckpt/hf.h"
+#include "ckpt/safetensors.h"
+#include "config/ynode.h"
+#include "core/error.h"
+
+const char *dt_hf_torch_dtype(enum dt_dtype t)
+{
+    return t == DT_BF16 ? "bfloat16" : t == DT_F16 ? "float16" : "float32";
+}
+
+/* what config.json must say for this model, one line per key it disagrees on */
+struct mismatch {
+    char text[2048];
+    size_t len;
+    int n;
+};
+
+static void line(struct mismatch *mm, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(struct mismatch *mm, const char *fmt, ...)
+{
+    if (mm->len < sizeof mm->text) {
+        va_list ap;
+        va_start(ap, fmt);
+        mm->len += (size_t)vsnprintf(mm->text + mm->len, sizeof mm->text - mm->len, fmt, ap);
+        va_end(ap);
+    }
+    mm->n++;
+}
+
+static void differ(struct mismatch *mm, const char *key, const char *file, const char *ours)
+{
+    line(mm, "\n  %s: config.json %s, this run %s", key, file, ours);
+}
+
+static const struct dt_ynode *lookup(const struct dt_ynode *map, const char *key)
+{
+    for (size_t i = 0; map && map->kind == DT_Y_MAP && i < map->n; i++)
+        if (!strcmp(map->pairs[i].key->str, key)) return map->pairs[i].value;
+    return NULL;
+}
+
+/* key's number (def when config.json leaves it out, as transformers' LlamaConfig defaults it) against ours */
+static void number(struct mismatch *mm, const struct dt_ynode *root, const char *key, double def, double ours,
+                   double tol)
+{
+    const struct dt_ynode *v = lookup(root, key);
+    char fs[64], os[64];
+    double x = def;
+    if (v && !dt_ynode_is_null(v)) {
+        char *end;
+        x = v->kind == DT_Y_SCALAR ? strtod(v->str, &end) : 0;
+        if (v->kind != DT_Y_SCALAR || end == v->str || *end) {
+            differ(mm, key, v->kind == DT_Y_SCALAR ? v->str : "(not a number)", "a number");
+            return;
+        }
+    }
+    if (x == ours || (tol > 0 && x > ours * (1 - tol) && x < ours * (1 + tol))) return;
+    snprintf(fs, sizeof fs, "%.10g%s", x, v ? "" : " (its default)");
+    snprintf(os, sizeof os, "%.10g", ours);
+    differ(mm, key, fs, os);
+}
+
+static void flag(struct mismatch *mm, const struct dt_ynode *root, const char *key, bool def, bool ours)
+{
+    const struct dt_ynode *v = lookup(root, key);
+    bool x = v && !dt_ynode_is_null(v) ? !strcmp(v->str, "true") : def;
+    if (x != ours) differ(mm, key, x ? "true" : "false", ours ? "true" : "false");
+}
+
+/* config.json against the model's shape: every disagreement in one error */
+static dt_status_t check_config(const struct dt_llama_config *c, const char *dir)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    struct dt_ydoc *doc;
+    if (dt_ydoc_load_file(path, &doc) != DT_SUCCESS)
+        return dt_error(DT_ERR_DATA, "%s\n  hint: model.init_from takes a Hugging Face model directory (config.json "
+                        "beside model.safetensors)", dt_error_msg());
+    const struct dt_ynode *root = dt_ydoc_root(doc);
+    struct mismatch mm = {.len = 0};
+    const struct dt_ynode *type = lookup(root, "model_type");
+    if (!type || strcmp(type->str, "llama")) differ(&mm, "model_type", type ? type->str : "(absent)", "llama");
+    number(&mm, root, "num_hidden_layers", 32, c->n_layer, 0);
+    number(&mm, root, "hidden_size", 4096, c->n_embd, 0);
+    number(&mm, root, "num_attention_heads", 32, c->n_head, 0);
+    const struct dt_ynode *kv = lookup(root, "num_key_value_heads");
+    number(&mm, root, "num_key_value_heads", kv && !dt_ynode_is_null(kv) ? 0 : c->n_head, c->n_kv_head, 0);
+    const struct dt_ynode *hd = lookup(root, "head_dim");
+    if (hd && !dt_ynode_is_null(hd)) number(&mm, root, "head_dim", 0, c->n_embd / c->n_head, 0);
+    number(&mm, root, "intermediate_size", 11008, c->intermediate_size, 0);
+    number(&mm, root, "vocab_size", 32000, c->vocab_size, 0);
+    number(&mm, root, "rms_norm_eps", 1e-6, c->rms_eps, 1e-6);
+    number(&mm, root, "rope_theta", 10000, c->rope_theta, 1e-6);
+    flag(&mm, root, "tie_word_embeddings", false, c->tie_embeddings);
+    flag(&mm, root, "attention_bias", false, false);
+    flag(&mm, root, "mlp_bias", false, false);
+    const struct dt_ynode *act = lookup(root, "hidden_act");
+    if (act && strcmp(act->str, "silu")) differ(&mm, "hidden_act", act->str, "silu");
+    const struct dt_ynode *rs = lookup(root, "rope_scaling");
+    const struct dt_rope_scaling *sc = &c->rope_scaling;
+    if (rs && !dt_ynode_is_null(rs)) {
+        const struct dt_ynode *ty = lookup(rs, "rope_type");
+        if (!ty) ty = lookup(rs, "type");
+        if (!ty || ty->kind != DT_Y_SCALAR || strcmp(ty->str, "llama3"))
+            differ(&mm, "rope_scaling.rope_type", ty && ty->kind == DT_Y_SCALAR ? ty->str : "(absent)",
+                   "llama3 (the one scaling dtrun has)");
+        else if (sc->factor <= 0)
+            differ(&mm, "rope_scaling.rope_type", "llama3", "none (model.rope_scaling.type)");
+        else {
+            number(&mm, rs, "factor", 8, sc->factor, 1e-6);
+            number(&mm, rs, "low_freq_factor", 1, sc->low_freq_factor, 1e-6);
+            number(&mm, rs, "high_freq_factor", 4, sc->high_freq_factor, 1e-6);
+            number(&mm, rs, "original_max_position_embeddings", 8192, sc->original_max_position, 0);
+        }
+    } else if (sc->factor > 0) {
+        differ(&mm, "rope_scaling", "null", "llama3 (model.rope_scaling.type)");
+    }
+    dt_ydoc_free(doc);
+    if (mm.n)
+        return dt_error(DT_ERR_CONFIG, "%s: error: %d setting%s of config.json disagree%s with the model this run "
+                        "builds:%s\n  hint: set model.* to the checkpoint's values (or model.preset to its name)",
+                        path, mm.n, mm.n == 1 ? "" : "s", mm.n == 1 ? "s" : "", mm.text);
+    return DT_SUCCESS;
+}
+
+dt_status_t dt_hf_load_llama(struct dt_model *m, const char *dir)
+{
+    const struct dt_llama_config *c = dt_llama_config_of(m);
+    DT_CHECK(check_config(c, dir));
+    struct dt_st_set *st;
+    DT_CHECK(dt_st_open(dir, &st));
+    /* every tensor of the model present with its shape; nothing else but a tied head's copy */
+    struct mismatch mm = {.len = 0};
+    size_t most = 0;
+    for (int i = 0; i < m->nviews; i++) {
+        const struct dt_param_view *v = &m->views[i];
+        const struct dt_st_tensor *t = dt_st_find(st, v->name);
+        most = v->numel > most ? v->numel : most;
+        char want[64], got[64];
+        snprintf(want, sizeof want, v->ndim == 2 ? "[%d, %d]" : "[%d]", v->shape[0], v->shape[1]);
+        if (!t) {
+            line(&mm, "\n  %s: absent from the checkpoint, %s in the model", v->name, want);
+            continue;
+        }
+        bool same = t->ndim == v->ndim && t->shape[0] == v->shape[0] && (v->ndim == 1 || t->shape[1] == v->shape[1]);
+        if (same) continue;
+        int o = snprintf(got, sizeof got, "[");
+        for (int d = 0; d < t->ndim && o < (int)sizeof got; d++)
+            o += snprintf(got + o, sizeof got - (size_t)o, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+        if (o < (int)sizeof got) snprintf(got + o, sizeof got - (size_t)o, "]");
+        line(&mm, "\n  %s: %s in the checkpoint, %s in the model", v->name, got, want);
+    }
+    for (int i = 0; i < dt_st_count(st); i++) {
+        const char *name = dt_st_at(st, i)->name;
+        bool ours = false;
+        for (int j = 0; j < m->nviews && !ours; j++) ours = !strcmp(m->views[j].name, name);
+        /* a tied head saved anyway, and the rotary inverse frequencies older transformers saved */
+        if (!ours && strcmp(name, "lm_head.weight") && !strstr(name, "rotary_emb.inv_freq"))
+            line(&mm, "\n  %s: in the checkpoint, not a parameter of the model", name);
+    }
+    dt_status_t rc = DT_SUCCESS;
+    if (mm.n)
+        rc = dt_error(DT_ERR_CONFIG, "%s: error: %d tensor%s of the checkpoint do%s not fit the model:%s\n"
+                      "  hint: the names and shapes are Hugging Face LlamaForCausalLM's; check model.* against "
+                      "config.json", dir, mm.n, mm.n == 1 ? "" : "s", mm.n == 1 ? "es" : "", mm.text);
+    float *host = rc == DT_SUCCESS ? malloc(most * sizeof *host) : NULL;
+    if (rc == DT_SUCCESS && !host)
+        rc = dt_error(DT_ERR_NOMEM, "%s: error: out of memory reading a tensor of %zu values", dir, most);
+    for (int i = 0; i < m->nviews && rc == DT_SUCCESS; i++) {
+        const struct dt_param_view *v = &m->views[i];
+        rc = dt_st_read_f32(st, dt_st_find(st, v->name), host);
+        if (rc == DT_SUCCESS) m->k->copy(m->kc, m->params + v->offset, host, v->numel * sizeof *host, DT_COPY_TO_DEVICE);
+    }
+    free(host);
+    dt_st_close(st);
+    return rc;
+}
+
+dt_status_t dt_hf_save_llama(const struct dt_model *m, const float *params, const char *dir, enum dt_dtype dtype,
+                             uint64_t shard_bytes)
+{
+    const struct dt_llama_config *c = dt_llama_config_of(m);
+    struct dt_st_out *t = calloc((size_t)m->nviews, sizeof *t);
+    if (!t) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory");
+    for (int i = 0; i < m->nviews; i++) {
+        const struct dt_param_view *v = &m->views[i];
+        t[i] = (struct dt_st_out){.name = v->name, .ndim = v->ndim, .shape = {v->shape[0], v->shape[1]},
+                                  .data = params + v->offset};
+    }
+    dt_status_t rc = dt_st_write(dir, t, m->nviews, dtype, shard_bytes);
+    free(t);
+    DT_CHECK(rc);
+    char path[4200], tmp[4300];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return dt_error(DT_ERR_SYSTEM, "%s: error: cannot write: %s", tmp, strerror(errno));
+    int hs = c->n_embd / c->n_head;
+    char scaling[256] = "null";
+    const struct dt_rope_scaling *sc = &c->rope_scaling;
+    if (sc->factor > 0)
+        snprintf(scaling, sizeof scaling, "{\"rope_type\": \"llama3\", \"factor\": %.9g, \"low_freq_factor\": %.9g, "
+                 "\"high_freq_factor\": %.9g, \"original_max_position_embeddings\": %.9g}", (double)sc->factor,
+                 (double)sc->low_freq_factor, (double)sc->high_freq_factor, (double)sc->original_max_position);
+    fprintf(f,
+            "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"
+            "  \"hidden_size\": %d,\n  \"intermediate_size\": %d,\n  \"num_hidden_layers\": %d,\n"
+            "  \"num_attention_heads\": %d,\n  \"num_key_value_heads\": %d,\n  \"head_dim\": %d,\n"
+            "  \"vocab_size\": %d,\n  \"max_position_embeddings\": %d,\n  \"rms_norm_eps\": %.9g,\n"
+            "  \"rope_theta\": %.9g,\n  \"rope_scaling\": %s,\n  \"hidden_act\": \"silu\",\n"
+            "  \"attention_bias\": false,\n  \"mlp_bias\": false,\n  \"tie_word_embeddings\": %s,\n"
+            "  \"torch_dtype\": \"%s\"\n}\n",
+            c->n_embd, c->intermediate_size, c->n_layer, c->n_head, c->n_kv_head, hs, c->vocab_size, c->max_seq_len,
+            (double)c->rms_eps, (double)c->rope_theta, scaling, c->tie_embeddings ? "true" : "false",
+            dt_hf_torch_dtype(dtype));
+    bool ok = fflush(f) == 0 && !ferror(f);
+    int e = errno;
+    if (fclose(f) != 0) ok = false;
+    if (!ok || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return dt_error(DT_ERR_SYSTEM, "%s: error: writing failed: %s", path, strerror(ok ? errno : e));
+    }
+    return DT_SUCCESS;
+}

@@ -1,0 +1,56 @@
+/*
+ * llama.h - the Llama family (Llama 2/3, TinyLlama, Mistral-style grouped-query attention), as
+ * Hugging Face's LlamaForCausalLM computes it: pre-norm blocks with RMSNorm, rotary position
+ * embeddings in the rotate-half layout, grouped-query attention (n_kv_head key/value heads shared by
+ * the n_head query heads), a SwiGLU MLP down(silu(gate(x)) * up(x)), no biases, the LM head tied to
+ * the token embedding or its own table.
+ *
+ * The flat buffer is layer-major and every parameter view carries Hugging Face's name, so that a
+ * checkpoint maps onto it by name: model.embed_tokens.weight, then per layer input_layernorm,
+ * self_attn.{q,k,v,o}_proj, post_attention_layernorm, mlp.{gate,up,down}_proj, then model.norm.weight
+ * and lm_head.weight (untied only). q, k and v are adjacent (one matmul makes a row of NH query, NKV
+ * key and NKV value heads, kernels.h's attention layout), as are gate and up (one matmul, gate
+ * first, SwiGLU's input).
+ */
+#ifndef DT_LLAMA_H
+#define DT_LLAMA_H
+
+#include "kernels/formulas.h"
+#include "model/model.h"
+
+struct dt_llama_config {
+    int n_layer, n_head, n_kv_head, n_embd, intermediate_size, vocab_size, max_seq_len;
+    float rms_eps, rope_theta;
+    bool tie_embeddings;
+    struct dt_rope_scaling rope_scaling; /* Llama 3.1's scaled frequencies; factor 0: none */
+    bool activation_checkpointing; /* keep only block inputs; recompute the rest in backward */
+    bool decay_embeddings;         /* weight decay on the token embedding (default off; an untied head decays) */
+    /* DT_F32, or DT_BF16 / DT_F16 (mixed precision), as dt_gpt_config's */
+    enum dt_dtype activations;
+};
+
+/* The model line a checkpoint records (train/shapes.c), which `dtrun ckpt export` reads back. */
+#define DT_LLAMA_DESCRIBE                                                                                      \
+    "llama n_layer=%d n_head=%d n_kv_head=%d n_embd=%d intermediate_size=%d vocab_size=%d seq_len=%d tie=%d "  \
+    "norm_eps=%g rope_theta=%g rope_scaling=%g,%g,%g,%g"
+
+/* Llama's MLP width from the model width: 2/3 of 4 n_embd, times ffn_dim_multiplier (0: none),
+ * rounded up to a multiple of multiple_of (Meta's llama/model.py; 8B: 4096, 1.3, 1024 -> 14336). */
+int dt_llama_intermediate(int n_embd, double ffn_dim_multiplier, int multiple_of);
+
+/* Sized for micro-batches of B sequences of T tokens (T <= max_seq_len). */
+dt_status_t dt_llama_create(const struct dt_llama_config *c, const struct dt_kernels *k, struct dt_kctx *kc, int B,
+                            int T, struct dt_model **out);
+/* Hugging Face's init: every matrix N(0, 0.02), the norms 1. */
+dt_status_t dt_llama_init(struct dt_model *m, uint64_t seed);
+size_t dt_llama_num_params(const struct dt_llama_config *c);
+/* The units of a Llama of this shape, without building it (malloc'd; dtrun check --memory). */
+dt_status_t dt_llama_units(const struct dt_llama_config *c, struct dt_unit **units, int *n);
+/* Of the last forward with grad_scale 0: the logits (B,T,V) row-major fp32; the residual stream
+ * (B,T,C) entering block l (l = n_layer: leaving the last block, before the final norm). */
+void dt_llama_logits(const struct dt_model *m, float *out);
+void dt_llama_hidden(const struct dt_model *m, int l, float *out);
+const struct dt_llama_config *dt_llama_config_of(const struct dt_model *m);
+
+
+#endif

@@ -1,0 +1,107 @@
+/* lm_head.c - see lm_head.h. */
+#include "core/error.h"
+#include "core/half.h"
+#include "model/lm_head.h"
+
+struct dt_vocab dt_vocab_of(int V)
+{
+    int vb = (V / 8 + 63) / 64 * 64;
+    vb = vb > DT_LOGIT_COLS ? DT_LOGIT_COLS : vb < 64 ? (V < 64 ? V : 64) : vb;
+    return (struct dt_vocab){V, vb, (V + vb - 1) / vb};
+}
+
+void dt_embed_forward(struct dt_model *m, const struct dt_vocab *v, int u0, float *out, const int32_t *inputs, int BT,
+                      int C)
+{
+    for (int c = 0; c < v->nchunks; c++) {
+        struct dt_wref w = dt_model_params_any(m, u0 + c);
+        m->k->rows_forward(m->kc, out, inputs, w.p, w.t, c * v->vb, dt_vocab_rows(v, c), BT, C);
+        dt_model_params_any_done(m, u0 + c, w);
+    }
+}
+
+/* vocabulary chunk c's (BT, n) block of the block-major logits */
+static void *logits_block(const struct dt_lm_head *h, int c)
+{
+    return (char *)h->logits + (size_t)h->BT * c * h->voc.vb * dt_dtype_size(h->at);
+}
+
+float dt_lm_head_forward(struct dt_model *m, const struct dt_lm_head *h, const void *x, float grad_scale)
+{
+    const struct dt_kernels *k = m->k;
+    for (int c = 0; c < h->voc.nchunks; c++) {
+        struct dt_wref w = dt_model_params_any(m, h->u0 + c);
+        dt_mm_forward(m, logits_block(h, c), h->at, x, w, false, h->BT, h->C, dt_vocab_rows(&h->voc, c));
+        dt_model_params_any_done(m, h->u0 + c, w);
+    }
+    float dloss = grad_scale / (float)h->BT;
+    /* 16-bit logits go to an fp32 cross-entropy (torch.autocast's bf16 LM head into its fp32 loss) */
+    if (h->at != DT_F32)
+        return k->softmax_xent_lp(m->kc, h->losses, h->logits, h->targets, dloss, h->BT, h->voc.V, h->voc.vb, h->at);
+    return k->softmax_xent(m->kc, h->losses, h->logits, h->targets, dloss, h->BT, h->voc.V, h->voc.vb);
+}
+
+void dt_lm_head_backward(struct dt_model *m, const struct dt_lm_head *h, const void *x, float *dx)
+{
+    for (int c = 0; c < h->voc.nchunks; c++) {
+        int u = h->u0 + c;
+        struct dt_wref w = dt_model_params_any(m, u);
+        bool fresh;
+        float *dw = dt_model_grads(m, u, &fresh);
+        dt_mm_backward(m, dx, dw, NULL, logits_block(h, c), h->at, x, w, h->BT, h->C, dt_vocab_rows(&h->voc, c),
+                       (c == 0 ? DT_SET_DINP : 0) | (fresh ? DT_SET_DPARAMS : 0));
+        dt_model_grads_done(m, u);
+        dt_model_params_any_done(m, u, w);
+    }
+}
+
+void dt_lm_head_logits(const struct dt_model *m, const struct dt_lm_head *h, float *out)
+{
+    size_t es = dt_dtype_size(h->at);
+    uint16_t row[DT_LOGIT_COLS]; /* a 16-bit row of a block, widened here */
+    for (int c = 0; c < h->voc.nchunks; c++) {
+        int n = dt_vocab_rows(&h->voc, c), v0 = c * h->voc.vb;
+        for (int i = 0; i < h->BT; i++) {
+            const char *at = (const char *)h->logits + ((size_t)h->BT * v0 + (size_t)i * n) * es;
+            float *o = out + (size_t)i * h->voc.V + v0;
+            if (h->at == DT_F32) {
+                m->k->copy(m->kc, o, at, (size_t)n * sizeof(float), DT_COPY_TO_HOST);
+                continue;
+            }
+            m->k->copy(m->kc, row, at, (size_t)n * es, DT_COPY_TO_HOST);
+            for (int v = 0; v < n; v++) o[v] = h->at == DT_BF16 ? dt_f32_from_bf16(row[v]) : dt_f32_from_f16(row[v]);
+        }
+    }
+}
+
+dt_status_t dt_lm_mem_alloc(struct dt_model *m, struct dt_lm_mem *a, size_t arena_bytes, int B, int T)
+{
+    const struct dt_kernels *k = m->k;
+    m->params = k->alloc(m->kc, m->nparams * sizeof(float));
+    m->grads = k->alloc(m->kc, m->nparams * sizeof(float));
+    a->arena = k->alloc(m->kc, arena_bytes);
+    a->inputs = k->alloc(m->kc, (size_t)B * T * sizeof(int32_t));
+    a->targets = k->alloc(m->kc, (size_t)B * T * sizeof(int32_t));
+    if (!m->params || !m->grads || !a->arena || !a->inputs || !a->targets)
+        return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the model (%zu parameters, %zu MiB of "
+                        "activations); lower data.micro_batch_size or enable model.activation_checkpointing",
+                        m->nparams, arena_bytes >> 20);
+    return DT_SUCCESS;
+}
+
+void dt_lm_mem_free(struct dt_model *m, struct dt_lm_mem *a)
+{
+    dt_model_drop_buffers(m);
+    m->k->free(m->kc, a->arena);
+    m->k->free(m->kc, a->inputs);
+    m->k->free(m->kc, a->targets);
+}
+
+void dt_lm_tokens_in(struct dt_model *m, const struct dt_lm_mem *a, const struct dt_batch *batch, int B, int T)
+{
+    for (int b = 0; b < B; b++) {
+        const int32_t *row = batch->tokens + (size_t)b * (T + 1);
+        m->k->copy(m->kc, a->inputs + b * T, row, (size_t)T * sizeof(int32_t), DT_COPY_TO_DEVICE);
+        m->k->copy(m->kc, a->targets + b * T, row + 1, (size_t)T * sizeof(int32_t), DT_COPY_TO_DEVICE);
+    }
+}

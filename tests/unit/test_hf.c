@@ -1,0 +1,171 @@
+/*
+ * test_hf.c - a Llama's weights through a Hugging Face model directory (ckpt/hf.h): exported and
+ * imported to the same bits and the same loss, in one file and in shards with their index, in fp32
+ * and bf16; and the two errors that name every disagreement at once: config.json against the model,
+ * the tensors against its parameters.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "ckpt/hf.h"
+#include "ckpt/safetensors.h"
+#include "core/error.h"
+#include "core/half.h"
+#include "dt_test.h"
+
+enum { B = 2, T = 8 };
+
+/* grouped-query attention, its own LM head */
+static const struct dt_llama_config shape = {.n_layer = 2, .n_head = 4, .n_kv_head = 2, .n_embd = 16,
+                                             .intermediate_size = 24, .vocab_size = 37, .max_seq_len = T,
+                                             .rms_eps = 1e-5f, .rope_theta = 10000, .activations = DT_F32};
+
+static struct dt_model *made(const struct dt_llama_config *c, uint64_t seed)
+{
+    struct dt_model *m;
+    assert_int_equal(dt_llama_create(c, &dt_kernels_cpu, dt_test_kctx(), B, T, &m), DT_SUCCESS);
+    if (seed) assert_int_equal(dt_llama_init(m, seed), DT_SUCCESS);
+    return m;
+}
+
+static float loss_of(struct dt_model *m)
+{
+    int32_t tokens[B * (T + 1)];
+    for (int i = 0; i < B * (T + 1); i++) tokens[i] = (i * 7 + 3) % 37;
+    struct dt_batch b = {.B = B, .T = T, .tokens = tokens};
+    return m->iface.forward(m, &b, 0.0f);
+}
+
+/* norms away from 1, so that a norm loaded as another tensor would show */
+static struct dt_model *trained_looking(const struct dt_llama_config *c)
+{
+    struct dt_model *m = made(c, 7);
+    for (size_t i = 0; i < m->nparams; i++) m->params[i] += 0.001f * (float)(i % 13);
+    return m;
+}
+
+static int files_in(const char *dir, const char *suffix)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -c '%s$'", dir, suffix);
+    FILE *p = popen(cmd, "r");
+    int n = 0;
+    assert_int_equal(fscanf(p, "%d", &n), 1);
+    pclose(p);
+    return n;
+}
+
+static void round_trip(uint64_t shard_bytes, int shards)
+{
+    struct dt_model *a = trained_looking(&shape), *b = made(&shape, 0);
+    assert_int_equal(dt_hf_save_llama(a, a->params, "hf", DT_F32, shard_bytes), DT_SUCCESS);
+    assert_int_equal(files_in("hf", ".safetensors"), shards);
+    assert_int_equal(files_in("hf", "index.json"), shards > 1);
+    assert_int_equal(dt_hf_load_llama(b, "hf"), DT_SUCCESS);
+    assert_memory_equal(b->params, a->params, a->nparams * sizeof(float));
+    float la = loss_of(a), lb = loss_of(b);
+    assert_memory_equal(&la, &lb, sizeof la); /* the same loss to the bit */
+    dt_model_free(a);
+    dt_model_free(b);
+}
+
+static void one_file(void **state) { round_trip(0, 1); }
+/* about 8 KB a shard: the 2 x 37 x 16 embeddings and the blocks spread over several files */
+static void sharded(void **state) { round_trip(8000, 3); }
+
+/* bf16 on disk: every weight the nearest bf16, read back exactly */
+static void bf16(void **state)
+{
+    struct dt_model *a = trained_looking(&shape), *b = made(&shape, 0);
+    assert_int_equal(dt_hf_save_llama(a, a->params, "hf", DT_BF16, 0), DT_SUCCESS);
+    assert_int_equal(dt_hf_load_llama(b, "hf"), DT_SUCCESS);
+    for (size_t i = 0; i < a->nparams; i++)
+        if (b->params[i] != dt_f32_from_bf16(dt_bf16_from_f32(a->params[i])))
+            fail_msg("parameter %zu: %.9g, its bf16 %.9g", i, b->params[i],
+                     dt_f32_from_bf16(dt_bf16_from_f32(a->params[i])));
+    dt_model_free(a);
+    dt_model_free(b);
+}
+
+/* a tied model has no lm_head.weight; config.json says so; Llama 3.2's scaled rotary frequencies
+ * are written there and must be read back as they are */
+static void tied(void **state)
+{
+    struct dt_llama_config c = shape;
+    c.tie_embeddings = true;
+    c.rope_scaling = (struct dt_rope_scaling){32, 1, 4, 8192};
+    struct dt_model *a = trained_looking(&c), *b = made(&c, 0);
+    assert_int_equal(dt_hf_save_llama(a, a->params, "hf", DT_F32, 0), DT_SUCCESS);
+    struct dt_st_set *st;
+    assert_int_equal(dt_st_open("hf", &st), DT_SUCCESS);
+    assert_null(dt_st_find(st, "lm_head.weight"));
+    assert_int_equal(dt_st_count(st), 2 + 9 * c.n_layer);
+    dt_st_close(st);
+    assert_int_equal(dt_hf_load_llama(b, "hf"), DT_SUCCESS);
+    float la = loss_of(a), lb = loss_of(b);
+    assert_memory_equal(&la, &lb, sizeof la);
+    dt_model_free(b);
+    c.rope_scaling.factor = 0;
+    b = made(&c, 0);
+    assert_int_equal(dt_hf_load_llama(b, "hf"), DT_ERR_CONFIG);
+    assert_string_equal(dt_error_msg(), "hf/config.json: error: 1 setting of config.json disagrees with the model this "
+                                        "run builds:\n"
+                                        "  rope_scaling.rope_type: config.json llama3, this run none "
+                                        "(model.rope_scaling.type)\n"
+                                        "  hint: set model.* to the checkpoint's values (or model.preset to its name)");
+    dt_model_free(a);
+    dt_model_free(b);
+}
+
+/* every setting of config.json that differs, in one error */
+static void config_mismatch(void **state)
+{
+    struct dt_model *a = trained_looking(&shape);
+    assert_int_equal(dt_hf_save_llama(a, a->params, "hf", DT_F32, 0), DT_SUCCESS);
+    struct dt_llama_config c = shape;
+    c.n_kv_head = 4, c.rope_theta = 500000, c.tie_embeddings = true;
+    struct dt_model *b = made(&c, 0);
+    assert_int_equal(dt_hf_load_llama(b, "hf"), DT_ERR_CONFIG);
+    assert_string_equal(dt_error_msg(), "hf/config.json: error: 3 settings of config.json disagree with the model this "
+                                        "run builds:\n"
+                                        "  num_key_value_heads: config.json 2, this run 4\n"
+                                        "  rope_theta: config.json 10000, this run 500000\n"
+                                        "  tie_word_embeddings: config.json false, this run true\n"
+                                        "  hint: set model.* to the checkpoint's values (or model.preset to its name)");
+    dt_model_free(a);
+    dt_model_free(b);
+}
+
+/* every tensor that is missing, misshapen or unknown, in one error */
+static void tensor_mismatch(void **state)
+{
+    struct dt_model *a = trained_looking(&shape);
+    assert_int_equal(dt_hf_save_llama(a, a->params, "hf", DT_F32, 0), DT_SUCCESS);
+    struct dt_st_out t[64];
+    int n = 0;
+    for (int i = 0; i < a->nviews; i++) {
+        const struct dt_param_view *v = &a->views[i];
+        if (!strcmp(v->name, "model.norm.weight")) continue; /* missing */
+        t[n] = (struct dt_st_out){v->name, v->ndim, {v->shape[0], v->shape[1]}, a->params + v->offset};
+        if (!strcmp(v->name, "model.layers.1.self_attn.k_proj.weight")) t[n].shape[0] = 16, t[n].shape[1] = 4;
+        n++;
+    }
+    t[n++] = (struct dt_st_out){"model.layers.2.mlp.up_proj.weight", 1, {4}, a->params};
+    assert_int_equal(dt_st_write("hf", t, n, DT_F32, 0), DT_SUCCESS);
+    struct dt_model *b = made(&shape, 0);
+    assert_int_equal(dt_hf_load_llama(b, "hf"), DT_ERR_CONFIG);
+    assert_string_equal(dt_error_msg(), "hf: error: 3 tensors of the checkpoint do not fit the model:\n"
+                                        "  model.layers.1.self_attn.k_proj.weight: [16, 4] in the checkpoint, [8, 16] "
+                                        "in the model\n"
+                                        "  model.norm.weight: absent from the checkpoint, [16] in the model\n"
+                                        "  model.layers.2.mlp.up_proj.weight: in the checkpoint, not a parameter of the "
+                                        "model\n"
+                                        "  hint: the names and shapes are Hugging Face LlamaForCausalLM's; check model.* "
+                                        "against config.json");
+    dt_model_free(a);
+    dt_model_free(b);
+}
+
+DT_TESTS(T(one_file), T(sharded), T(bf16), T(tied), T(config_mismatch), T(tensor_mismatch))
