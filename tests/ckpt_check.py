@@ -69,10 +69,10 @@ def read_safetensors(path):
 
 
 def shard_tokens(shard):
-    """an llm.c token shard's tokens: version 1 uint16, version 2 uint32"""
+    """an llm.c token shard's tokens: magic 20240520 version 1 uint16, magic 20240801 version 7 uint32"""
     raw = open(shard, "rb").read()
     magic, version, ntok = struct.unpack("<3i", raw[:12])
-    assert magic == 20240520 and version in (1, 2), (magic, version)
+    assert (magic, version) in ((20240520, 1), (20240801, 7)), (magic, version)
     fmt = "H" if version == 1 else "I"
     return struct.unpack(f"<{ntok}{fmt}", raw[1024:1024 + struct.calcsize(fmt) * ntok])
 

@@ -39,6 +39,12 @@ static void differ(struct mismatch *mm, const char *key, const char *file, const
     line(mm, "\n  %s: config.json %s, this run %s", key, file, ours);
 }
 
+/* a scalar's text; what a map, a list or an absent key shows in a message instead */
+static const char *text(const struct dt_ynode *v)
+{
+    return !v ? "(absent)" : v->kind == DT_Y_SCALAR ? v->str : v->kind == DT_Y_MAP ? "(an object)" : "(a list)";
+}
+
 static const struct dt_ynode *lookup(const struct dt_ynode *map, const char *key)
 {
     for (size_t i = 0; map && map->kind == DT_Y_MAP && i < map->n; i++)
@@ -57,7 +63,7 @@ static void number(struct mismatch *mm, const struct dt_ynode *root, const char 
         char *end;
         x = v->kind == DT_Y_SCALAR ? strtod(v->str, &end) : 0;
         if (v->kind != DT_Y_SCALAR || end == v->str || *end) {
-            differ(mm, key, v->kind == DT_Y_SCALAR ? v->str : "(not a number)", "a number");
+            differ(mm, key, v->kind == DT_Y_SCALAR ? v->str : text(v), "a number");
             return;
         }
     }
@@ -70,6 +76,10 @@ static void number(struct mismatch *mm, const struct dt_ynode *root, const char 
 static void flag(struct mismatch *mm, const struct dt_ynode *root, const char *key, bool def, bool ours)
 {
     const struct dt_ynode *v = lookup(root, key);
+    if (v && !dt_ynode_is_null(v) && (v->kind != DT_Y_SCALAR || (strcmp(v->str, "true") && strcmp(v->str, "false")))) {
+        differ(mm, key, text(v), ours ? "true" : "false");
+        return;
+    }
     bool x = v && !dt_ynode_is_null(v) ? !strcmp(v->str, "true") : def;
     if (x != ours) differ(mm, key, x ? "true" : "false", ours ? "true" : "false");
 }
@@ -86,7 +96,7 @@ static dt_status_t check_config(const struct dt_llama_config *c, const char *dir
     const struct dt_ynode *root = dt_ydoc_root(doc);
     struct mismatch mm = {.len = 0};
     const struct dt_ynode *type = lookup(root, "model_type");
-    if (!type || strcmp(type->str, "llama")) differ(&mm, "model_type", type ? type->str : "(absent)", "llama");
+    if (!type || type->kind != DT_Y_SCALAR || strcmp(type->str, "llama")) differ(&mm, "model_type", text(type), "llama");
     number(&mm, root, "num_hidden_layers", 32, c->n_layer, 0);
     number(&mm, root, "hidden_size", 4096, c->n_embd, 0);
     number(&mm, root, "num_attention_heads", 32, c->n_head, 0);
@@ -102,15 +112,14 @@ static dt_status_t check_config(const struct dt_llama_config *c, const char *dir
     flag(&mm, root, "attention_bias", false, false);
     flag(&mm, root, "mlp_bias", false, false);
     const struct dt_ynode *act = lookup(root, "hidden_act");
-    if (act && strcmp(act->str, "silu")) differ(&mm, "hidden_act", act->str, "silu");
+    if (act && (act->kind != DT_Y_SCALAR || strcmp(act->str, "silu"))) differ(&mm, "hidden_act", text(act), "silu");
     const struct dt_ynode *rs = lookup(root, "rope_scaling");
     const struct dt_rope_scaling *sc = &c->rope_scaling;
     if (rs && !dt_ynode_is_null(rs)) {
         const struct dt_ynode *ty = lookup(rs, "rope_type");
         if (!ty) ty = lookup(rs, "type");
         if (!ty || ty->kind != DT_Y_SCALAR || strcmp(ty->str, "llama3"))
-            differ(&mm, "rope_scaling.rope_type", ty && ty->kind == DT_Y_SCALAR ? ty->str : "(absent)",
-                   "llama3 (the one scaling dtrun has)");
+            differ(&mm, "rope_scaling.rope_type", text(ty), "llama3 (the one scaling dtrun has)");
         else if (sc->factor <= 0)
             differ(&mm, "rope_scaling.rope_type", "llama3", "none (model.rope_scaling.type)");
         else {

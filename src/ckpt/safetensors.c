@@ -147,7 +147,7 @@ static dt_status_t parse_entry(const char *path, const char *name, const struct 
     bool ok = sh->kind == DT_Y_SEQ && sh->n <= DT_ST_MAX_DIMS;
     for (size_t d = 0; ok && d < sh->n; d++) {
         ok = uint_of(sh->items[d], &dim) && dim <= INT64_MAX && !__builtin_mul_overflow(numel, dim, &numel);
-        t->shape[d] = (int64_t)dim;
+        if (ok) t->shape[d] = (int64_t)dim;
     }
     if (!ok)
         return dt_error(DT_ERR_CKPT, "%s: error: tensor '%s': shape is not a list of at most %d non-negative "
@@ -188,7 +188,7 @@ static dt_status_t add_file(struct dt_st_set *s, const char *path)
     if (!fs) return dt_error(DT_ERR_NOMEM, "%s: error: out of memory", path);
     s->files = fs;
     struct file *f = &fs[s->nfiles];
-    *f = (struct file){.path = strdup(path), .fd = open(path, O_RDONLY | O_CLOEXEC)};
+    *f = (struct file){.path = strdup(path), .fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
     if (!f->path) {
         if (f->fd >= 0) close(f->fd);
         return dt_error(DT_ERR_NOMEM, "%s: error: out of memory", path);
@@ -196,6 +196,9 @@ static dt_status_t add_file(struct dt_st_set *s, const char *path)
     s->nfiles++;
     struct stat st;
     if (f->fd < 0 || fstat(f->fd, &st) != 0) return sys_error(path, "cannot open the safetensors file");
+    /* opened without blocking, so a FIFO or a device in a checkpoint's place cannot hang the run */
+    if (!S_ISREG(st.st_mode))
+        return dt_error(DT_ERR_CKPT, "%s: error: not a regular file\n  hint: a checkpoint's shards are files", path);
     f->size = (uint64_t)st.st_size;
     unsigned char len8[8];
     if (f->size < 8)
@@ -282,12 +285,16 @@ static dt_status_t add_single(struct dt_st_set *s, const char *path)
 /* The whole of a small text file (an index), NUL-terminated. */
 static dt_status_t read_text(const char *path, char **buf, size_t *len)
 {
-    struct file f = {.path = (char *)path, .fd = open(path, O_RDONLY | O_CLOEXEC)};
+    struct file f = {.path = (char *)path, .fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
     struct stat st;
     if (f.fd < 0 || fstat(f.fd, &st) != 0) {
         dt_status_t rc = sys_error(path, "cannot open the index");
         if (f.fd >= 0) close(f.fd);
         return rc;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        close(f.fd);
+        return dt_error(DT_ERR_CKPT, "%s: error: not a regular file\n  hint: an index is a JSON file", path);
     }
     dt_status_t rc = DT_SUCCESS;
     *len = (size_t)st.st_size;
@@ -328,6 +335,9 @@ static dt_status_t add_index(struct dt_st_set *s, const char *path, const char *
         if (!shard || !*shard)
             rc = dt_error(DT_ERR_CKPT, "%s: error: weight_map gives tensor '%s' no shard file name\n  hint: %s", path,
                           name, hint);
+        else if (strchr(shard, '/') || !strcmp(shard, ".") || !strcmp(shard, ".."))
+            rc = dt_error(DT_ERR_CKPT, "%s: error: weight_map puts tensor '%s' in '%s', which is not a file name beside "
+                          "the index\n  hint: %s", path, name, shard, hint);
         else if (access(p, F_OK) != 0 && errno == ENOENT)
             rc = dt_error(DT_ERR_CKPT, "%s: error: weight_map puts tensor '%s' in %s, which is missing\n  hint: copy "
                           "or download every shard the index names into %s", path, name, shard, dir);

@@ -131,7 +131,8 @@ static const struct dt_key keys[] = {
     K("model.activation_checkpointing", DT_T_BOOL, model.activation_checkpointing, "false", 0, 0, 0,
       "recompute block internals in backward to save memory"),
     K("model.init_from", DT_T_STR, model.init_from, NULL, 0, 0, DT_F_NULLABLE,
-      "initial weights: gpt, llm.c's model file; llama, a Hugging Face directory (config.json, safetensors); null: random init"),
+      "initial weights: gpt, llm.c's model file; llama, a Hugging Face directory (config.json, safetensors); "
+      "null: random init"),
     {.path = "model.mlp.hidden", .type = DT_T_FLOATS, .offset = OFF(model.mlp.hidden), .def = "[64, 64]", .min = 1,
      .max = 65536, .help = "mlp: widths of the hidden layers (GELU between layers)"},
     E("model.mlp.task", model.mlp.task, "classification", mlp_tasks, 0,

@@ -232,7 +232,19 @@ static void resolve_preset(struct dt_config *cfg, struct dt_diags *d)
         dt_diag(d, loc_of(cfg, "model.preset"), hint, "model.preset '%s' is not a known shape", cfg->model.preset);
         return;
     }
-#define FILL(key, field, val)                                                                                      if (!user_set(origin(cfg, key))) {                                                                                 cfg->model.field = (val);                                                                                      set_auto(cfg, key, "model.preset %s", p->name);                                                            }
+    if (user_set(origin(cfg, "model.type")) && cfg->model.type != DT_MODEL_LLAMA) {
+        char w1[256], w2[256];
+        dt_diag(d, loc_of(cfg, "model.preset"), "drop model.type (the preset sets llama), or drop model.preset",
+                "model.preset %s (%s) is a Llama shape, but model.type is %s (%s)", p->name,
+                where(cfg, "model.preset", w1, sizeof w1), cfg->model.type == DT_MODEL_GPT ? "gpt" : "mlp",
+                where(cfg, "model.type", w2, sizeof w2));
+        return;
+    }
+#define FILL(key, field, val)                                                                                  \
+    if (!user_set(origin(cfg, key))) {                                                                         \
+        cfg->model.field = (val);                                                                              \
+        set_auto(cfg, key, "model.preset %s", p->name);                                                        \
+    }
     FILL("model.type", type, DT_MODEL_LLAMA);
     FILL("model.n_layer", n_layer, p->n_layer);
     FILL("model.n_head", n_head, p->n_head);
@@ -306,7 +318,8 @@ static void check_model(struct dt_config *cfg, struct dt_diags *d)
     char w1[256], w2[256];
     if (cfg->data.synthetic.kind == DT_SYNTH_AUTO) {
         cfg->data.synthetic.kind = cfg->model.type == DT_MODEL_MLP ? DT_SYNTH_TEACHER : DT_SYNTH_MARKOV;
-        set_auto(cfg, "data.synthetic.kind", "model.type %s", cfg->model.type == DT_MODEL_MLP ? "mlp" : "gpt");
+        set_auto(cfg, "data.synthetic.kind", "model.type %s",
+                 cfg->model.type == DT_MODEL_MLP ? "mlp" : cfg->model.type == DT_MODEL_LLAMA ? "llama" : "gpt");
     }
     bool wants_tokens = cfg->model.type != DT_MODEL_MLP;
     if (!cfg->data.train && wants_tokens != (cfg->data.synthetic.kind == DT_SYNTH_MARKOV))

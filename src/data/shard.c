@@ -52,12 +52,13 @@ dt_status_t dt_shard_open(struct dt_shard *s, const char *path, int vocab_size, 
     const int32_t *hdr = map;
     size_t width = hdr[1] == DT_SHARD_V32 ? 4 : 2;
     dt_status_t rc = DT_SUCCESS;
-    if (hdr[0] != DT_SHARD_MAGIC) {
-        rc = dt_error(DT_ERR_DATA, "%s: error: not an llm.c token shard: magic %d at byte 0, expected %d\n%s", path,
-                      hdr[0], DT_SHARD_MAGIC, hint_make);
-    } else if (hdr[1] != DT_SHARD_V16 && hdr[1] != DT_SHARD_V32) {
-        rc = dt_error(DT_ERR_DATA, "%s: error: shard version %d at byte 4; dtrun reads versions %d (uint16 tokens) "
-                      "and %d (uint32 tokens)\n%s", path, hdr[1], DT_SHARD_V16, DT_SHARD_V32, hint_make);
+    int want_version = hdr[0] == DT_SHARD_MAGIC32 ? DT_SHARD_V32 : DT_SHARD_V16;
+    if (hdr[0] != DT_SHARD_MAGIC && hdr[0] != DT_SHARD_MAGIC32) {
+        rc = dt_error(DT_ERR_DATA, "%s: error: not an llm.c token shard: magic %d at byte 0, expected %d (uint16 "
+                      "tokens) or %d (uint32 tokens)\n%s", path, hdr[0], DT_SHARD_MAGIC, DT_SHARD_MAGIC32, hint_make);
+    } else if (hdr[1] != want_version) {
+        rc = dt_error(DT_ERR_DATA, "%s: error: shard version %d at byte 4 after magic %d, which llm.c writes with "
+                      "version %d\n%s", path, hdr[1], hdr[0], want_version, hint_make);
     } else if (hdr[2] < 0 || (size_t)DT_SHARD_HEADER_BYTES + width * (size_t)hdr[2] != size) {
         size_t want = (size_t)DT_SHARD_HEADER_BYTES + width * (size_t)(hdr[2] < 0 ? 0 : hdr[2]);
         rc = dt_error(DT_ERR_DATA, "%s: error: %s: the header (byte 8) says %d tokens, %zu bytes in all, but the "
@@ -122,7 +123,7 @@ dt_status_t dt_shard_write(const char *path, const uint32_t *tokens, size_t ntok
     FILE *f = fopen(tmp, "wb");
     if (!f) return dt_error(DT_ERR_DATA, "%s: error: cannot write: %s", tmp, strerror(errno));
     int version = dt_shard_version(vocab_size);
-    int32_t hdr[256] = {DT_SHARD_MAGIC, version, (int32_t)ntok};
+    int32_t hdr[256] = {version == DT_SHARD_V32 ? DT_SHARD_MAGIC32 : DT_SHARD_MAGIC, version, (int32_t)ntok};
     bool ok = fwrite(hdr, sizeof hdr, 1, f) == 1;
     if (version == DT_SHARD_V32) {
         ok = ok && fwrite(tokens, 4, ntok, f) == ntok;

@@ -74,13 +74,6 @@ struct llama {
     void *dqkv, *dgu, *dres_lp;
 };
 
-int dt_llama_intermediate(int n_embd, double ffn_dim_multiplier, int multiple_of)
-{
-    int h = 2 * (4 * n_embd) / 3;
-    if (ffn_dim_multiplier > 0) h = (int)(ffn_dim_multiplier * h);
-    return multiple_of > 0 ? (h + multiple_of - 1) / multiple_of * multiple_of : h;
-}
-
 /* the block's tensors' rows (their columns: C, but down_proj's H) */
 static void block_rows(const struct dt_llama_config *c, size_t rows[NT])
 {

@@ -34,10 +34,6 @@ struct dt_llama_config {
     "llama n_layer=%d n_head=%d n_kv_head=%d n_embd=%d intermediate_size=%d vocab_size=%d seq_len=%d tie=%d "  \
     "norm_eps=%g rope_theta=%g rope_scaling=%g,%g,%g,%g"
 
-/* Llama's MLP width from the model width: 2/3 of 4 n_embd, times ffn_dim_multiplier (0: none),
- * rounded up to a multiple of multiple_of (Meta's llama/model.py; 8B: 4096, 1.3, 1024 -> 14336). */
-int dt_llama_intermediate(int n_embd, double ffn_dim_multiplier, int multiple_of);
-
 /* Sized for micro-batches of B sequences of T tokens (T <= max_seq_len). */
 dt_status_t dt_llama_create(const struct dt_llama_config *c, const struct dt_kernels *k, struct dt_kctx *kc, int B,
                             int T, struct dt_model **out);

@@ -21,7 +21,10 @@ struct dt_vocab {
 /* at most an eighth of the vocabulary in whole cache lines, and at most DT_LOGIT_COLS; all of a
  * vocabulary below 64 */
 struct dt_vocab dt_vocab_of(int V);
-static inline int dt_vocab_rows(const struct dt_vocab *v, int c) { return v->V - c * v->vb < v->vb ? v->V - c * v->vb : v->vb; }
+static inline int dt_vocab_rows(const struct dt_vocab *v, int c)
+{
+    return v->V - c * v->vb < v->vb ? v->V - c * v->vb : v->vb;
+}
 
 /* The LM head and its loss: logits (B*T, V) block-major (kernels.h) of type at, losses (B*T) fp32,
  * the head's weights units u0 .. u0 + nchunks - 1. */

@@ -23,13 +23,14 @@ void dt_shapes_llama(const struct dt_config *cfg, enum dt_dtype activations, str
                                    .rms_eps = (float)cfg->model.norm_eps,
                                    .rope_theta = (float)cfg->model.rope_theta,
                                    .tie_embeddings = cfg->model.tie_embeddings,
-                                   .rope_scaling = {cfg->model.rope_scaling.type == DT_ROPE_LLAMA3
-                                                        ? (float)cfg->model.rope_scaling.factor : 0.0f,
-                                                    (float)cfg->model.rope_scaling.low_freq_factor,
-                                                    (float)cfg->model.rope_scaling.high_freq_factor,
-                                                    (float)cfg->model.rope_scaling.original_max_position_embeddings},
                                    .activation_checkpointing = cfg->model.activation_checkpointing,
                                    .activations = activations};
+    /* none: all zeros, so that numbers the model never reads do not tell two checkpoints apart */
+    if (cfg->model.rope_scaling.type == DT_ROPE_LLAMA3)
+        lc->rope_scaling = (struct dt_rope_scaling){(float)cfg->model.rope_scaling.factor,
+                                                    (float)cfg->model.rope_scaling.low_freq_factor,
+                                                    (float)cfg->model.rope_scaling.high_freq_factor,
+                                                    (float)cfg->model.rope_scaling.original_max_position_embeddings};
 }
 
 void dt_shapes_mlp(const struct dt_config *cfg, struct dt_mlp_config *mc)

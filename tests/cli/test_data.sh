@@ -33,12 +33,12 @@ bad() { # NAME SHARD EXPECTED_STDERR [overrides...]
 
 cp data/train_000000.bin magic.bin
 printf '\x39\x30\x00\x00' | dd of=magic.bin bs=1 seek=0 conv=notrunc status=none
-bad "wrong magic" magic.bin "magic.bin: error: not an llm.c token shard: magic 12345 at byte 0, expected 20240520
+bad "wrong magic" magic.bin "magic.bin: error: not an llm.c token shard: magic 12345 at byte 0, expected 20240520 (uint16 tokens) or 20240801 (uint32 tokens)
   hint: make shards with \`dtrun prepare TEXT... --out DIR\` or llm.c's dev/data scripts"
 
 cp data/train_000000.bin version.bin
 printf '\x03' | dd of=version.bin bs=1 seek=4 conv=notrunc status=none
-bad "wrong version" version.bin "version.bin: error: shard version 3 at byte 4; dtrun reads versions 1 (uint16 tokens) and 2 (uint32 tokens)
+bad "wrong version" version.bin "version.bin: error: shard version 3 at byte 4 after magic 20240520, which llm.c writes with version 1
   hint: make shards with \`dtrun prepare TEXT... --out DIR\` or llm.c's dev/data scripts"
 
 cp data/train_000000.bin cut.bin
@@ -53,7 +53,8 @@ bad "truncated header" header.bin "header.bin: error: truncated: 1023 bytes, sho
 bad "token beyond the vocabulary" data/train_000000.bin "data/train_000000.bin: error: token 108 at byte 1024 (token 0) is not below model.vocab_size 100
   hint: set model.vocab_size to the tokenizer's size (50257 for GPT-2, 128256 for Llama 3), or re-make the shard" model.vocab_size=100
 
-# version 2 (uint32 tokens, #30), written as llm.c's data_common.py writes a Llama 3 shard: tokens
+# uint32 tokens (#30), written as llm.c's data_common.py writes a Llama 3 shard (magic 20240801,
+# version 7): tokens
 # past 65535 train, and the same checks count 4-byte tokens
 mkdir -p llama3
 /usr/bin/python3 -c '
@@ -61,17 +62,17 @@ import array, random, sys
 r = random.Random(3)
 tok = array.array("I", [r.randrange(65536, 70000) for _ in range(2000)])
 tok[0] = 69999
-hdr = array.array("i", [20240520, 2, len(tok)] + [0] * 253)
+hdr = array.array("i", [20240801, 7, len(tok)] + [0] * 253)
 assert hdr.itemsize == 4 and tok.itemsize == 4 and sys.byteorder == "little"
 open("llama3/train_000000.bin", "wb").write(hdr.tobytes() + tok.tobytes())'
-run "train on a version 2 shard" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=4ba model.vocab_size=70000 \
+run "train on a Llama 3 shard" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=4ba model.vocab_size=70000 \
     data.train='llama3/train_*.bin' run.dir=v2
-has "version 2: all 124 sequences" "$err" "1 shard, 124 sequences"
-has "version 2: trained" "$err" "dtrun: done: 4 steps, loss"
-bad "version 2: token beyond the vocabulary" llama3/train_000000.bin "llama3/train_000000.bin: error: token 69999 at byte 1024 (token 0) is not below model.vocab_size 69999
+has "uint32 shard: all 124 sequences" "$err" "1 shard, 124 sequences"
+has "uint32 shard: trained" "$err" "dtrun: done: 4 steps, loss"
+bad "uint32 shard: token beyond the vocabulary" llama3/train_000000.bin "llama3/train_000000.bin: error: token 69999 at byte 1024 (token 0) is not below model.vocab_size 69999
   hint: set model.vocab_size to the tokenizer's size (50257 for GPT-2, 128256 for Llama 3), or re-make the shard" model.vocab_size=69999
 head -c 5000 llama3/train_000000.bin >llama3-cut.bin
-bad "version 2: truncated" llama3-cut.bin "llama3-cut.bin: error: truncated: the header (byte 8) says 2000 tokens, 9024 bytes in all, but the file has 5000 bytes
+bad "uint32 shard: truncated" llama3-cut.bin "llama3-cut.bin: error: truncated: the header (byte 8) says 2000 tokens, 9024 bytes in all, but the file has 5000 bytes
   hint: the shard was cut off while being written or copied; make it again" model.vocab_size=70000
 
 printf 'tiny' >tiny.txt

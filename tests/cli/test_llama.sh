@@ -42,6 +42,8 @@ run "n_kv_head that does not divide n_head" 2 "$DTRUN" check model.type=llama mo
 has "... says so" "$err" "model.n_head 4 (override 'model.n_head=4') is not divisible by model.n_kv_head 3 (override 'model.n_kv_head=3')"
 run "an odd head size" 2 "$DTRUN" check model.type=llama model.n_head=4 model.n_embd=36
 has "... says rotary embeddings need pairs" "$err" "model.n_embd 36 / model.n_head 4 = head size 9, which is odd: rotary embeddings turn pairs of a head's channels"
+run "a Llama preset with model.type gpt" 2 "$DTRUN" check model.type=gpt model.preset=llama3.2-1b
+has "... names both" "$err" "model.preset llama3.2-1b (override 'model.preset=llama3.2-1b') is a Llama shape, but model.type is gpt (override 'model.type=gpt')"
 run "gpt with an untied head" 2 "$DTRUN" check model.tie_embeddings=false
 has "... is refused" "$err" "model.tie_embeddings false: GPT-2's LM head is always its token embedding"
 

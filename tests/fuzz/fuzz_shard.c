@@ -1,6 +1,7 @@
 /*
  * fuzz_shard.c - llm.c token shards (data/shard.c): the bytes as a shard file opened by
- * dt_shard_open, which checks the 1024-byte header (magic, version 1 or 2, token count
+ * dt_shard_open, which checks the 1024-byte header (magic and version: 20240520 and 1, or
+ * 20240801 and 7; the token count
  * against the file's size in that version's token width) and every token against the
  * vocabulary. Twice: as GPT-2 (50257 tokens, sequences of 64) and byte-level (256
  * tokens, sequences of 8). An opened shard must hold what its header says, and no token

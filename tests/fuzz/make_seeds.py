@@ -4,7 +4,8 @@
 
 Small inputs, valid and broken, per target: the YAML and JSON templates, llm.c token shards and
 weight files, checkpoint rank files and manifests in dtrun's formats (ckpt.h, shard.h, gpt.h),
-HTTP responses, writer scripts for fuzz_json.c, plugstack.conf arguments.
+HTTP responses, writer scripts for fuzz_json.c, plugstack.conf arguments, safetensors files and
+Hugging Face indexes with their shards (the layouts fuzz_safetensors.c reads).
     python3 tests/fuzz/make_seeds.py        (from the source tree's top)
 """
 import json
@@ -104,9 +105,9 @@ def precision():
         put("precision", "%02d" % i, bytes([b]) + s.encode())
 
 
-def shard(tokens, magic=20240520, version=1, count=None):
+def shard(tokens, magic=20240520, version=1, count=None, width="H"):
     hdr = struct.pack("<256i", magic, version, len(tokens) if count is None else count, *([0] * 253))
-    return hdr + struct.pack("<%dH" % len(tokens), *tokens)
+    return hdr + struct.pack("<%d%s" % (len(tokens), width), *tokens)
 
 
 def shards():
@@ -116,6 +117,8 @@ def shards():
     put("shard", "truncated", shard(toks)[:-10])
     put("shard", "magic", shard(toks, magic=20240326))
     put("shard", "version", shard(toks, version=2))
+    put("shard", "llama3", shard(toks, magic=20240801, version=7, width="I"))
+    put("shard", "llama3-version", shard(toks, magic=20240801, version=1, width="I"))
     put("shard", "count", shard(toks, count=-1))
     put("shard", "short", shard(toks[:5]))
     put("shard", "vocab", shard(toks[:40] + [300] + toks[:40]))
@@ -243,6 +246,100 @@ def spank():
     put("spank", "unknown", "colour=blue")
 
 
+ST_SEP = b"\0--\0"  # fuzz_safetensors.c: between the shards that follow the index
+
+
+def st_file(tensors, meta=True, raw_header=None, pad=True):
+    """a safetensors file: tensors as (name, dtype, shape, data bytes), stored in that order"""
+    head, data = ({"__metadata__": {"format": "pt"}} if meta else {}), b""
+    for name, dtype, shape, body in tensors:
+        head[name] = {"dtype": dtype, "shape": shape, "data_offsets": [len(data), len(data) + len(body)]}
+        data += body
+    text = (raw_header if raw_header is not None else json.dumps(head, separators=(",", ":"))).encode()
+    if pad:
+        text += b" " * (-len(text) % 8)
+    out = struct.pack("<Q", len(text)) + text + data
+    # fuzz_safetensors.c reads an input starting with '{' as an index, and splits its shards at ST_SEP
+    assert out[0] != ord("{") and ST_SEP not in out, "a seed the target would not read as one file"
+    return out
+
+
+def f32(*v):
+    return struct.pack("<%df" % len(v), *v)
+
+
+def bf16(*v):
+    return b"".join(struct.pack("<f", x)[2:] for x in v)  # truncated: exact for these values
+
+
+def f16(*v):
+    return struct.pack("<%de" % len(v), *v)
+
+
+def safetensors():
+    put("safetensors", "f32_2d", st_file([("weight", "F32", [2, 3], f32(0.5, -1, 2, 1e-3, 3.25, -0.0))]))
+    put("safetensors", "bf16", st_file([("a", "BF16", [4], bf16(1, -2, 0.5, 256)),
+                                        ("b", "BF16", [2, 2], bf16(3, 0, -0.25, 65536))]))
+    # ..., a signalling NaN (0x7d01: read back quiet), -0
+    put("safetensors", "f16", st_file([("h", "F16", [8], f16(1, -0.5, 65504, 6e-8, float("inf"), 0)
+                                        + b"\x01\x7d\x00\x80")]))
+    put("safetensors", "scalar", st_file([("step", "F32", [], f32(7))], meta=False))
+    put("safetensors", "mixed", st_file([("lm_head.weight", "BF16", [2, 3], bf16(1, 2, 3, 4, 5, 6)),
+                                         ("model.embed_tokens.weight", "F16", [1, 2, 1, 2], f16(1, 2, 3, 4)),
+                                         ("model.norm.weight", "F32", [0, 3], b""),
+                                         ("scale", "F32", [], f32(0.125))]))
+    gpt2 = [("wte.weight", "F32", [4, 2], f32(*range(8))), ("wpe.weight", "F32", [2, 2], f32(1, 2, 3, 4)),
+            ("h.0.ln_1.weight", "F32", [2], f32(1, 1)), ("h.0.ln_1.bias", "F32", [2], f32(0, 0)),
+            ("ln_f.weight", "F32", [2], f32(1, 1))]
+    put("safetensors", "gpt2", st_file(gpt2))
+    # broken
+    valid = st_file([("weight", "F32", [2, 3], f32(*range(6)))])
+    put("safetensors", "truncated", valid[:-5])
+    put("safetensors", "short", b"\x10\0\0")
+    put("safetensors", "empty_header", struct.pack("<Q", 0))
+    put("safetensors", "header_past_end", struct.pack("<Q", 4096) + b'{"a":1}')
+    put("safetensors", "header_huge", struct.pack("<Q", 1 << 62) + b"{}      ")
+    put("safetensors", "not_object", st_file([], raw_header='[1, 2, 3]'))
+    put("safetensors", "not_json", st_file([], raw_header='{"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4'))
+    put("safetensors", "overlap", st_file([], raw_header=json.dumps(
+        {"a": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]},
+         "b": {"dtype": "F32", "shape": [2], "data_offsets": [4, 12]}})) + f32(1, 2, 3))
+    put("safetensors", "dtype", st_file([("i", "I64", [1], struct.pack("<q", 5)), ("d", "F64", [1], f32(1, 2))]))
+    put("safetensors", "shape_bytes", st_file([], raw_header=json.dumps(
+        {"a": {"dtype": "BF16", "shape": [3, 3], "data_offsets": [0, 16]}})) + bytes(16))
+    put("safetensors", "five_dims", st_file([("a", "F32", [1, 1, 1, 1, 1], f32(1))]))
+    put("safetensors", "offsets", st_file([], raw_header=json.dumps(
+        {"a": {"dtype": "F32", "shape": [1], "data_offsets": [8, 4]},
+         "b": {"dtype": "F32", "shape": [-1], "data_offsets": [0, 4]},
+         "c": {"dtype": "F32", "shape": ["1"], "data_offsets": [0, 18446744073709551616]}})) + bytes(8))
+    put("safetensors", "overflow", st_file([], raw_header=json.dumps(
+        {"a": {"dtype": "F32", "shape": [4294967296, 4294967296, 2], "data_offsets": [0, 0]}})))
+    put("safetensors", "bytes_overflow", st_file([], raw_header=json.dumps(
+        {"a": {"dtype": "F32", "shape": [4611686018427387904], "data_offsets": [0, 0]}})))
+    put("safetensors", "entry", st_file([], raw_header='{"__metadata__": {"format": "pt"}, "a": [1], '
+                                        '"b": {"dtype": "F32"}}'))
+    # sharded: index, NUL, then the shards separated by ST_SEP
+    def index(wm):
+        return json.dumps({"metadata": {"total_size": 0}, "weight_map": wm}, indent=2).encode()
+
+    s1 = st_file([("h.0.attn.weight", "BF16", [2, 2], bf16(1, 2, 3, 4)), ("wte.weight", "F32", [3], f32(1, 2, 3))])
+    s2 = st_file([("h.1.attn.weight", "F16", [2, 2], f16(1, 2, 3, 4)), ("ln_f.weight", "F32", [], f32(1))])
+    n1, n2 = "model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"
+    wm = {"h.0.attn.weight": n1, "wte.weight": n1, "h.1.attn.weight": n2, "ln_f.weight": n2}
+    put("safetensors", "index", index(wm) + b"\0" + s1 + ST_SEP + s2)
+    one = "model-00001-of-00001.safetensors"
+    put("safetensors", "index_one", index({"wte.weight": one, "h.0.attn.weight": one}) + b"\0" + s1)
+    put("safetensors", "index_missing", index(dict(wm, **{"lm_head.weight": "model-00003-of-00003.safetensors"}))
+        + b"\0" + s1 + ST_SEP + s2)
+    put("safetensors", "index_wrong_shard", index(dict(wm, **{"wte.weight": n2})) + b"\0" + s1 + ST_SEP + s2)
+    put("safetensors", "index_twice", index(wm) + b"\0" + s1 + ST_SEP + s1)
+    put("safetensors", "index_unlisted", index({"wte.weight": n1}) + b"\0" + s1 + ST_SEP + s2)
+    put("safetensors", "index_no_map", b'{"metadata": {"total_size": 0}, "weight_map": [1]}\0' + s1)
+    put("safetensors", "index_no_name", index({"wte.weight": {"file": n1}, "h.0.attn.weight": ""}) + b"\0" + s1)
+    put("safetensors", "index_self", index({"wte.weight": "model.safetensors.index.json"}) + b"\0" + s1)
+    put("safetensors", "index_dir", index({"wte.weight": ".."}) + b"\0" + s1)
+
+
 def dict_file(target, words):
     """libFuzzer's -dict: one quoted token a line (scripts/fuzz passes it when it exists)"""
     with open(os.path.join(TOP, "tests", "fuzz", target + ".dict"), "w") as f:
@@ -285,6 +382,19 @@ def dicts():
                                                  "loss_scaler", "scale", "cur_hysteresis", "cur_iter",
                                                  "last_overflow_iter", "skipped", "files", "bytes", "xxh64")]
               + ['"dtrun-checkpoint"', "null", "-1", "1e400", '"rank-00000-of-00001.bin"', '"manifest.json"', "{", "}"])
+    safetensors_dict()
+
+
+def safetensors_dict():
+    dict_file("safetensors", ['"%s"' % k for k in ("__metadata__", "format", "pt", "dtype", "shape", "data_offsets",
+                                                    "F32", "BF16", "F16", "F64", "I64", "U8", "metadata",
+                                                    "total_size", "weight_map", "model-00001-of-00002.safetensors",
+                                                    "model-00002-of-00002.safetensors",
+                                                    "model-00001-of-00003.safetensors", "model.safetensors")]
+              + ["{", "}", "[", "]", ",", ":", "[]", "0", "1", "-1", "4294967296", "18446744073709551615",
+                 "18446744073709551616", "1e3", "null", "&a ", "*a", ST_SEP.decode("latin-1"), "\0" * 7,
+                 "\x08\0\0\0\0\0\0\0", "\xff\xff\xff\xff\xff\xff\xff\x7f", "\x00\x7f", "\x00\x80", "\x01\x7c",
+                 "\x00\x7c"])
 
 
 if __name__ == "__main__":
@@ -303,4 +413,5 @@ if __name__ == "__main__":
     webhook()
     json_scripts()
     spank()
+    safetensors()
     dicts()

@@ -138,6 +138,36 @@ static void config_mismatch(void **state)
     dt_model_free(b);
 }
 
+/* config.json with an object and a list where transformers writes a string and a boolean: named,
+ * not read as text */
+static void config_of_wrong_kinds(void **state)
+{
+    struct dt_model *a = trained_looking(&shape);
+    assert_int_equal(dt_hf_save_llama(a, a->params, "hf", DT_F32, 0), DT_SUCCESS);
+    FILE *f = fopen("hf/config.json", "r");
+    char text[4096];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    char *t = strstr(text, "\"llama\""), *w = strstr(text, "\"tie_word_embeddings\": false");
+    assert_non_null(t);
+    assert_non_null(w);
+    memcpy(t, "{}     ", 7);                       /* "llama" -> {} */
+    memcpy(w + 23, "[1]  ", 5);                    /* false -> [1] */
+    f = fopen("hf/config.json", "w");
+    fputs(text, f);
+    fclose(f);
+    struct dt_model *b = made(&shape, 0);
+    assert_int_equal(dt_hf_load_llama(b, "hf"), DT_ERR_CONFIG);
+    assert_string_equal(dt_error_msg(), "hf/config.json: error: 2 settings of config.json disagree with the model this "
+                                        "run builds:\n"
+                                        "  model_type: config.json (an object), this run llama\n"
+                                        "  tie_word_embeddings: config.json (a list), this run false\n"
+                                        "  hint: set model.* to the checkpoint's values (or model.preset to its name)");
+    dt_model_free(a);
+    dt_model_free(b);
+}
+
 /* every tensor that is missing, misshapen or unknown, in one error */
 static void tensor_mismatch(void **state)
 {
@@ -168,4 +198,5 @@ static void tensor_mismatch(void **state)
     dt_model_free(b);
 }
 
-DT_TESTS(T(one_file), T(sharded), T(bf16), T(tied), T(config_mismatch), T(tensor_mismatch))
+DT_TESTS(T(one_file), T(sharded), T(bf16), T(tied), T(config_mismatch), T(config_of_wrong_kinds),
+         T(tensor_mismatch))

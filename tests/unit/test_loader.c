@@ -1,6 +1,7 @@
 /*
  * test_loader.c - the sampler: every shard window once per epoch, a new order each epoch, reproducible;
- * token shards in both of llm.c's versions (1: uint16 tokens, 2: uint32 for vocabularies past 65536, #30)
+ * token shards in both of llm.c's formats (magic 20240520 version 1: uint16 tokens; magic 20240801 version 7:
+ * uint32, for vocabularies past 65536, #30)
  * read back exactly and refused with the same checks.
  */
 #include <stdio.h>
@@ -148,7 +149,7 @@ static void v2_tokens_read_back_exactly(void **state)
     int32_t hdr[3];
     memcpy(hdr, b, sizeof hdr);
     assert_int_equal(n, DT_SHARD_HEADER_BYTES + 4 * N);
-    assert_true(hdr[0] == DT_SHARD_MAGIC && hdr[1] == 2 && hdr[2] == N);
+    assert_true(hdr[0] == 20240801 && hdr[1] == 7 && hdr[2] == N);
     /* little-endian uint32, as llm.c writes them: 65536 is 00 00 01 00 */
     assert_memory_equal(b + DT_SHARD_HEADER_BYTES + 4 * 2, "\x00\x00\x01\x00", 4);
     free(b);
@@ -212,10 +213,10 @@ static void v2_checks_match_v1(void **state)
             "v2.bin: error: the shard holds 9 tokens, fewer than one sequence (model.seq_len + 1 = 17)\n"
             "  hint: lower model.seq_len, or make larger shards");
 
-    b[4] = 3;
+    b[4] = 1; /* the uint16 version after the uint32 magic */
     spill("v3.bin", b, n);
     refused("v3.bin", LLAMA3_VOCAB, 9,
-            "v3.bin: error: shard version 3 at byte 4; dtrun reads versions 1 (uint16 tokens) and 2 (uint32 tokens)\n"
+            "v3.bin: error: shard version 1 at byte 4 after magic 20240801, which llm.c writes with version 7\n"
             "  hint: make shards with `dtrun prepare TEXT... --out DIR` or llm.c's dev/data scripts");
     free(b);
 }

@@ -333,6 +333,15 @@ static void bad_index(void **state)
     dt_test_write(index, "\"weight_map\"");
     refused("ck", "ck/model.safetensors.index.json: error: the index is a scalar, not a JSON object\n"
             "  hint: write the index again (or download it again with its shards)");
+    /* a shard named by a path: never read outside the checkpoint's directory */
+    dt_test_write(index, "{\"weight_map\": {\"a\": \"../ck/first.safetensors\"}}");
+    refused("ck", "ck/model.safetensors.index.json: error: weight_map puts tensor 'a' in '../ck/first.safetensors', "
+            "which is not a file name beside the index\n"
+            "  hint: write the index again (or download it again with its shards)");
+    /* a FIFO in a shard's place is refused at once, not waited on */
+    assert_int_equal(mkfifo("ck/fifo.safetensors", 0644), 0);
+    dt_test_write(index, "{\"weight_map\": {\"a\": \"fifo.safetensors\"}}");
+    refused("ck", "ck/fifo.safetensors: error: not a regular file\n  hint: a checkpoint's shards are files");
 }
 
 DT_TESTS(T(round_trip), T(sharded), T(independent_file), T(bad_files), T(bad_index))
