@@ -192,6 +192,17 @@ dt_status_t dt_hf_load_llama(struct dt_model *m, const char *dir)
     return rc;
 }
 
+/* x as the shortest decimal that reads back as the same float: config.json says 1e-05 as
+ * transformers writes it, not 9.99999975e-06 */
+static const char *shortest(float x, char *buf, size_t n)
+{
+    for (int digits = 6; digits <= 9; digits++) {
+        snprintf(buf, n, "%.*g", digits, (double)x);
+        if (strtof(buf, NULL) == x) break;
+    }
+    return buf;
+}
+
 dt_status_t dt_hf_save_llama(const struct dt_model *m, const float *params, const char *dir, enum dt_dtype dtype,
                              uint64_t shard_bytes)
 {
@@ -212,22 +223,23 @@ dt_status_t dt_hf_save_llama(const struct dt_model *m, const float *params, cons
     FILE *f = fopen(tmp, "w");
     if (!f) return dt_error(DT_ERR_SYSTEM, "%s: error: cannot write: %s", tmp, strerror(errno));
     int hs = c->n_embd / c->n_head;
-    char scaling[256] = "null";
+    char scaling[256] = "null", v[4][32], eps[32], theta[32];
     const struct dt_rope_scaling *sc = &c->rope_scaling;
     if (sc->factor > 0)
-        snprintf(scaling, sizeof scaling, "{\"rope_type\": \"llama3\", \"factor\": %.9g, \"low_freq_factor\": %.9g, "
-                 "\"high_freq_factor\": %.9g, \"original_max_position_embeddings\": %.9g}", (double)sc->factor,
-                 (double)sc->low_freq_factor, (double)sc->high_freq_factor, (double)sc->original_max_position);
+        snprintf(scaling, sizeof scaling, "{\"rope_type\": \"llama3\", \"factor\": %s, \"low_freq_factor\": %s, "
+                 "\"high_freq_factor\": %s, \"original_max_position_embeddings\": %s}", shortest(sc->factor, v[0], 32),
+                 shortest(sc->low_freq_factor, v[1], 32), shortest(sc->high_freq_factor, v[2], 32),
+                 shortest(sc->original_max_position, v[3], 32));
     fprintf(f,
             "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"
             "  \"hidden_size\": %d,\n  \"intermediate_size\": %d,\n  \"num_hidden_layers\": %d,\n"
             "  \"num_attention_heads\": %d,\n  \"num_key_value_heads\": %d,\n  \"head_dim\": %d,\n"
-            "  \"vocab_size\": %d,\n  \"max_position_embeddings\": %d,\n  \"rms_norm_eps\": %.9g,\n"
-            "  \"rope_theta\": %.9g,\n  \"rope_scaling\": %s,\n  \"hidden_act\": \"silu\",\n"
+            "  \"vocab_size\": %d,\n  \"max_position_embeddings\": %d,\n  \"rms_norm_eps\": %s,\n"
+            "  \"rope_theta\": %s,\n  \"rope_scaling\": %s,\n  \"hidden_act\": \"silu\",\n"
             "  \"attention_bias\": false,\n  \"mlp_bias\": false,\n  \"tie_word_embeddings\": %s,\n"
             "  \"torch_dtype\": \"%s\"\n}\n",
             c->n_embd, c->intermediate_size, c->n_layer, c->n_head, c->n_kv_head, hs, c->vocab_size, c->max_seq_len,
-            (double)c->rms_eps, (double)c->rope_theta, scaling, c->tie_embeddings ? "true" : "false",
+            shortest(c->rms_eps, eps, sizeof eps), shortest(c->rope_theta, theta, sizeof theta), scaling, c->tie_embeddings ? "true" : "false",
             dt_hf_torch_dtype(dtype));
     bool ok = fflush(f) == 0 && !ferror(f);
     int e = errno;

@@ -522,7 +522,7 @@ static dt_status_t write_file(const char *dir, const char *name, const char *tex
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)len >> (8 * i));
     if (rc == DT_SUCCESS && st) rc = write_all(fd, len8, 8, tmp);
     if (rc == DT_SUCCESS) rc = write_all(fd, text, len, tmp);
-    for (int i = 0; rc == DT_SUCCESS && i < n; i++)
+    for (int i = 0; rc == DT_SUCCESS && st && i < n; i++)
         if (of[i] == shard) rc = write_values(fd, &t[i], dtype, buf, tmp);
     free(buf);
     if (rc == DT_SUCCESS && fsync(fd) != 0) rc = sys_error(tmp, "syncing failed");
