@@ -149,6 +149,7 @@ struct dt_config {
     } slurm;
     struct {
         char *jsonl;
+        char *prometheus;
         struct dt_duration interval;
         bool wall_clock_breakdown;
         double peak_tflops;

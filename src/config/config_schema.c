@@ -276,6 +276,9 @@ static const struct dt_key keys[] = {
 
     K("events.jsonl", DT_T_STR, events.jsonl, "events.jsonl", 0, 0, DT_F_NULLABLE,
       "event log (relative: under run.dir); null: none"),
+    K("events.prometheus", DT_T_STR, events.prometheus, NULL, 0, 0, DT_F_NULLABLE,
+      "latest metrics for node_exporter's textfile collector, rewritten every events.interval (a .prom file; "
+      "relative: under run.dir); null: none"),
     D("events.interval", events.interval, "10ba", DT_UNITS_TRAIN, "metrics every this long"),
     K("events.wall_clock_breakdown", DT_T_BOOL, events.wall_clock_breakdown, "false", 0, 0, 0,
       "time forward/backward/comm/optimizer separately, and every kernel op"),

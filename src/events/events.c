@@ -144,11 +144,17 @@ static dt_status_t send(struct dt_events *ev, struct dt_event *e)
     return rc;
 }
 
+/* An events.* file's path: an absolute one as it is, a relative one under run.dir. */
+static void run_path(const struct dt_config *cfg, const char *file, char *buf, size_t n)
+{
+    if (file[0] == '/') snprintf(buf, n, "%s", file);
+    else snprintf(buf, n, "%s/%s", cfg->run.dir, file);
+}
+
 void dt_events_jsonl_path(const struct dt_config *cfg, char *buf, size_t n)
 {
     if (!cfg->events.jsonl) snprintf(buf, n, "%s", "");
-    else if (cfg->events.jsonl[0] == '/') snprintf(buf, n, "%s", cfg->events.jsonl);
-    else snprintf(buf, n, "%s/%s", cfg->run.dir, cfg->events.jsonl);
+    else run_path(cfg, cfg->events.jsonl, buf, n);
 }
 
 /* The sinks this rank writes to (events.h). */
@@ -161,6 +167,11 @@ static dt_status_t open_sinks(struct dt_events *ev, const struct dt_config *cfg,
         if (cfg->events.jsonl) {
             dt_events_jsonl_path(cfg, path, sizeof path);
             DT_CHECK(dt_sink_jsonl(path, &ev->sinks[ev->nsinks]));
+            ev->nsinks++;
+        }
+        if (cfg->events.prometheus) {
+            run_path(cfg, cfg->events.prometheus, path, sizeof path);
+            DT_CHECK(dt_sink_prometheus(ev, path, &ev->sinks[ev->nsinks]));
             ev->nsinks++;
         }
     }

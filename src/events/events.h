@@ -106,8 +106,9 @@ struct dt_world;
 struct dt_webhook_cfg;
 
 /*
- * Open the sinks this rank writes to: on rank 0 the console, events.jsonl and the webhook (when
- * events.webhook.url is set), on the others the webhook only. run_id is the same on every rank.
+ * Open the sinks this rank writes to: on rank 0 the console, events.jsonl, events.prometheus (when
+ * set) and the webhook (when events.webhook.url is set), on the others the webhook only. run_id is
+ * the same on every rank.
  */
 dt_status_t dt_events_open(struct dt_events *ev, const struct dt_config *cfg, const struct dt_world *w,
                            const char *run_id);
@@ -151,6 +152,8 @@ void dt_events_jsonl_path(const struct dt_config *cfg, char *buf, size_t n);
 dt_status_t dt_sink_console(const struct dt_config *cfg, struct dt_sink **out);
 dt_status_t dt_sink_jsonl(const char *path, struct dt_sink **out);
 dt_status_t dt_sink_webhook(const struct dt_config *cfg, const char *spool, struct dt_sink **out);
+/* events.prometheus (prometheus.c): path must end in .prom; its labels are ev's run and rank */
+dt_status_t dt_sink_prometheus(const struct dt_events *ev, const char *path, struct dt_sink **out);
 /* The webhook settings of cfg, checked: the URL, ${VAR}s in headers and the secret's variable. */
 dt_status_t dt_webhook_cfg_from(const struct dt_config *cfg, const char *spool, struct dt_webhook_cfg *out,
                                 char **headers, char **secret);
