@@ -29,6 +29,7 @@ enum {
     DT_CUDA_SCRATCH_PARTIALS, /* the row blocks' partial sums (ops.h) */
     DT_CUDA_SCRATCH_SLICES,   /* a multi-tensor AdamW step's slice table (ops.h) */
     DT_CUDA_SCRATCH_REDUCE,   /* a reduction's block partials (ops.h's DT_CUDA_REDUCE_BYTES) */
+    DT_CUDA_SCRATCH_OUT,      /* an unaligned biased gemm's fp32 output, before its one rounding */
     DT_CUDA_SCRATCH_SLOTS
 };
 int dt_cuda_ctx_scratch(struct dt_cuda_ctx *c, int slot, size_t bytes, void **out);

@@ -29,10 +29,12 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <type_traits>
 #include "core/half.h"
 #include "kernels/formulas.h"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/plan.h"
 
 #define THREADS 256
 #define REDUCE_BLOCKS 256 /* fixed, so a sum is added in the same order on every run */
@@ -63,16 +65,62 @@ __device__ static inline void store(void *x, int t, size_t i, float f)
     else ((uint16_t *)x)[i] = t == DT_CUDA_BF16 ? dt_bf16_from_f32(f) : dt_f16_from_f32(f);
 }
 
+/* 16 bytes of S: elementwise kernels move their operands in these where every buffer is 16-byte
+ * aligned (one 16-byte access instead of eight 2-byte ones), with the same arithmetic per element,
+ * so the same bits as element by element */
 template <typename S>
-__global__ static void gelu_forward_kernel(S *out, const S *inp, size_t N)
+struct __align__(16) pack16 {
+    S x[16 / sizeof(S)];
+};
+template <typename S>
+constexpr int pack_n = (int)(16 / sizeof(S));
+static bool aligned16(const void *p) { return (uintptr_t)p % 16 == 0; }
+/* the grid of a packed launch: a thread per pack (the tail's few elements go to the first threads) */
+template <typename S>
+static unsigned pack_blocks(size_t N)
 {
-    FOR_EACH(i, N) dt_st(&out[i], dt_gelu(dt_ld(inp[i])));
+    return blocks((N + pack_n<S> - 1) / pack_n<S>);
 }
 
-template <typename S>
+/* with PACKED, thread j takes elements [E j, E j + E) (the last pack element by element) */
+template <typename S, bool PACKED>
+__global__ static void gelu_forward_kernel(S *out, const S *inp, size_t N)
+{
+    if (!PACKED) {
+        FOR_EACH(i, N) dt_st(&out[i], dt_gelu(dt_ld(inp[i])));
+        return;
+    }
+    constexpr int E = pack_n<S>;
+    FOR_EACH(j, N / E)
+    {
+        pack16<S> a = ((const pack16<S> *)inp)[j], r;
+        for (int k = 0; k < E; k++) dt_st(&r.x[k], dt_gelu(dt_ld(a.x[k])));
+        ((pack16<S> *)out)[j] = r;
+    }
+    FOR_EACH(i, N % E) dt_st(&out[N / E * E + i], dt_gelu(dt_ld(inp[N / E * E + i])));
+}
+
+template <typename S, bool PACKED>
 __global__ static void gelu_backward_kernel(S *dinp, const S *inp, const float *dout, size_t N)
 {
-    FOR_EACH(i, N) dt_st(&dinp[i], dt_gelu_grad(dt_ld(inp[i])) * dout[i]);
+    if (!PACKED) {
+        FOR_EACH(i, N) dt_st(&dinp[i], dt_gelu_grad(dt_ld(inp[i])) * dout[i]);
+        return;
+    }
+    constexpr int E = pack_n<S>;
+    FOR_EACH(j, N / E)
+    {
+        pack16<S> a = ((const pack16<S> *)inp)[j], r;
+        float d[E];
+        for (int q = 0; q < E / 4; q++) {
+            float4 f = ((const float4 *)dout)[j * (E / 4) + q];
+            d[4 * q] = f.x, d[4 * q + 1] = f.y, d[4 * q + 2] = f.z, d[4 * q + 3] = f.w;
+        }
+        for (int k = 0; k < E; k++) dt_st(&r.x[k], dt_gelu_grad(dt_ld(a.x[k])) * d[k]);
+        ((pack16<S> *)dinp)[j] = r;
+    }
+    size_t i0 = N / E * E;
+    FOR_EACH(i, N % E) dt_st(&dinp[i0 + i], dt_gelu_grad(dt_ld(inp[i0 + i])) * dout[i0 + i]);
 }
 
 template <typename S>
@@ -168,75 +216,71 @@ __global__ static void sumsq_partial_kernel(double *partial, unsigned long long 
     }
 }
 
-/* One block adds the partials, in order of block index. */
+/* One warp adds the partials in a fixed order (lane l the partials l, l + 32, ..., then the lanes'
+ * sums in a fixed tree), and leaves both results in partial[0..1] for one copy to the host. A single
+ * thread walking all of them took ~19 us, on the step's critical path 22 times a step. */
 __global__ static void sumsq_final_kernel(double *partial, unsigned long long *bad, int nblocks)
 {
-    if (threadIdx.x || blockIdx.x) return;
+    unsigned l = threadIdx.x;
     double s = 0;
     unsigned long long nb = 0;
-    for (int i = 0; i < nblocks; i++) s += partial[i], nb += bad[i];
-    partial[0] = s;
-    bad[0] = nb;
+    for (int i = (int)l; i < nblocks; i += 32) s += partial[i], nb += bad[i];
+    for (unsigned w = 16; w > 0; w >>= 1) { /* the shuffles also order every lane's reads before lane 0's writes */
+        s += __shfl_down_sync(0xffffffffu, s, w);
+        nb += __shfl_down_sync(0xffffffffu, nb, w);
+    }
+    if (l == 0) partial[0] = s, ((unsigned long long *)partial)[1] = nb;
 }
 
-/* One block per row: mean, then the variance around it (two passes, as the CPU kernel); out of type
- * S, rounded once. */
+/* a warp's sum of x, on every lane with the same bits (each level adds the same pair on both lanes) */
+__device__ static inline float warp_sum(float x)
+{
+    for (unsigned w = 16; w > 0; w >>= 1) x += __shfl_xor_sync(0xffffffffu, x, w);
+    return x;
+}
+
+/* The row-wise layernorm kernels run a warp per row, LN_ROWS rows a block: a row of GPT-2's 768 is
+ * 24 values a lane, and a warp's shuffles replace a block's shared-memory tree and its 16
+ * __syncthreads (one block per row took 61 us forward, 81 backward, at 16 x 1024 rows on an H200). */
+#define LN_ROWS (THREADS / 32)
+static unsigned ln_blocks(int BT) { return (unsigned)((BT + LN_ROWS - 1) / LN_ROWS); }
+
+/* Mean, then the variance around it (two passes, as the CPU kernel); out of type S, rounded once. */
 template <typename S>
 __global__ static void layernorm_forward_kernel(S *out, float *mean, float *rstd, const float *inp,
-                                                const float *weight, const float *bias, int C)
+                                                const float *weight, const float *bias, int BT, int C)
 {
-    __shared__ float red[THREADS];
-    const float *x = inp + (size_t)blockIdx.x * C;
+    int r = blockIdx.x * LN_ROWS + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (r >= BT) return;
+    const float *x = inp + (size_t)r * C;
     float m = 0;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) m += x[c];
-    red[threadIdx.x] = m;
-    __syncthreads();
-    for (unsigned w = THREADS / 2; w > 0; w >>= 1) {
-        if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
-        __syncthreads();
-    }
-    m = red[0] / C;
-    __syncthreads();
+    for (int c = lane; c < C; c += 32) m += x[c];
+    m = warp_sum(m) / C;
     float var = 0;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) var += (x[c] - m) * (x[c] - m);
-    red[threadIdx.x] = var;
-    __syncthreads();
-    for (unsigned w = THREADS / 2; w > 0; w >>= 1) {
-        if (threadIdx.x < w) red[threadIdx.x] += red[threadIdx.x + w];
-        __syncthreads();
-    }
-    float s = 1.0f / sqrtf(red[0] / C + 1e-5f);
-    S *o = out + (size_t)blockIdx.x * C;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) dt_st(&o[c], (x[c] - m) * s * weight[c] + bias[c]);
-    if (threadIdx.x == 0) {
-        mean[blockIdx.x] = m;
-        rstd[blockIdx.x] = s;
-    }
+    for (int c = lane; c < C; c += 32) var += (x[c] - m) * (x[c] - m);
+    float s = 1.0f / sqrtf(warp_sum(var) / C + 1e-5f);
+    S *o = out + (size_t)r * C;
+    for (int c = lane; c < C; c += 32) dt_st(&o[c], (x[c] - m) * s * weight[c] + bias[c]);
+    if (lane == 0) mean[r] = m, rstd[r] = s;
 }
 
-/* dinp, one block per row; lp not NULL: the sum also rounded into it */
+/* dinp, a warp per row; lp not NULL: the sum also rounded into it */
 template <typename S>
 __global__ static void layernorm_dinp_kernel(float *dinp, S *lp, const float *dout, const float *inp,
-                                             const float *weight, const float *mean, const float *rstd, int C)
+                                             const float *weight, const float *mean, const float *rstd, int BT, int C)
 {
-    __shared__ float r1[THREADS], r2[THREADS];
-    size_t row = (size_t)blockIdx.x * C;
+    int r = blockIdx.x * LN_ROWS + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (r >= BT) return;
+    size_t row = (size_t)r * C;
     const float *dy = dout + row, *x = inp + row;
-    float m = mean[blockIdx.x], s = rstd[blockIdx.x], a = 0, b = 0;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+    float m = mean[r], s = rstd[r], a = 0, b = 0;
+    for (int c = lane; c < C; c += 32) {
         float norm = (x[c] - m) * s, dnorm = weight[c] * dy[c];
         a += dnorm;
         b += dnorm * norm;
     }
-    r1[threadIdx.x] = a;
-    r2[threadIdx.x] = b;
-    __syncthreads();
-    for (unsigned w = THREADS / 2; w > 0; w >>= 1) {
-        if (threadIdx.x < w) r1[threadIdx.x] += r1[threadIdx.x + w], r2[threadIdx.x] += r2[threadIdx.x + w];
-        __syncthreads();
-    }
-    float dnorm_mean = r1[0] / C, dnorm_norm_mean = r2[0] / C;
-    for (int c = threadIdx.x; c < C; c += blockDim.x) {
+    float dnorm_mean = warp_sum(a) / C, dnorm_norm_mean = warp_sum(b) / C;
+    for (int c = lane; c < C; c += 32) {
         float norm = (x[c] - m) * s, dnorm = weight[c] * dy[c];
         float d = dinp[row + c] + (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
         dinp[row + c] = d;
@@ -513,38 +557,108 @@ __device__ static inline void put(uint16_t *x, float v, int t)
     *x = t == DT_CUDA_BF16 ? dt_bf16_from_f32(v) : dt_f16_from_f32(v);
 }
 
-/* One block per row: the max, the sum of exponentials (in double), the loss; with dloss, the
- * gradient in place. L: float, or uint16_t for logits of type t. */
+/* The row's segment in vocabulary block v0 (n columns, at seg) into row[v0, v0 + n) of shared memory,
+ * 16 bytes at a time from the first 16-byte boundary on; returns the thread's max of what it moved
+ * (a max is the same in any order). */
 template <typename L>
+__device__ static inline float segment_in(L *row, const L *seg, int n, int t)
+{
+    constexpr int E = pack_n<L>;
+    int head = (int)((16 - (uintptr_t)seg % 16) % 16 / sizeof(L));
+    head = head < n ? head : n;
+    int packs = (n - head) / E;
+    float mx = -INFINITY;
+    for (int j = threadIdx.x; j < head; j += blockDim.x) row[j] = seg[j], mx = fmaxf(mx, widen(seg[j], t));
+    const pack16<L> *p = reinterpret_cast<const pack16<L> *>(seg + head);
+    for (int j = threadIdx.x; j < packs; j += blockDim.x) {
+        pack16<L> x = p[j];
+#pragma unroll
+        for (int k = 0; k < E; k++) row[head + j * E + k] = x.x[k], mx = fmaxf(mx, widen(x.x[k], t));
+    }
+    for (int j = head + packs * E + threadIdx.x; j < n; j += blockDim.x) row[j] = seg[j], mx = fmaxf(mx, widen(seg[j], t));
+    return mx;
+}
+
+/* the gradient of the segment from its logits in row (elementwise: any order gives the same bits) */
+template <typename L>
+__device__ static inline void segment_out(L *seg, const L *row, int n, int v0, int y, float lse, float dloss, int t)
+{
+    constexpr int E = pack_n<L>;
+    int head = (int)((16 - (uintptr_t)seg % 16) % 16 / sizeof(L));
+    head = head < n ? head : n;
+    int packs = (n - head) / E;
+    for (int j = threadIdx.x; j < head; j += blockDim.x)
+        put(&seg[j], expf(widen(row[j], t) - lse) * dloss - (v0 + j == y ? dloss : 0.0f), t);
+    pack16<L> *p = reinterpret_cast<pack16<L> *>(seg + head);
+    for (int j = threadIdx.x; j < packs; j += blockDim.x) {
+        pack16<L> x;
+#pragma unroll
+        for (int k = 0; k < E; k++) {
+            int c = head + j * E + k;
+            put(&x.x[k], expf(widen(row[c], t) - lse) * dloss - (v0 + c == y ? dloss : 0.0f), t);
+        }
+        p[j] = x;
+    }
+    for (int j = head + packs * E + threadIdx.x; j < n; j += blockDim.x)
+        put(&seg[j], expf(widen(row[j], t) - lse) * dloss - (v0 + j == y ? dloss : 0.0f), t);
+}
+
+/* One block per row: the max, the sum of exponentials (in double), the loss; with dloss, the
+ * gradient in place. L: float, or uint16_t for logits of type t. The sum adds each thread's columns
+ * tid, tid + THREADS, ... in that order, then the threads' sums in a fixed tree: the same bits run
+ * to run, with or without ROW. With ROW the row is read from global memory once, 16 bytes at a time,
+ * into shared memory (V elements of L; dt_xent_row_fits), and the gradient written from there: one
+ * read and one write of the logits instead of three reads and a write. */
+template <typename L, bool ROW>
 __global__ static void softmax_xent_kernel(float *losses, L *logits, const int32_t *targets, float dloss, int BT, int V,
                                            int vb, int t)
 {
+    extern __shared__ __align__(16) unsigned char xent_smem[];
+    L *row = reinterpret_cast<L *>(xent_smem);
     __shared__ float mx_s[THREADS];
     __shared__ double sum_s[THREADS];
     int i = blockIdx.x, y = targets[i];
     float mx = -INFINITY;
-    for (int v = threadIdx.x; v < V; v += blockDim.x) mx = fmaxf(mx, widen(logits[block_major(i, v, BT, V, vb)], t));
+    struct dt_row_walk w = dt_row_start(i, V, vb);
+    if (ROW) {
+        for (int v0 = 0; v0 < V; v0 += vb) {
+            int n = V - v0 < vb ? V - v0 : vb;
+            mx = fmaxf(mx, segment_in(row + v0, logits + (size_t)BT * v0 + (size_t)i * n, n, t));
+        }
+    } else {
+        for (int v = threadIdx.x; v < V; v += blockDim.x) mx = fmaxf(mx, widen(logits[dt_row_at(&w, v, i, BT, V, vb)], t));
+    }
     mx_s[threadIdx.x] = mx;
     __syncthreads();
-    for (unsigned w = THREADS / 2; w > 0; w >>= 1) {
-        if (threadIdx.x < w) mx_s[threadIdx.x] = fmaxf(mx_s[threadIdx.x], mx_s[threadIdx.x + w]);
+    for (unsigned s = THREADS / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) mx_s[threadIdx.x] = fmaxf(mx_s[threadIdx.x], mx_s[threadIdx.x + s]);
         __syncthreads();
     }
     mx = mx_s[0];
     double sum = 0;
-    for (int v = threadIdx.x; v < V; v += blockDim.x) sum += expf(widen(logits[block_major(i, v, BT, V, vb)], t) - mx);
+    w = dt_row_start(i, V, vb);
+    for (int v = threadIdx.x; v < V; v += blockDim.x)
+        sum += expf(widen(ROW ? row[v] : logits[dt_row_at(&w, v, i, BT, V, vb)], t) - mx);
     sum_s[threadIdx.x] = sum;
     __syncthreads();
-    for (unsigned w = THREADS / 2; w > 0; w >>= 1) {
-        if (threadIdx.x < w) sum_s[threadIdx.x] += sum_s[threadIdx.x + w];
+    for (unsigned s = THREADS / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) sum_s[threadIdx.x] += sum_s[threadIdx.x + s];
         __syncthreads();
     }
     float lse = mx + (float)log(sum_s[0]);
-    if (threadIdx.x == 0) losses[i] = lse - widen(logits[block_major(i, y, BT, V, vb)], t);
+    if (threadIdx.x == 0) losses[i] = lse - widen(ROW ? row[y] : logits[block_major(i, y, BT, V, vb)], t);
     if (dloss == 0) return;
+    if (ROW) {
+        for (int v0 = 0; v0 < V; v0 += vb) {
+            int n = V - v0 < vb ? V - v0 : vb;
+            segment_out(logits + (size_t)BT * v0 + (size_t)i * n, row + v0, n, v0, y, lse, dloss, t);
+        }
+        return;
+    }
     __syncthreads(); /* the loss has read the target's logit before it is overwritten */
+    w = dt_row_start(i, V, vb);
     for (int v = threadIdx.x; v < V; v += blockDim.x) {
-        L *x = &logits[block_major(i, v, BT, V, vb)];
+        L *x = &logits[dt_row_at(&w, v, i, BT, V, vb)];
         put(x, expf(widen(*x, t) - lse) * dloss - (v == y ? dloss : 0.0f), t);
     }
 }
@@ -659,13 +773,37 @@ static cudaError_t mean_loss(cudaError_t e, const float *losses, int BT, float *
     return e;
 }
 
+/* softmax_xent with its row in shared memory where the device's opt-in limit holds it (GPT-2's
+ * 50257 bf16 logits: 98 KiB), else reading the row from global memory in each pass */
+template <typename L>
+static cudaError_t xent_launch(float *losses, L *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
+                               int t)
+{
+    int dev = 0, optin = 0;
+    cudaError_t e = cudaGetDevice(&dev);
+    if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
+    if (e != cudaSuccess) return e;
+    size_t bytes = dt_xent_row_bytes(V, sizeof(L), THREADS * (sizeof(float) + sizeof(double)), (size_t)optin);
+    if (!bytes) {
+        softmax_xent_kernel<L, false><<<BT, THREADS>>>(losses, logits, targets, dloss, BT, V, vb, t);
+        return cudaGetLastError();
+    }
+    e = cudaFuncSetAttribute(reinterpret_cast<const void *>(softmax_xent_kernel<L, true>),
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes);
+    if (e != cudaSuccess) return e;
+    softmax_xent_kernel<L, true><<<BT, THREADS, bytes>>>(losses, logits, targets, dloss, BT, V, vb, t);
+    return cudaGetLastError();
+}
+
 extern "C" {
 
 cudaError_t dt_cuda_gelu_forward(void *out, const void *inp, int at, size_t N)
 {
     return dt_by_type(at, [&](auto *tag) {
         using S = std::remove_pointer_t<decltype(tag)>;
-        gelu_forward_kernel<<<blocks(N), THREADS>>>((S *)out, (const S *)inp, N);
+        bool packed = aligned16(out) && aligned16(inp);
+        if (packed) gelu_forward_kernel<S, true><<<pack_blocks<S>(N), THREADS>>>((S *)out, (const S *)inp, N);
+        else gelu_forward_kernel<S, false><<<blocks(N), THREADS>>>((S *)out, (const S *)inp, N);
         return cudaGetLastError();
     });
 }
@@ -674,7 +812,10 @@ cudaError_t dt_cuda_gelu_backward(void *dinp, const void *inp, const float *dout
 {
     return dt_by_type(at, [&](auto *tag) {
         using S = std::remove_pointer_t<decltype(tag)>;
-        gelu_backward_kernel<<<blocks(N), THREADS>>>((S *)dinp, (const S *)inp, dout, N);
+        bool packed = aligned16(dinp) && aligned16(inp) && aligned16(dout);
+        if (packed)
+            gelu_backward_kernel<S, true><<<pack_blocks<S>(N), THREADS>>>((S *)dinp, (const S *)inp, dout, N);
+        else gelu_backward_kernel<S, false><<<blocks(N), THREADS>>>((S *)dinp, (const S *)inp, dout, N);
         return cudaGetLastError();
     });
 }
@@ -744,13 +885,15 @@ cudaError_t dt_cuda_sumsq_nonfinite(const void *x, int t, size_t n, double *sums
     double *partial = (double *)scratch;
     unsigned long long *bad = (unsigned long long *)(partial + REDUCE_BLOCKS);
     sumsq_partial_kernel<<<REDUCE_BLOCKS, THREADS>>>(partial, bad, x, t, n);
-    sumsq_final_kernel<<<1, 1>>>(partial, bad, REDUCE_BLOCKS);
+    sumsq_final_kernel<<<1, 32>>>(partial, bad, REDUCE_BLOCKS);
     cudaError_t e = cudaGetLastError();
-    unsigned long long nb = 0;
-    double sum = 0;
-    if (e == cudaSuccess) e = cudaMemcpy(&sum, partial, sizeof sum, cudaMemcpyDeviceToHost);
-    if (e == cudaSuccess) e = cudaMemcpy(&nb, bad, sizeof nb, cudaMemcpyDeviceToHost);
-    if (e == cudaSuccess) *sumsq = sum, *nonfinite = (size_t)nb;
+    double got[2];
+    if (e == cudaSuccess) e = cudaMemcpy(got, partial, sizeof got, cudaMemcpyDeviceToHost);
+    if (e == cudaSuccess) {
+        unsigned long long nb;
+        memcpy(&nb, &got[1], sizeof nb);
+        *sumsq = got[0], *nonfinite = (size_t)nb;
+    }
     return e;
 }
 
@@ -760,7 +903,7 @@ cudaError_t dt_cuda_layernorm_forward(void *out, int ot, float *mean, float *rst
     return dt_by_type(ot, [&](auto *tag) {
         using S = std::remove_pointer_t<decltype(tag)>;
         if (BT <= 0 || C <= 0) return cudaSuccess; /* nothing to do, as on the CPU (a 0-block grid is an error) */
-        layernorm_forward_kernel<<<BT, THREADS>>>((S *)out, mean, rstd, inp, weight, bias, C);
+        layernorm_forward_kernel<<<ln_blocks(BT), THREADS>>>((S *)out, mean, rstd, inp, weight, bias, BT, C);
         return cudaGetLastError();
     });
 }
@@ -776,7 +919,7 @@ cudaError_t dt_cuda_layernorm_backward(float *dinp, void *dinp_lp, int lt, float
     unsigned cb = (unsigned)((C + THREADS - 1) / THREADS);
     cudaError_t e = dt_by_type(dinp_lp ? lt : DT_CUDA_F32, [&](auto *tag) {
         using S = std::remove_pointer_t<decltype(tag)>;
-        layernorm_dinp_kernel<S><<<BT, THREADS>>>(dinp, (S *)dinp_lp, dout, inp, weight, mean, rstd, C);
+        layernorm_dinp_kernel<S><<<ln_blocks(BT), THREADS>>>(dinp, (S *)dinp_lp, dout, inp, weight, mean, rstd, BT, C);
         return cudaSuccess;
     });
     if (e != cudaSuccess) return e;
@@ -885,16 +1028,14 @@ cudaError_t dt_cuda_softmax_xent(float *losses, float *logits, const int32_t *ta
                                  float *mean)
 {
     if (BT <= 0 || V <= 0 || vb <= 0) return cudaErrorInvalidValue;
-    softmax_xent_kernel<<<BT, THREADS>>>(losses, logits, targets, dloss, BT, V, vb, DT_CUDA_F32);
-    return mean_loss(cudaGetLastError(), losses, BT, mean);
+    return mean_loss(xent_launch(losses, logits, targets, dloss, BT, V, vb, DT_CUDA_F32), losses, BT, mean);
 }
 
 cudaError_t dt_cuda_softmax_xent_lp(float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V,
                                     int vb, int t, float *mean)
 {
     if (BT <= 0 || V <= 0 || vb <= 0 || (t != DT_CUDA_BF16 && t != DT_CUDA_F16)) return cudaErrorInvalidValue;
-    softmax_xent_kernel<<<BT, THREADS>>>(losses, logits, targets, dloss, BT, V, vb, t);
-    return mean_loss(cudaGetLastError(), losses, BT, mean);
+    return mean_loss(xent_launch(losses, logits, targets, dloss, BT, V, vb, t), losses, BT, mean);
 }
 
 cudaError_t dt_cuda_narrow_inplace(void *buf, size_t n, int t)

@@ -21,6 +21,40 @@
 #define DT_CONSTEXPR
 #endif
 
+/* ---- the logits' rows: a walk along row i of a block-major (BT, V) buffer (kernels.h: vocabulary
+ * blocks of vb columns, each holding all BT rows) in steps of a block's threads, without a division
+ * per element: the vocabulary block moves on when the column leaves it (one step may cross
+ * several blocks when vb is smaller than the step). Columns must be visited in increasing order. */
+struct dt_row_walk {
+    int v0, n;   /* the current vocabulary block: its first column and width */
+    size_t base; /* where row i of it starts */
+};
+DT_HD static inline struct dt_row_walk dt_row_start(int i, int V, int vb)
+{
+    int n = V < vb ? V : vb;
+    struct dt_row_walk w = {0, n, (size_t)i * n};
+    return w;
+}
+DT_HD static inline size_t dt_row_at(struct dt_row_walk *w, int v, int i, int BT, int V, int vb)
+{
+    while (v >= w->v0 + w->n) {
+        w->v0 += vb;
+        w->n = V - w->v0 < vb ? V - w->v0 : vb;
+        w->base = (size_t)BT * w->v0 + (size_t)i * w->n;
+    }
+    return w->base + (size_t)(v - w->v0);
+}
+
+/* softmax_xent's dynamic shared memory for a row of V logits of esz bytes kept there, beside the
+ * kernel's static_bytes, under the device's per-block opt-in limit optin: V esz rounded up to 16
+ * bytes, or 0 when the row does not fit (the kernel then reads the row from global memory in each
+ * of its passes) */
+static inline size_t dt_xent_row_bytes(int V, size_t esz, size_t static_bytes, size_t optin)
+{
+    size_t bytes = ((size_t)V * esz + 15) / 16 * 16;
+    return bytes + static_bytes <= optin ? bytes : 0;
+}
+
 /* ---- fused attention */
 #define DT_ATTN_KT 32   /* rows of a shared tile: one per lane */
 #define DT_ATTN_WARPS 4 /* per block */

@@ -115,23 +115,30 @@ static void elementwise(void)
         void *xt = typed(x, N, t), *yt = typed(y, N, t), *cpu = malloc(N * es);
         void *dx = dev(xt, N * es), *dyt = dev(yt, N * es), *dout = dev(NULL, N * es);
         float *dy32 = dev(y, N * 4), *da = dev(a, N * 4), *dres = dev(NULL, N * 4);
-        dt_kernels_cpu.gelu_forward(kc, cpu, xt, t, N);
-        CK(gpu->gelu_forward(dout, dx, (int)t, N));
-        void *g = back_typed(dout, N, t);
-        double d = act_diff(g, cpu, N, t);
-        snprintf(what, sizeof what, "gelu_forward %s", dt_dtype_str(t));
-        report(d < 1e-5, what, d);
-        free(g);
-        /* written, not added: the buffer starts from other values on both sides */
-        memcpy(cpu, yt, N * es);
-        dt_kernels_cpu.gelu_backward(kc, cpu, xt, y, t, N);
-        CK(gpu->to_device(dout, yt, N * es));
-        CK(gpu->gelu_backward(dout, dx, dy32, (int)t, N));
-        g = back_typed(dout, N, t);
-        d = act_diff(g, cpu, N, t);
-        snprintf(what, sizeof what, "gelu_backward %s writes dinp", dt_dtype_str(t));
-        report(d < 1e-5, what, d);
-        free(g);
+        /* from the buffers' start (16-byte packs, N odd: a tail), and one element in (element by element) */
+        for (size_t o = 0; o < 2; o++) {
+            const char *at = o ? ", one element past an alignment" : "";
+            size_t n = N - o;
+            void *xo = (char *)xt + o * es, *co = (char *)cpu + o * es, *go = (char *)dout + o * es;
+            const void *gxo = (const char *)dx + o * es;
+            dt_kernels_cpu.gelu_forward(kc, co, xo, t, n);
+            CK(gpu->gelu_forward(go, gxo, (int)t, n));
+            void *g = back_typed(go, n, t);
+            double d = act_diff(g, co, n, t);
+            snprintf(what, sizeof what, "gelu_forward %s%s", dt_dtype_str(t), at);
+            report(d < 1e-5, what, d);
+            free(g);
+            /* written, not added: the buffer starts from other values on both sides */
+            memcpy(cpu, yt, N * es);
+            dt_kernels_cpu.gelu_backward(kc, co, xo, y + o, t, n);
+            CK(gpu->to_device(dout, yt, N * es));
+            CK(gpu->gelu_backward(go, gxo, dy32 + o, (int)t, n));
+            g = back_typed(go, n, t);
+            d = act_diff(g, co, n, t);
+            snprintf(what, sizeof what, "gelu_backward %s writes dinp%s", dt_dtype_str(t), at);
+            report(d < 1e-5, what, d);
+            free(g);
+        }
         /* one fp32 add of exactly widened values: the CPU's bits */
         dt_kernels_cpu.residual_forward(kc, res, a, yt, t, N);
         CK(gpu->residual_forward(dres, da, dyt, (int)t, N));
@@ -511,7 +518,8 @@ static double *bound(const float *A, size_t sa_r, size_t sa_k, const float *B, s
 }
 
 /* got and ref of type t (fp32, or 16-bit: one ulp of the type off first), against 3 (K + 2) u S */
-static double mm_excess(const void *got, const void *ref, const double *S, size_t n, int K, enum dt_dtype t)
+static double mm_excess_at(const void *got, const void *ref, const double *S, size_t n, int K, enum dt_dtype t,
+                           size_t *worst)
 {
     double m = 0;
     for (size_t i = 0; i < n; i++) {
@@ -524,9 +532,31 @@ static double mm_excess(const void *got, const void *ref, const double *S, size_
             g = wide16(hg, t), r = wide16(hr, t), ulp = wide16((uint16_t)(big + 1), t) - wide16(big, t);
         }
         double d = fmax(0.0, fabs(g - r) - ulp) / (3.0 * (K + 2) * U32 * S[i] + 1e-30);
-        if (!(d <= m)) m = d;
+        if (!(d <= m)) m = d, *worst = i;
     }
     return m;
+}
+
+static double mm_excess(const void *got, const void *ref, const double *S, size_t n, int K, enum dt_dtype t)
+{
+    size_t worst = 0;
+    return mm_excess_at(got, ref, S, n, K, t, &worst);
+}
+
+/* Where a 16-bit output is out of bounds, what each side's unrounded (fp32-output) sum was, so a
+ * failure tells which side did not round once: TAP diagnostics. */
+static double rounded16(float x, enum dt_dtype t)
+{
+    return wide16(t == DT_BF16 ? dt_bf16_from_f32(x) : dt_f16_from_f32(x), t);
+}
+
+static void mm_explain(const uint16_t *got, const uint16_t *ref, const float *got32, const float *ref32, size_t i,
+                       const double *S, int K, enum dt_dtype t)
+{
+    printf("# worst element %zu: gpu %.9g (its fp32 output %.9g, rounded %.9g), cpu %.9g (its fp32 output %.9g, "
+           "rounded %.9g), bound 3 (K+2) u S = %.3g\n",
+           i, wide16(got[i], t), got32[i], rounded16(got32[i], t), wide16(ref[i], t), ref32[i],
+           rounded16(ref32[i], t), 3.0 * (K + 2) * U32 * S[i]);
 }
 
 /* fp32 values rounded to lp and back, in place: the operands as the 16-bit products see them */
@@ -558,22 +588,27 @@ static void matmul_case(void *ctx, enum dt_dtype lp, int BT, int C, int OC, bool
     float *gw = dev(w, nw * 4), *gb = dev(b, OC * 4), *gdy = dev(dy, ny * 4);
     const float *gcb = biased ? gb : NULL;
 
-    /* forward, out of type ot: fp32, and lp itself */
+    /* forward, out of type ot: fp32, and lp itself (the fp32 outputs kept to explain a failure) */
+    float *out32 = NULL, *h32 = NULL;
     for (int o = 0; o < (lp == DT_F32 ? 1 : 2); o++) {
         enum dt_dtype ot = o ? lp : DT_F32;
-        size_t os = dt_dtype_size(ot);
+        size_t os = dt_dtype_size(ot), worst = 0;
         void *out = malloc(ny * os), *gout = dev(NULL, ny * os);
         if (lp == DT_F32) dt_kernels_cpu.matmul_forward(kc, out, x, w, cb, BT, C, OC);
         else dt_kernels_cpu.matmul_forward_lp(kc, out, ot, xt, w, cb, DT_F32, BT, C, OC, lp);
         CK(gpu->matmul_forward(ctx, gout, (int)ot, gx, gw, gcb, (int)DT_F32, BT, C, OC, (int)lp));
         void *h = back_typed(gout, ny, ot);
         double *S = bound(x, C, 1, wr, C, 1, NULL, cb, BT, OC, C);
-        double d = mm_excess(h, out, S, ny, C, ot);
+        double d = mm_excess_at(h, out, S, ny, C, ot, &worst);
         snprintf(what, sizeof what, "matmul_forward %s, out %s: within 3 (K+2) u sum|terms|", shape, dt_dtype_str(ot));
         report(d <= 1.0, what, d);
-        free(S), free(h), free(out);
+        if (o && !(d <= 1.0)) mm_explain(h, out, h32, out32, worst, S, C, ot);
+        free(S);
+        if (o) free(h), free(out);
+        else out32 = out, h32 = h;
         gpu->free(gout);
     }
+    free(out32), free(h32);
 
     /* backward from dout of type dt: fp32, and (16-bit lp) lp itself */
     for (int o = 0; o < (lp == DT_F32 ? 1 : 2); o++) {
@@ -748,8 +783,18 @@ static void matmul_offset(void *ctx)
     dt_kernels_cpu.matmul_forward_lp(kc, ref, DT_BF16, xt, w, b, DT_F32, BT, C, OC, DT_BF16);
     void *h = back_typed(go, BT * OC, DT_BF16);
     double *S = bound(x, C, 1, wr, C, 1, NULL, br, BT, OC, C);
-    double d = mm_excess(h, ref, S, BT * OC, C, DT_BF16);
+    size_t worst = 0;
+    double d = mm_excess_at(h, ref, S, BT * OC, C, DT_BF16, &worst);
     report(d <= 1.0, "matmul_forward bf16 with inp 2 bytes past an alignment: within 3 (K+2) u sum|terms|", d);
+    if (!(d <= 1.0)) { /* the same product into fp32 on both sides, to tell which did not round once */
+        float *ref32 = malloc(BT * OC * 4), *go32 = dev(NULL, BT * OC * 4);
+        dt_kernels_cpu.matmul_forward_lp(kc, ref32, DT_F32, xt, w, b, DT_F32, BT, C, OC, DT_BF16);
+        CK(gpu->matmul_forward(ctx, go32, (int)DT_F32, gx + 1, gw, gb, (int)DT_F32, BT, C, OC, (int)DT_BF16));
+        float *h32 = back(go32, BT * OC);
+        mm_explain(h, ref, h32, ref32, worst, S, C, DT_BF16);
+        free(ref32), free(h32);
+        gpu->free(go32);
+    }
     free(S), free(h), free(x), free(w), free(b), free(xt), free(ref), free(wr), free(br);
     gpu->free(gx), gpu->free(go), gpu->free(gw), gpu->free(gb);
 }
@@ -888,9 +933,11 @@ static void updates_and_conversions(void)
     gpu->free(gp), gpu->free(gg), gpu->free(gbuf), gpu->free(gr), gpu->free(gdout);
 }
 
-static void loss_lp(void)
+/* 16-bit logits: V = 300 in blocks of 128 (the last block's rows at addresses of every parity: the
+ * kernel's row in shared memory, read 16 bytes at a time from a boundary), and V = 120001, whose row
+ * (234 KiB) fits no device's shared memory (the kernel's passes over global memory) */
+static void loss_lp_at(int BT, int V, int vb)
 {
-    int BT = 45, V = 300, vb = 128;
     size_t n = (size_t)BT * V;
     int32_t *y = malloc(BT * sizeof *y);
     for (int i = 0; i < BT; i++) y[i] = (int32_t)((i * 131) % V);
@@ -909,19 +956,25 @@ static void loss_lp(void)
         float *hl = back(gloss, BT);
         CK(gpu->to_host(got, glg, n * 2));
         double d = fmax(maxrel(hl, losses, BT), fabs((double)mean_gpu - mean_cpu));
-        snprintf(what, sizeof what, "softmax_xent_lp %s: losses and their mean", dt_dtype_str(t));
+        snprintf(what, sizeof what, "softmax_xent_lp %s, V = %d: losses and their mean", dt_dtype_str(t), V);
         report(d < 1e-5, what, d);
         int worst = 0;
         for (size_t i = 0; i < n; i++) worst = ulps(got[i], lg[i]) > worst ? ulps(got[i], lg[i]) : worst;
         /* the GPU's expf is not glibc's: a few fp32 ulp, at most one after rounding to 16 bits */
-        snprintf(what, sizeof what, "softmax_xent_lp %s: the gradient in place, block-major, within 1 ulp",
-                 dt_dtype_str(t));
+        snprintf(what, sizeof what, "softmax_xent_lp %s, V = %d: the gradient in place, block-major, within 1 ulp",
+                 dt_dtype_str(t), V);
         report(worst <= 1, what, worst);
         free(hl);
         gpu->free(glg);
     }
     gpu->free(gy), gpu->free(gloss);
     free(y), free(x), free(losses), free(lg), free(got);
+}
+
+static void loss_lp(void)
+{
+    loss_lp_at(45, 300, 128);
+    loss_lp_at(3, 120001, 15040);
 }
 
 static void narrow_widen(void)

@@ -13,7 +13,10 @@
  *     head, key) exactly once with the query head's own key/value head;
  *   - the column-major gemms the matmuls hand cuBLASLt compute kernels.h's row-major products:
  *     each plan is run by a plain host gemm with cuBLAS's conventions (op, stored shape, leading
- *     dimension) and compared with the CPU kernels.
+ *     dimension) and compared with the CPU kernels;
+ *   - softmax_xent's walk along a row of the block-major logits reaches, for every column a thread
+ *     visits, the element kernels.h's layout puts there, also where a step crosses several blocks;
+ *     and when its row fits in shared memory.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -337,4 +340,39 @@ static void matmul_plans(void **state)
     }
 }
 
-DT_TESTS(T(attention_grid), T(attention_tc_plan), T(attention_kv_plan), T(attention_tc_fragments), T(matmul_plans))
+/* the walk against kernels.h's block-major index: element (i, v) of a (BT, V) buffer in vocabulary
+ * blocks of vb columns lives at BT v0 + i n + (v - v0), v0 = v - v % vb, n the block's width */
+static void logit_row_walk(void **state)
+{
+    (void)state;
+    static const int shapes[][3] = {{4, 50257, 6336}, {3, 1000, 64}, {5, 130, 64}, {2, 37, 64}, {1, 256, 256}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int BT = shapes[s][0], V = shapes[s][1], vb = shapes[s][2];
+        for (int i = 0; i < BT; i++)
+            for (int tid = 0; tid < 256; tid += 37) {
+                struct dt_row_walk w = dt_row_start(i, V, vb);
+                for (int v = tid; v < V; v += 256) {
+                    int v0 = v - v % vb, n = V - v0 < vb ? V - v0 : vb;
+                    assert_int_equal(dt_row_at(&w, v, i, BT, V, vb), (size_t)BT * v0 + (size_t)i * n + (size_t)(v - v0));
+                }
+            }
+    }
+}
+
+/* softmax_xent keeps a row in shared memory where it fits: GPT-2's bf16 row on an H100 (opt-in limit
+ * 227 KiB) and an A100 (163 KiB), not Llama 3's 128256 (250.5 KiB); sizes rounded up to 16 bytes */
+static void xent_row_bytes(void **state)
+{
+    (void)state;
+    size_t st = 256 * (sizeof(float) + sizeof(double));
+    assert_int_equal(dt_xent_row_bytes(50257, 2, st, 232448), 100528);
+    assert_int_equal(dt_xent_row_bytes(50257, 2, st, 166912), 100528);
+    assert_int_equal(dt_xent_row_bytes(50257, 4, st, 166912), 0);
+    assert_int_equal(dt_xent_row_bytes(128256, 2, st, 232448), 0);
+    assert_int_equal(dt_xent_row_bytes(300, 2, st, 232448), 608);
+    assert_int_equal(dt_xent_row_bytes(4, 4, st, 232448), 16);
+    assert_int_equal(dt_xent_row_bytes(1000, 4, st, 4000 + st), 4000);
+    assert_int_equal(dt_xent_row_bytes(1001, 4, st, 4000 + st), 0);
+}
+
+DT_TESTS(T(logit_row_walk), T(xent_row_bytes), T(attention_grid), T(attention_tc_plan), T(attention_kv_plan), T(attention_tc_fragments), T(matmul_plans))
