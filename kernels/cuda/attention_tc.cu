@@ -199,6 +199,33 @@ __device__ static void stage(S *sh, const S *g, size_t ld, int t0, int T)
     }
 }
 
+/* the same by cp.async (sm_80's asynchronous copy to shared memory, no registers on the way): the
+ * block's copies form one group with the caller's cp_async_commit, awaited by cp_async_wait; rows
+ * past T are zeroed by plain stores, seen with the copies after the __syncthreads that follows the
+ * wait */
+template <int D, int R, typename S>
+__device__ static void stage_async(S *sh, const S *g, size_t ld, int t0, int T)
+{
+    constexpr int V = D / 8;
+    for (int i = threadIdx.x; i < R * V; i += blockDim.x) {
+        int r = i / V, c = i % V * 8, t = t0 + r;
+        S *dst = sh + r * (D + PAD) + c;
+        if (t < T) {
+            unsigned a = (unsigned)__cvta_generic_to_shared(dst);
+            asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(g + (size_t)t * ld + c) : "memory");
+        } else {
+            *reinterpret_cast<uint4 *>(dst) = make_uint4(0, 0, 0, 0);
+        }
+    }
+}
+__device__ static inline void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+/* until at most N of this thread's committed groups are still in flight */
+template <int N>
+__device__ static inline void cp_async_wait()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
 /* the same from fp32 (dout), rounded to S */
 template <int D, int R, typename S>
 __device__ static void stage(S *sh, const float *g, size_t ld, int t0, int T)
@@ -265,7 +292,9 @@ __global__ static void __launch_bounds__(WARPS * 32)
     attention_tc_forward_kernel(S *out, float *lse, const S *qkv, int BH, int NH, int NKV, int T, int C, float scale2)
 {
     constexpr int KT = dt_attn_tc_kt(DT_ATTN_TC_FWD, D), LD = D + PAD, NS = KT / 8, NO = D / 8;
-    S *ks = reinterpret_cast<S *>(tc_smem), *vs = ks + KT * LD;
+    /* two buffers, each a K tile then a V tile */
+    S *buf = reinterpret_cast<S *>(tc_smem);
+    S *ks = buf;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     size_t ld = C + 2 * (size_t)NKV * D; /* dt_attn_width */
     tc_head<S> hd = tc_head_of<D>(qkv, ld, BH, NH, NKV, T, C);
@@ -285,11 +314,25 @@ __global__ static void __launch_bounds__(WARPS * 32)
     float o[NO][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
     zero(o);
     int bn_r = dt_mma_ldsm_row(lane, true), bn_c = dt_mma_ldsm_col(lane, true);
-    for (int k0 = 0; k0 < end; k0 += KT) {
-        __syncthreads(); /* every warp is done with the previous tile (and with Q) */
-        stage<D, KT>(ks, k, ld, k0, T);
-        stage<D, KT>(vs, v, ld, k0, T);
-        __syncthreads();
+    __syncthreads(); /* every warp holds its Q: the first buffer is free */
+    stage_async<D, KT>(buf, k, ld, 0, T);
+    stage_async<D, KT>(buf + KT * LD, v, ld, 0, T);
+    cp_async_commit();
+    for (int k0 = 0, it = 0; k0 < end; k0 += KT, it++) {
+        /* the next tiles into the other buffer (free since the __syncthreads ending the last
+         * iteration), then wait for this one's */
+        if (k0 + KT < end) {
+            S *next = buf + ((it + 1) % 2) * 2 * KT * LD;
+            stage_async<D, KT>(next, k, ld, k0 + KT, T);
+            stage_async<D, KT>(next + KT * LD, v, ld, k0 + KT, T);
+            cp_async_commit();
+            cp_async_wait<1>();
+        } else {
+            cp_async_wait<0>();
+        }
+        __syncthreads(); /* this tile's copies, every thread's, are in shared memory */
+        ks = buf + (it % 2) * 2 * KT * LD;
+        const S *vs = ks + KT * LD;
         float s[NS][4];
         zero(s);
 #pragma unroll
@@ -331,6 +374,7 @@ __global__ static void __launch_bounds__(WARPS * 32)
                 l[i / 2] += s[j][i];
             }
         product_acc<S, NS, NO, LD>(o, s, vs);
+        __syncthreads(); /* every warp is done with this buffer before the next iteration refills it */
     }
 
     S *y = out + (size_t)hd.b * T * C + (size_t)hd.h * D;

@@ -122,14 +122,16 @@ static inline unsigned dt_attn_tc_grid(int B, int T, int NH)
     size_t n = (size_t)B * (size_t)NH * (size_t)dt_attn_tc_blocks_per_head(T);
     return n <= 0x7fffffffu ? (unsigned)n : 0;
 }
-/* Dynamic shared memory of a block, bytes: forward a K and a V tile (the block's Q passes through
- * the K tile into registers first); dkv its own K and V and a tile of Q and of dO, and the tile's
+/* Dynamic shared memory of a block, bytes: forward two K and V tiles (the next pair loads, by
+ * cp.async, while the warps work on the current one; the block's Q passes through the first K tile
+ * into registers first); dkv its own K and V and a tile of Q and of dO, and the tile's
  * lse and Drow (fp32); dq its own Q and dO and a tile of K and of V. Over 48 KiB (dkv and dq at
- * D = 128: 52480 and 52224) the launcher opts in (cudaFuncAttributeMaxDynamicSharedMemorySize). */
+ * D = 128: 52480 and 52224; forward at D = 128: 69632) the launcher opts in
+ * (cudaFuncAttributeMaxDynamicSharedMemorySize). */
 DT_HD static DT_CONSTEXPR inline int dt_attn_tc_smem(int kernel, int D)
 {
     return kernel == DT_ATTN_TC_FWD
-               ? 2 * dt_attn_tc_kt(kernel, D) * 2 * (D + DT_ATTN_TC_PAD)
+               ? 2 * 2 * dt_attn_tc_kt(kernel, D) * 2 * (D + DT_ATTN_TC_PAD)
                : 2 * (DT_ATTN_TC_ROWS + dt_attn_tc_kt(kernel, D)) * 2 * (D + DT_ATTN_TC_PAD) +
                      (kernel == DT_ATTN_TC_DKV ? 2 * dt_attn_tc_kt(kernel, D) * (int)sizeof(float) : 0);
 }

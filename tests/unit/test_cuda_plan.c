@@ -84,11 +84,12 @@ static void attention_tc_plan(void **state)
             assert_int_equal(kt * row % 16, 0);
             assert_int_equal(DT_ATTN_TC_ROWS * row % 16, 0);
             /* what sm_80 gives a block at most (163 KiB; sm_90: 227 KiB), and within 48 KiB where
-             * the launcher does not opt in: D = 64 everywhere, forward at 128 */
+             * the launcher does not opt in: D = 64 */
             assert_true(smem <= 163 * 1024);
-            assert_int_equal(smem > DT_ATTN_TC_STATIC_SMEM, D == 128 && kernels[k] != DT_ATTN_TC_FWD);
+            assert_int_equal(smem > DT_ATTN_TC_STATIC_SMEM, D == 128);
         }
         /* the sizes the comments promise */
+        assert_int_equal(dt_attn_tc_smem(DT_ATTN_TC_FWD, D), D == 64 ? 36864 : 69632);
         if (D == 128) {
             assert_int_equal(dt_attn_tc_smem(DT_ATTN_TC_DKV, D), 52480);
             assert_int_equal(dt_attn_tc_smem(DT_ATTN_TC_DQ, D), 52224);
