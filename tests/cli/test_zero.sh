@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The sharded strategies (issue #11): zero1/2/3, fsdp's sharding strategies and the deepspeed
-# strategy with templates/'s stage 1-3 JSONs trace DDP's per-step losses on 4 ranks (fp32 within
-# 1e-5, bf16-mixed and 16-mixed bit for bit, the loss scaler's skips on the same steps), and so does
-# 1 rank accumulating 4 micro-batches (16-bit: within 1e-4 over 15 steps, 1e-2 over 30); 3 ranks
-# (parts that do not divide) and units smaller than a rank's share work; bf16-true keeps bf16
-# parameters only and ends within 2% of fp32 on text; the model state per rank is what `dtrun check
-# --memory` says, within 10% of DeepSpeed's formulas at the 124M shape; bad strategy settings are
-# refused before any rank starts; a Llama traces DDP under each stage too. (HYBRID_SHARD across two Slurm nodes: test_slurm.sh.) The sanitizer
-# build runs each stage's code once, on 2 ranks, and checks the other names map to those stages.
+# The sharded strategies (issue #11): zero1/2/3 in each precision, and fsdp's sharding strategies
+# and the deepspeed strategy with templates/'s stage 1-3 JSONs in bf16-mixed, trace DDP's per-step
+# losses on 4 ranks (fp32 within 1e-5, bf16-mixed and 16-mixed bit for bit, the loss scaler's skips
+# on the same steps), and so does 1 rank accumulating 4 micro-batches (16-bit: within 1e-4 over 15
+# steps, 1e-2 over 30); 3 ranks (parts that do not divide) and units smaller than a rank's share
+# work; bf16-true keeps bf16 parameters only and ends within 2% of fp32 on text; the model state per
+# rank is what `dtrun check --memory` says, within 10% of DeepSpeed's formulas at the 124M shape; bad
+# strategy settings are refused before any rank starts; a Llama traces DDP under each stage too.
+# (HYBRID_SHARD across two Slurm nodes: test_slurm.sh.) The sanitizer build runs each stage's code
+# once, on 2 ranks, and checks the other names map to those stages.
 . "$(dirname "$0")/tap.sh"
 cd "$TMP" || exit 1
 if ! dtrun_has '^comm: mpi'; then
@@ -57,9 +58,11 @@ for p in "${precisions[@]}"; do
         compute.gradient_accumulation_steps=$ranks run.dir="one-$p"
     traces "1 rank x $ranks micro-batches" "one-$p" "ddp-$p" "$p"
     # templates/deepspeed's stage JSONs enable bf16: against ddp in bf16-mixed
-    if [ $full = 1 ]; then
-        variants=(zero1 zero2 zero3 fsdp:FULL_SHARD fsdp:SHARD_GRAD_OP fsdp:NO_SHARD)
-        [ $p = bf16-mixed ] && variants+=(deepspeed:zero1 deepspeed:zero2 deepspeed:zero3)
+    if [ $full = 1 ]; then # the FSDP names and DeepSpeed JSONs resolve to these stages (checked below
+        # without a run): they run in bf16-mixed, the precision the JSONs enable, the stages in all three
+        variants=(zero1 zero2 zero3)
+        [ $p = bf16-mixed ] && variants+=(fsdp:FULL_SHARD fsdp:SHARD_GRAD_OP fsdp:NO_SHARD deepspeed:zero1 deepspeed:zero2
+            deepspeed:zero3)
     else # under the sanitizers each stage's code once: zero3 in fp32 (and in 16-mixed below), zero1 and
         # zero2 in bf16; the FSDP names and DeepSpeed JSONs map to these stages (checked without a run below)
         variants=(zero3)
@@ -77,9 +80,10 @@ for p in "${precisions[@]}"; do
     done
 done
 # Llama (issue #30: grouped-query attention, its own LM head, whose untied embedding gets only rows)
-# traces DDP under every stage as GPT does; under the sanitizers zero3 alone
+# traces DDP under every stage as GPT does, in bf16-mixed (bit for bit: the strictest test of its
+# units' layout; the precisions' own paths are GPT's grid above); under the sanitizers zero3 alone, in fp32
 llama=(model.type=llama model.n_kv_head=2 model.intermediate_size=96)
-lprec=(32-true bf16-mixed)
+lprec=(bf16-mixed)
 [ $full = 1 ] || lprec=(32-true)
 for p in "${lprec[@]}"; do
     four "$p: llama ddp" "llama-ddp-$p" compute.precision=$p "${llama[@]}"
