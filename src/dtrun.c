@@ -33,6 +33,7 @@
 #include "launch/launch.h"
 #include "launch/world.h"
 #include "events/events.h"
+#include "report/report.h"
 #include "train/memory.h"
 #include "train/shapes.h"
 #include "train/signals.h"
@@ -55,6 +56,9 @@ static const char usage[] =
     "       dtrun bench events URL [--events N]    events/s the webhook sender delivers to URL\n"
     "       dtrun events flush RUN_DIR [key=value] send the events a run left spooled (its webhook was down)\n"
     "       dtrun events example [CONFIG]          one record of each event type, as JSON lines\n"
+    "       dtrun report RUN_DIR... [--out FILE]   one self-contained HTML page of one run or several\n"
+    "                                              compared: curves, lifecycle timeline, config (default\n"
+    "                                              FILE: RUN_DIR/report.html; for several, report.html)\n"
     "       dtrun ckpt inspect CKPT                a checkpoint's manifest, every file checked\n"
     "       dtrun ckpt consolidate CKPT OUT        its whole fp32 state as one file (OUT/step-N)\n"
     "       dtrun ckpt export CKPT --format llmc|safetensors --out PATH [--dtype fp32|bf16|fp16]\n"
@@ -412,6 +416,20 @@ static dt_status_t cmd_events(int argc, char **argv)
     return rc;
 }
 
+/* dtrun report RUN_DIR... [--out FILE.html] */
+static dt_status_t cmd_report(int argc, char **argv)
+{
+    const char *out = NULL;
+    int n = 0;
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else if (argv[i][0] == '-') return usage_error("report: unknown option '%s'", argv[i]);
+        else argv[n++] = argv[i];
+    }
+    if (n == 0) return usage_error("usage: dtrun report RUN_DIR [RUN_DIR...] [--out FILE.html]");
+    return dt_report(n, argv, out, stdout);
+}
+
 /* The checkpoint a `dtrun ckpt` argument names (ckpt.h: dt_ckpt_resolve). A run.dir is told by the
  * config.yaml its run saved at start, whose checkpoint.dir (relative: under the run.dir) is read here. */
 static dt_status_t ckpt_of(const char *arg, char *path, size_t n)
@@ -576,6 +594,7 @@ int main(int argc, char **argv)
     else if (cmd && !strcmp(cmd, "bench")) rc = cmd_bench(argc - 2, argv + 2);
     else if (cmd && !strcmp(cmd, "events")) rc = cmd_events(argc - 2, argv + 2);
     else if (cmd && !strcmp(cmd, "ckpt")) rc = cmd_ckpt(argc - 2, argv + 2);
+    else if (cmd && !strcmp(cmd, "report")) rc = cmd_report(argc - 2, argv + 2);
     else if (cmd && cmd[0] == '-') rc = usage_error("unknown option '%s'", cmd);
     else if (cmd && !strchr(cmd, '=') && !exists(cmd) && !strpbrk(cmd, "./"))
         rc = usage_error("'%s' is neither a command nor a config file", cmd);
