@@ -313,9 +313,12 @@ static void record(struct reader *rd, const struct dt_ynode *m)
         event(rd, DT_EV_PREEMPTED, step, life, false, what);
     } else if (!strcmp(type, "task_failed")) {
         const char *sig = str(m, "signal"), *node = str(m, "node"), *oom = str(m, "oom_killed");
+        char how[48];
+        if (sig) snprintf(how, sizeof how, "%s", sig);
+        else snprintf(how, sizeof how, "exit status %.0f", num(m, "exit_status"));
         event(rd, DT_EV_TASK_FAILED, NAN, life, true,
-              dt_out_format("task failed: rank %.0f on %s, %s%s", num(m, "rank"), node ? node : "?",
-                         sig ? sig : "exit status", oom && !strcmp(oom, "true") ? " (OOM killed)" : ""));
+              dt_out_format("task failed: rank %.0f on %s, %s%s", num(m, "rank"), node ? node : "?", how,
+                            oom && !strcmp(oom, "true") ? " (OOM killed)" : ""));
     } else if (!strcmp(type, "run_finished")) {
         char *what = dt_out_format("run finished: %.0f steps, loss %.4g, validation %.4g, %.0f s", num(m, "steps"),
                                 num(m, "loss"), num(m, "val_loss"), num(m, "seconds"));

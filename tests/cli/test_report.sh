@@ -4,9 +4,10 @@
 # fetch, has every chart, and headless Chromium renders it with marks in each chart's plot box
 # (checked on the screenshot; the check refuses the same page with one chart's marks taken out);
 # (b) a run preempted by SIGTERM and resumed: one curve, its two lives marked; (c) two runs
-# compared: only the config keys that differ; (d) a torn last line: a page, with a note; (e) bad
+# compared: only the config keys that differ; (d) a torn last line: a page, with a note; (e) a
+# webhook receiver's log with other ranks' task_failed records: on the timeline; (f) bad
 # input: a run.dir without events, an events file without records, an unwritable --out: the exact
-# error, a non-zero exit and no file left; (f) 100k metrics records (written by awk, not trained):
+# error, a non-zero exit and no file left; (g) 100k metrics records (written by awk, not trained):
 # a page under 1 MB.
 . "$(dirname "$0")/tap.sh"
 cd "$TMP" || exit 1
@@ -112,26 +113,39 @@ run "(d) a torn last line" 0 "$DTRUN" report d
 has "(d) ... noted on the page" "$(cat d/report.html)" \
     "d/events.jsonl:$(wc -l <d/events.jsonl | awk '{ print $1 + 1 }'): the last line is torn (the run was killed while writing it): skipped"
 
-# ---- (e) bad input: one clear error, a non-zero exit, no page
+# ---- (e) a webhook receiver's log holds every rank's records: the SPANK plugin's task_failed for
+# ranks 3 (a signal) and 2 (an exit status), records without a step, placed where the run was
+mkdir g
+tf='{"schema_version":1,"id":"slurm-4242-0.0-t%d","type":"task_failed","time":"2026-11-27T10:00:00.000Z","run_name":"a","job_id":"4242","step_id":"0","restart_count":0,"node":"node2","node_rank":1,"rank":%d,"local_rank":1,"pid":1234,"signal":%s,"signal_number":%s,"exit_status":%s,"core_dumped":false,"oom_killed":%s}\n'
+{
+    cat a/events.jsonl
+    printf "$tf" 3 3 '"SIGKILL"' 9 null true
+    printf "$tf" 2 2 null null 1 false
+} >g/received.jsonl
+run "(e) a receiver's log" 0 "$DTRUN" report g/received.jsonl --out g.html
+has "(e) a task killed, on the timeline" "$(chart_of g.html timeline)" "task failed: rank 3 on node2, SIGKILL (OOM killed)"
+has "(e) a task that exited, on the timeline" "$(cat g.html)" "task failed: rank 2 on node2, exit status 1"
+
+# ---- (f) bad input: one clear error, a non-zero exit, no page
 mkdir e
-run "(e) a run.dir without events" 2 "$DTRUN" report e
-same "(e) ... says so, and what to give" "$err" "e: error: no events here (no events.jsonl), so there is nothing to draw
+run "(f) a run.dir without events" 2 "$DTRUN" report e
+same "(f) ... says so, and what to give" "$err" "e: error: no events here (no events.jsonl), so there is nothing to draw
   hint: give the run.dir of a run that has started (a run with events.jsonl: null keeps none)"
-same "(e) ... no file left" "$(ls -A e; ls -A | grep -c report)" 0
+same "(f) ... no file left" "$(ls -A e; ls -A | grep -c report)" 0
 printf 'garbage\n' >e/events.jsonl
-run "(e) an events.jsonl without a record" 2 "$DTRUN" report e
-has "(e) ... says so" "$err" "e/events.jsonl: error: no event records in it (1 line), so there is nothing to draw"
-run "(e) no such directory" 2 "$DTRUN" report nowhere
-run "(e) no run named" 2 "$DTRUN" report
+run "(f) an events.jsonl without a record" 2 "$DTRUN" report e
+has "(f) ... says so" "$err" "e/events.jsonl: error: no event records in it (1 line), so there is nothing to draw"
+run "(f) no such directory" 2 "$DTRUN" report nowhere
+run "(f) no run named" 2 "$DTRUN" report
 echo "a file" >afile
-run "(e) --out in a directory that cannot be" 6 "$DTRUN" report a --out afile/r.html
-has "(e) ... says why, and how to fix it" "$err" "afile/r.html: error: cannot write the report: Not a directory
+run "(f) --out in a directory that cannot be" 6 "$DTRUN" report a --out afile/r.html
+has "(f) ... says why, and how to fix it" "$err" "afile/r.html: error: cannot write the report: Not a directory
   hint: give --out a file in a directory you can write"
 mkdir out.html
-run "(e) --out naming a directory" 6 "$DTRUN" report a --out out.html
-same "(e) ... no partial file left" "$(ls -A out.html; ls -A | grep -c '^\.')" 0
+run "(f) --out naming a directory" 6 "$DTRUN" report a --out out.html
+same "(f) ... no partial file left" "$(ls -A out.html; ls -A | grep -c '^\.')" 0
 
-# ---- (f) a 100k-step run: thinned to the pixels, under 1 MB
+# ---- (g) a 100k-step run: thinned to the pixels, under 1 MB
 mkdir f
 awk 'BEGIN {
     h = "{\"schema_version\":1,\"id\":\"0123456789abcdef-01234567-r0-%d\",\"type\":\"%s\",\"time\":\"2026-01-01T00:00:00.000Z\",\"run_id\":\"0123456789abcdef\",\"run_name\":\"long\",\"rank\":0,\"job_id\":null,\"step_id\":null,\"restart_count\":0"
@@ -142,7 +156,7 @@ awk 'BEGIN {
         if (s % 500 == 0) printf h ",\"step\":%d,\"path\":\"ckpt\",\"bytes\":1000,\"seconds\":1,\"mb_per_s\":1}\n", s + 1e6, "checkpoint_saved", s
     }
 }' >f/events.jsonl
-run "(f) 100k metrics records" 0 "$DTRUN" report f
+run "(g) 100k metrics records" 0 "$DTRUN" report f
 size=$(stat -c %s f/report.html)
-[ "$size" -lt 1000000 ] && ok "(f) the page is $size bytes" || not_ok "(f) the page is $size bytes, 1 MB or more"
+[ "$size" -lt 1000000 ] && ok "(g) the page is $size bytes" || not_ok "(g) the page is $size bytes, 1 MB or more"
 finish
