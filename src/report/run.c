@@ -340,11 +340,12 @@ static bool line_records(struct reader *rd, const char *name, const char *s, siz
     struct dt_ydoc *doc;
     if (dt_ydoc_parse(name, s, len, &doc) != DT_SUCCESS) return false;
     const struct dt_ynode *root = dt_ydoc_root(doc);
+    bool records = root && root->kind != DT_Y_SCALAR; /* asked before the document is freed */
     if (root && root->kind == DT_Y_SEQ)
         for (size_t i = 0; i < root->n; i++) record(rd, root->items[i]);
     else if (root && root->kind == DT_Y_MAP) record(rd, root);
     dt_ydoc_free(doc);
-    return root && root->kind != DT_Y_SCALAR;
+    return records;
 }
 
 static dt_status_t read_events(struct reader *rd, const char *path)
