@@ -9,13 +9,14 @@
 #include "ckpt/safetensors.h"
 #include "config/ynode.h"
 #include "core/error.h"
+#include "core/numfmt.h"
 
 const char *dt_hf_torch_dtype(enum dt_dtype t)
 {
     return t == DT_BF16 ? "bfloat16" : t == DT_F16 ? "float16" : "float32";
 }
 
-/* what config.json must say for this model, one line per key it disagrees on */
+/* what does not fit, one line each */
 struct mismatch {
     char text[2048];
     size_t len;
@@ -34,115 +35,8 @@ static void line(struct mismatch *mm, const char *fmt, ...)
     mm->n++;
 }
 
-static void differ(struct mismatch *mm, const char *key, const char *file, const char *ours)
-{
-    line(mm, "\n  %s: config.json %s, this run %s", key, file, ours);
-}
-
-/* a scalar's text; what a map, a list or an absent key shows in a message instead */
-static const char *text(const struct dt_ynode *v)
-{
-    return !v ? "(absent)" : v->kind == DT_Y_SCALAR ? v->str : v->kind == DT_Y_MAP ? "(an object)" : "(a list)";
-}
-
-static const struct dt_ynode *lookup(const struct dt_ynode *map, const char *key)
-{
-    for (size_t i = 0; map && map->kind == DT_Y_MAP && i < map->n; i++)
-        if (!strcmp(map->pairs[i].key->str, key)) return map->pairs[i].value;
-    return NULL;
-}
-
-/* key's number (def when config.json leaves it out, as transformers' LlamaConfig defaults it) against ours */
-static void number(struct mismatch *mm, const struct dt_ynode *root, const char *key, double def, double ours,
-                   double tol)
-{
-    const struct dt_ynode *v = lookup(root, key);
-    char fs[64], os[64];
-    double x = def;
-    if (v && !dt_ynode_is_null(v)) {
-        char *end;
-        x = v->kind == DT_Y_SCALAR ? strtod(v->str, &end) : 0;
-        if (v->kind != DT_Y_SCALAR || end == v->str || *end) {
-            differ(mm, key, v->kind == DT_Y_SCALAR ? v->str : text(v), "a number");
-            return;
-        }
-    }
-    if (x == ours || (tol > 0 && x > ours * (1 - tol) && x < ours * (1 + tol))) return;
-    snprintf(fs, sizeof fs, "%.10g%s", x, v ? "" : " (its default)");
-    snprintf(os, sizeof os, "%.10g", ours);
-    differ(mm, key, fs, os);
-}
-
-static void flag(struct mismatch *mm, const struct dt_ynode *root, const char *key, bool def, bool ours)
-{
-    const struct dt_ynode *v = lookup(root, key);
-    if (v && !dt_ynode_is_null(v) && (v->kind != DT_Y_SCALAR || (strcmp(v->str, "true") && strcmp(v->str, "false")))) {
-        differ(mm, key, text(v), ours ? "true" : "false");
-        return;
-    }
-    bool x = v && !dt_ynode_is_null(v) ? !strcmp(v->str, "true") : def;
-    if (x != ours) differ(mm, key, x ? "true" : "false", ours ? "true" : "false");
-}
-
-/* config.json against the model's shape: every disagreement in one error */
-static dt_status_t check_config(const struct dt_llama_config *c, const char *dir)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%s/config.json", dir);
-    struct dt_ydoc *doc;
-    if (dt_ydoc_load_file(path, &doc) != DT_SUCCESS)
-        return dt_error(DT_ERR_DATA, "%s\n  hint: model.init_from takes a Hugging Face model directory (config.json "
-                        "beside model.safetensors)", dt_error_msg());
-    const struct dt_ynode *root = dt_ydoc_root(doc);
-    struct mismatch mm = {.len = 0};
-    const struct dt_ynode *type = lookup(root, "model_type");
-    if (!type || type->kind != DT_Y_SCALAR || strcmp(type->str, "llama")) differ(&mm, "model_type", text(type), "llama");
-    number(&mm, root, "num_hidden_layers", 32, c->n_layer, 0);
-    number(&mm, root, "hidden_size", 4096, c->n_embd, 0);
-    number(&mm, root, "num_attention_heads", 32, c->n_head, 0);
-    const struct dt_ynode *kv = lookup(root, "num_key_value_heads");
-    number(&mm, root, "num_key_value_heads", kv && !dt_ynode_is_null(kv) ? 0 : c->n_head, c->n_kv_head, 0);
-    const struct dt_ynode *hd = lookup(root, "head_dim");
-    if (hd && !dt_ynode_is_null(hd)) number(&mm, root, "head_dim", 0, c->n_embd / c->n_head, 0);
-    number(&mm, root, "intermediate_size", 11008, c->intermediate_size, 0);
-    number(&mm, root, "vocab_size", 32000, c->vocab_size, 0);
-    number(&mm, root, "rms_norm_eps", 1e-6, c->rms_eps, 1e-6);
-    number(&mm, root, "rope_theta", 10000, c->rope_theta, 1e-6);
-    flag(&mm, root, "tie_word_embeddings", false, c->tie_embeddings);
-    flag(&mm, root, "attention_bias", false, false);
-    flag(&mm, root, "mlp_bias", false, false);
-    const struct dt_ynode *act = lookup(root, "hidden_act");
-    if (act && (act->kind != DT_Y_SCALAR || strcmp(act->str, "silu"))) differ(&mm, "hidden_act", text(act), "silu");
-    const struct dt_ynode *rs = lookup(root, "rope_scaling");
-    const struct dt_rope_scaling *sc = &c->rope_scaling;
-    if (rs && !dt_ynode_is_null(rs)) {
-        const struct dt_ynode *ty = lookup(rs, "rope_type");
-        if (!ty) ty = lookup(rs, "type");
-        if (!ty || ty->kind != DT_Y_SCALAR || strcmp(ty->str, "llama3"))
-            differ(&mm, "rope_scaling.rope_type", text(ty), "llama3 (the one scaling dtrun has)");
-        else if (sc->factor <= 0)
-            differ(&mm, "rope_scaling.rope_type", "llama3", "none (model.rope_scaling.type)");
-        else {
-            number(&mm, rs, "factor", 8, sc->factor, 1e-6);
-            number(&mm, rs, "low_freq_factor", 1, sc->low_freq_factor, 1e-6);
-            number(&mm, rs, "high_freq_factor", 4, sc->high_freq_factor, 1e-6);
-            number(&mm, rs, "original_max_position_embeddings", 8192, sc->original_max_position, 0);
-        }
-    } else if (sc->factor > 0) {
-        differ(&mm, "rope_scaling", "null", "llama3 (model.rope_scaling.type)");
-    }
-    dt_ydoc_free(doc);
-    if (mm.n)
-        return dt_error(DT_ERR_CONFIG, "%s: error: %d setting%s of config.json disagree%s with the model this run "
-                        "builds:%s\n  hint: set model.* to the checkpoint's values (or model.preset to its name)",
-                        path, mm.n, mm.n == 1 ? "" : "s", mm.n == 1 ? "s" : "", mm.text);
-    return DT_SUCCESS;
-}
-
 dt_status_t dt_hf_load_llama(struct dt_model *m, const char *dir)
 {
-    const struct dt_llama_config *c = dt_llama_config_of(m);
-    DT_CHECK(check_config(c, dir));
     struct dt_st_set *st;
     DT_CHECK(dt_st_open(dir, &st));
     /* every tensor of the model present with its shape; nothing else but a tied head's copy */
@@ -192,17 +86,6 @@ dt_status_t dt_hf_load_llama(struct dt_model *m, const char *dir)
     return rc;
 }
 
-/* x as the shortest decimal that reads back as the same float: config.json says 1e-05 as
- * transformers writes it, not 9.99999975e-06 */
-static const char *shortest(float x, char *buf, size_t n)
-{
-    for (int digits = 6; digits <= 9; digits++) {
-        snprintf(buf, n, "%.*g", digits, (double)x);
-        if (strtof(buf, NULL) == x) break;
-    }
-    return buf;
-}
-
 dt_status_t dt_hf_save_llama(const struct dt_model *m, const float *params, const char *dir, enum dt_dtype dtype,
                              uint64_t shard_bytes)
 {
@@ -227,9 +110,9 @@ dt_status_t dt_hf_save_llama(const struct dt_model *m, const float *params, cons
     const struct dt_rope_scaling *sc = &c->rope_scaling;
     if (sc->factor > 0)
         snprintf(scaling, sizeof scaling, "{\"rope_type\": \"llama3\", \"factor\": %s, \"low_freq_factor\": %s, "
-                 "\"high_freq_factor\": %s, \"original_max_position_embeddings\": %s}", shortest(sc->factor, v[0], 32),
-                 shortest(sc->low_freq_factor, v[1], 32), shortest(sc->high_freq_factor, v[2], 32),
-                 shortest(sc->original_max_position, v[3], 32));
+                 "\"high_freq_factor\": %s, \"original_max_position_embeddings\": %s}", dt_fmt_float(sc->factor, v[0], 32),
+                 dt_fmt_float(sc->low_freq_factor, v[1], 32), dt_fmt_float(sc->high_freq_factor, v[2], 32),
+                 dt_fmt_float(sc->original_max_position, v[3], 32));
     fprintf(f,
             "{\n  \"architectures\": [\"LlamaForCausalLM\"],\n  \"model_type\": \"llama\",\n"
             "  \"hidden_size\": %d,\n  \"intermediate_size\": %d,\n  \"num_hidden_layers\": %d,\n"
@@ -238,8 +121,9 @@ dt_status_t dt_hf_save_llama(const struct dt_model *m, const float *params, cons
             "  \"rope_theta\": %s,\n  \"rope_scaling\": %s,\n  \"hidden_act\": \"silu\",\n"
             "  \"attention_bias\": false,\n  \"mlp_bias\": false,\n  \"tie_word_embeddings\": %s,\n"
             "  \"torch_dtype\": \"%s\"\n}\n",
-            c->n_embd, c->intermediate_size, c->n_layer, c->n_head, c->n_kv_head, hs, c->vocab_size, c->max_seq_len,
-            shortest(c->rms_eps, eps, sizeof eps), shortest(c->rope_theta, theta, sizeof theta), scaling, c->tie_embeddings ? "true" : "false",
+            c->n_embd, c->intermediate_size, c->n_layer, c->n_head, c->n_kv_head, hs, c->vocab_size,
+            c->max_position ? c->max_position : c->max_seq_len,
+            dt_fmt_float(c->rms_eps, eps, sizeof eps), dt_fmt_float(c->rope_theta, theta, sizeof theta), scaling, c->tie_embeddings ? "true" : "false",
             dt_hf_torch_dtype(dtype));
     bool ok = fflush(f) == 0 && !ferror(f);
     int e = errno;

@@ -74,13 +74,8 @@ static dt_status_t model_of(const struct dt_ckpt *c, const char *path, struct dt
     const struct dt_run_state *s = dt_ckpt_state(c);
     *gc = (struct dt_gpt_config){.activations = DT_F32};
     struct dt_llama_config lc = {.activations = DT_F32};
-    int tie = 0;
-    *llama = sscanf(s->model, DT_LLAMA_DESCRIBE, &lc.n_layer, &lc.n_head, &lc.n_kv_head, &lc.n_embd,
-                    &lc.intermediate_size, &lc.vocab_size, &lc.max_seq_len, &tie, &lc.rms_eps, &lc.rope_theta,
-                    &lc.rope_scaling.factor, &lc.rope_scaling.low_freq_factor, &lc.rope_scaling.high_freq_factor,
-                    &lc.rope_scaling.original_max_position) == 14;
+    *llama = dt_llama_parse(s->model, &lc);
     if (*llama) {
-        lc.tie_embeddings = tie != 0;
         DT_CHECK(dt_llama_create(&lc, &dt_kernels_cpu, kc, 1, 1, m));
     } else if (sscanf(s->model, "gpt n_layer=%d n_head=%d n_embd=%d vocab_size=%d seq_len=%d", &gc->n_layer,
                       &gc->n_head, &gc->n_embd, &gc->vocab_size, &gc->max_seq_len) == 5) {

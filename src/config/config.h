@@ -75,6 +75,7 @@ struct dt_config {
         int64_t n_layer, n_head, n_embd, vocab_size, seq_len;
         char *preset; /* a named shape that fills the model keys a file leaves unset (resolve.c) */
         int64_t n_kv_head, intermediate_size; /* llama */
+        int64_t max_position_embeddings;       /* llama: the model's context, which seq_len may be below */
         double norm_eps, rope_theta;           /* llama */
         bool tie_embeddings;
         struct {

@@ -113,6 +113,9 @@ static const struct dt_key keys[] = {
       "llama: key/value heads, shared by n_head / n_kv_head query heads each (divides n_head); auto: n_head"),
     K("model.intermediate_size", DT_T_INT, model.intermediate_size, "auto", 1, 1048576, DT_F_AUTO,
       "llama: SwiGLU width; auto: Llama's rule, 2/3 of 4 n_embd rounded up to a multiple of 256"),
+    K("model.max_position_embeddings", DT_T_INT, model.max_position_embeddings, "auto", 1, 16777216, DT_F_AUTO,
+      "llama: the positions the model is made for (config.json's max_position_embeddings, which export writes); "
+      "auto: what model.init_from or model.preset says, else model.seq_len"),
     K("model.norm_eps", DT_T_FLOAT, model.norm_eps, "1.0e-5", 1e-12, 1, 0, "llama: RMSNorm epsilon"),
     K("model.rope_theta", DT_T_FLOAT, model.rope_theta, "10000", 1, 1e9, 0, "llama: rotary embeddings' base"),
     E("model.rope_scaling.type", model.rope_scaling.type, "none", rope_types, 0,
@@ -131,8 +134,8 @@ static const struct dt_key keys[] = {
     K("model.activation_checkpointing", DT_T_BOOL, model.activation_checkpointing, "false", 0, 0, 0,
       "recompute block internals in backward to save memory"),
     K("model.init_from", DT_T_STR, model.init_from, NULL, 0, 0, DT_F_NULLABLE,
-      "initial weights: gpt, llm.c's model file; llama, a Hugging Face directory (config.json, safetensors); "
-      "null: random init"),
+      "initial weights: a Hugging Face Llama directory (config.json, safetensors) or llm.c's GPT-2 model file; "
+      "the model keys left unset are taken from it; null: random init"),
     {.path = "model.mlp.hidden", .type = DT_T_FLOATS, .offset = OFF(model.mlp.hidden), .def = "[64, 64]", .min = 1,
      .max = 65536, .help = "mlp: widths of the hidden layers (GELU between layers)"},
     E("model.mlp.task", model.mlp.task, "classification", mlp_tasks, 0,

@@ -39,8 +39,9 @@ static int common_sections(const char *a, const char *b)
  * output never contradicts itself when read back (data.train vs data.synthetic): NULL, or why. */
 static const char *unused(const struct dt_config *cfg, const char *path)
 {
-    static const char *const llama_only[] = {"model.n_kv_head", "model.intermediate_size", "model.norm_eps",
-                                             "model.rope_theta", "model.rope_scaling.type"};
+    static const char *const llama_only[] = {"model.n_kv_head", "model.intermediate_size",
+                                             "model.max_position_embeddings", "model.norm_eps", "model.rope_theta",
+                                             "model.rope_scaling.type"};
     bool llama_key = false;
     for (size_t i = 0; i < sizeof llama_only / sizeof llama_only[0]; i++) llama_key |= !strcmp(path, llama_only[i]);
     /* the scaling's numbers, which only its llama3 type reads */

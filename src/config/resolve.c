@@ -1,11 +1,13 @@
 /*
  * resolve.c - see resolve.h. All contradictions found are reported together.
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "config/diag.h"
 #include "config/resolve.h"
+#include "config/resolve_impl.h"
 #include "config/schema.h"
 #include "config/suggest.h"
 #include "config/timestr.h"
@@ -23,14 +25,21 @@ static bool user_set(const struct dt_origin *o)
            !o->is_auto;
 }
 
-static void set_auto(struct dt_config *cfg, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void set_auto(struct dt_config *cfg, const char *path, const char *fmt, ...)
+static void set_autov(struct dt_config *cfg, const char *path, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
+static void set_autov(struct dt_config *cfg, const char *path, const char *fmt, va_list ap)
 {
     struct dt_origin *o = origin(cfg, path);
     *o = (struct dt_origin){.kind = DT_ORIGIN_AUTO};
+    vsnprintf(o->note, sizeof o->note, fmt, ap);
+}
+
+static void set_auto(struct dt_config *cfg, const char *path, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void set_auto(struct dt_config *cfg, const char *path, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(o->note, sizeof o->note, fmt, ap);
+    set_autov(cfg, path, fmt, ap);
     va_end(ap);
 }
 
@@ -49,6 +58,30 @@ static struct dt_loc loc_of(struct dt_config *cfg, const char *path)
     const struct dt_origin *o = origin(cfg, path);
     if (o->kind == DT_ORIGIN_FILE || o->kind == DT_ORIGIN_OVERRIDE || o->kind == DT_ORIGIN_DEEPSPEED) return o->loc;
     return (struct dt_loc){"dtrun", 0, 0};
+}
+
+/* the same, for the other passes (resolve_impl.h) */
+bool dt_resolve_user_set(const struct dt_config *cfg, const char *path)
+{
+    return user_set(dt_config_origin(cfg, path));
+}
+
+void dt_resolve_set_auto(struct dt_config *cfg, const char *path, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    set_autov(cfg, path, fmt, ap);
+    va_end(ap);
+}
+
+const char *dt_resolve_where(const struct dt_config *cfg, const char *path, char *buf, size_t n)
+{
+    return where((struct dt_config *)cfg, path, buf, n);
+}
+
+struct dt_loc dt_resolve_loc(const struct dt_config *cfg, const char *path)
+{
+    return loc_of((struct dt_config *)cfg, path);
 }
 
 static void resolve_world(struct dt_config *cfg, const struct dt_geometry *geo, struct dt_diags *d)
@@ -203,16 +236,33 @@ static void resolve_schedule(struct dt_config *cfg)
  * tests. The sequence length is what a run trains on, the model's own context at most. */
 static const struct preset {
     const char *name;
-    int64_t n_layer, n_head, n_kv_head, n_embd, intermediate_size, vocab_size, seq_len;
+    int64_t n_layer, n_head, n_kv_head, n_embd, intermediate_size, vocab_size, seq_len, max_position;
     double norm_eps, rope_theta;
     bool tie;
     double rope_factor; /* Llama 3.1's scaling (low 1, high 4, original 8192); 0: none */
 } presets[] = {
-    {"llama3-8b", 32, 32, 8, 4096, 14336, 128256, 8192, 1e-5, 500000, false, 0},
-    {"llama3.2-1b", 16, 32, 8, 2048, 8192, 128256, 8192, 1e-5, 500000, true, 32},
-    {"tinyllama-1.1b", 22, 32, 4, 2048, 5632, 32000, 2048, 1e-5, 10000, false, 0},
-    {"llama-tiny", 4, 4, 2, 128, 384, 256, 128, 1e-5, 10000, false, 0},
+    {"llama3-8b", 32, 32, 8, 4096, 14336, 128256, 8192, 8192, 1e-5, 500000, false, 0},
+    {"llama3.2-1b", 16, 32, 8, 2048, 8192, 128256, 8192, 131072, 1e-5, 500000, true, 32},
+    {"tinyllama-1.1b", 22, 32, 4, 2048, 5632, 32000, 2048, 2048, 1e-5, 10000, false, 0},
+    {"llama-tiny", 4, 4, 2, 128, 384, 256, 128, 128, 1e-5, 10000, false, 0},
 };
+
+/* key was filled from model.init_from */
+static bool from_file(struct dt_config *cfg, const char *key)
+{
+    const struct dt_origin *o = origin(cfg, key);
+    return o->kind == DT_ORIGIN_AUTO && !strncmp(o->note, "model.init_from ", 16);
+}
+
+static void preset_disagrees(struct dt_config *cfg, struct dt_diags *d, const char *key, const char *preset)
+{
+    size_t i;
+    const struct dt_key *k = dt_schema_find(&dt_config_schema, key, &i);
+    char v[64];
+    dt_diag(d, loc_of(cfg, "model.preset"), "drop model.preset: model.init_from fixes the shape",
+            "model.preset %s does not describe model.init_from %s: %s is %s there", preset, cfg->model.init_from, key,
+            dt_value_format(k, DT_FIELD(cfg, k), v, sizeof v));
+}
 
 /* model.preset fills every model key the user left unset, each marked auto with the preset's name */
 static void resolve_preset(struct dt_config *cfg, struct dt_diags *d)
@@ -240,8 +290,11 @@ static void resolve_preset(struct dt_config *cfg, struct dt_diags *d)
                 where(cfg, "model.type", w2, sizeof w2));
         return;
     }
+    /* a key model.init_from filled (it runs first) must agree: the file is the model, the preset a name */
 #define FILL(key, field, val)                                                                                  \
-    if (!user_set(origin(cfg, key))) {                                                                         \
+    if (from_file(cfg, key)) {                                                                                 \
+        if (cfg->model.field != (val)) preset_disagrees(cfg, d, key, p->name);                                \
+    } else if (!user_set(origin(cfg, key))) {                                                                  \
         cfg->model.field = (val);                                                                              \
         set_auto(cfg, key, "model.preset %s", p->name);                                                        \
     }
@@ -253,6 +306,7 @@ static void resolve_preset(struct dt_config *cfg, struct dt_diags *d)
     FILL("model.intermediate_size", intermediate_size, p->intermediate_size);
     FILL("model.vocab_size", vocab_size, p->vocab_size);
     FILL("model.seq_len", seq_len, p->seq_len);
+    FILL("model.max_position_embeddings", max_position_embeddings, p->max_position);
     FILL("model.norm_eps", norm_eps, p->norm_eps);
     FILL("model.rope_theta", rope_theta, p->rope_theta);
     FILL("model.tie_embeddings", tie_embeddings, p->tie);
@@ -291,6 +345,10 @@ static void resolve_llama(struct dt_config *cfg, struct dt_diags *d)
         int64_t h = 2 * (4 * cfg->model.n_embd) / 3;
         cfg->model.intermediate_size = (h + 255) / 256 * 256;
         set_auto(cfg, "model.intermediate_size", "2/3 x 4 x %lld rounded up to 256", (long long)cfg->model.n_embd);
+    }
+    if (origin(cfg, "model.max_position_embeddings")->is_auto) {
+        cfg->model.max_position_embeddings = cfg->model.seq_len;
+        set_auto(cfg, "model.max_position_embeddings", "model.seq_len");
     }
     if (tie_auto) {
         cfg->model.tie_embeddings = false;
@@ -397,6 +455,7 @@ dt_status_t dt_config_resolve(struct dt_config *cfg, const struct dt_geometry *g
 {
     struct dt_diags d = {0};
     resolve_world(cfg, geo, &d);
+    dt_resolve_init_from(cfg, &d);
     resolve_preset(cfg, &d);
     check_model(cfg, &d);
     resolve_llama(cfg, &d);

@@ -24,6 +24,7 @@
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/numfmt.h"
 #include "events/events.h"
 #include "events/jsonl.h"
 
@@ -94,11 +95,7 @@ static void label(char *buf, size_t n, const char *name, const char *value)
 static const char *number(double v, char *buf, size_t n)
 {
     if (isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-    for (int d = 15; d <= 17; d++) {
-        snprintf(buf, n, "%.*g", d, v);
-        if (strtod(buf, NULL) == v) break;
-    }
-    return buf;
+    return dt_fmt_double(v, buf, n);
 }
 
 /* One metric family of one sample; none when v is NaN (a value the run does not know, null in the

@@ -17,6 +17,7 @@
 #include <string.h>
 #include "core/error.h"
 #include "core/mem.h"
+#include "core/numfmt.h"
 #include "core/rng.h"
 #include "kernels/formulas.h"
 #include "model/llama.h"
@@ -112,6 +113,34 @@ static int units_of(const struct dt_llama_config *c, struct dt_unit *units, size
 #undef UNIT
     if (nparams) *nparams = off;
     return n;
+}
+
+void dt_llama_describe(const struct dt_llama_config *c, char *buf, size_t n)
+{
+    const struct dt_rope_scaling *r = &c->rope_scaling;
+    char f[6][24];
+    snprintf(buf, n, "llama n_layer=%d n_head=%d n_kv_head=%d n_embd=%d intermediate_size=%d vocab_size=%d seq_len=%d "
+             "tie=%d norm_eps=%s rope_theta=%s rope_scaling=%s,%s,%s,%s max_position=%d", c->n_layer, c->n_head,
+             c->n_kv_head, c->n_embd, c->intermediate_size, c->vocab_size, c->max_seq_len, c->tie_embeddings ? 1 : 0,
+             dt_fmt_float(c->rms_eps, f[0], 24), dt_fmt_float(c->rope_theta, f[1], 24), dt_fmt_float(r->factor, f[2],
+                          24),
+             dt_fmt_float(r->low_freq_factor, f[3], 24), dt_fmt_float(r->high_freq_factor, f[4], 24),
+             dt_fmt_float(r->original_max_position, f[5], 24), c->max_position ? c->max_position : c->max_seq_len);
+}
+
+bool dt_llama_parse(const char *line, struct dt_llama_config *c)
+{
+    int tie = 0, used = 0;
+    struct dt_rope_scaling *r = &c->rope_scaling;
+    if (sscanf(line, "llama n_layer=%d n_head=%d n_kv_head=%d n_embd=%d intermediate_size=%d vocab_size=%d seq_len=%d "
+               "tie=%d norm_eps=%g rope_theta=%g rope_scaling=%g,%g,%g,%g%n", &c->n_layer, &c->n_head, &c->n_kv_head,
+               &c->n_embd, &c->intermediate_size, &c->vocab_size, &c->max_seq_len, &tie, &c->rms_eps, &c->rope_theta,
+               &r->factor, &r->low_freq_factor, &r->high_freq_factor, &r->original_max_position, &used) != 14)
+        return false;
+    c->tie_embeddings = tie != 0;
+    c->max_position = c->max_seq_len;
+    if (line[used] && sscanf(line + used, " max_position=%d", &c->max_position) != 1) return false;
+    return true;
 }
 
 size_t dt_llama_num_params(const struct dt_llama_config *c)

@@ -20,6 +20,7 @@
 
 struct dt_llama_config {
     int n_layer, n_head, n_kv_head, n_embd, intermediate_size, vocab_size, max_seq_len;
+    int max_position; /* the context the model is made for (config.json's max_position_embeddings); 0: max_seq_len */
     float rms_eps, rope_theta;
     bool tie_embeddings;
     struct dt_rope_scaling rope_scaling; /* Llama 3.1's scaled frequencies; factor 0: none */
@@ -29,10 +30,12 @@ struct dt_llama_config {
     enum dt_dtype activations;
 };
 
-/* The model line a checkpoint records (train/shapes.c), which `dtrun ckpt export` reads back. */
-#define DT_LLAMA_DESCRIBE                                                                                      \
-    "llama n_layer=%d n_head=%d n_kv_head=%d n_embd=%d intermediate_size=%d vocab_size=%d seq_len=%d tie=%d "  \
-    "norm_eps=%g rope_theta=%g rope_scaling=%g,%g,%g,%g"
+/* The model line a checkpoint records (train/shapes.c), which resume compares and `dtrun ckpt export`
+ * reads back: every number as it reads back exactly (the floats as their shortest decimals). */
+void dt_llama_describe(const struct dt_llama_config *c, char *buf, size_t n);
+/* A model line back into c; false when line is not a Llama's. A line without max_position (written
+ * before it was recorded) reads as max_position = seq_len. */
+bool dt_llama_parse(const char *line, struct dt_llama_config *c);
 
 /* Sized for micro-batches of B sequences of T tokens (T <= max_seq_len). */
 dt_status_t dt_llama_create(const struct dt_llama_config *c, const struct dt_kernels *k, struct dt_kctx *kc, int B,

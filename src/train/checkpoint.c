@@ -83,6 +83,16 @@ static void config_diff(const struct trainer *tr, const char *was_hash, char *ou
     }
     dt_config_free(&was);
 }
+/* A checkpoint's model line against this run's: equal, or a Llama's line written before lines ended
+ * in max_position (a number no computation reads: export's config.json says it) */
+static bool same_model(const char *saved, const char *ours)
+{
+    if (!strcmp(saved, ours)) return true;
+    const char *tail = strstr(ours, " max_position=");
+    size_t n = tail ? (size_t)(tail - ours) : 0;
+    return tail && strlen(saved) == n && !strncmp(saved, ours, n);
+}
+
 
 dt_status_t dt_train_ckpt_choose(struct trainer *tr, const char *shape)
 {
@@ -100,7 +110,7 @@ dt_status_t dt_train_ckpt_choose(struct trainer *tr, const char *shape)
     const struct dt_run_state s = *dt_ckpt_state(c);
     dt_ckpt_close(c);
     const char *opt = dt_enum_str(dt_optim_names, cfg->optimizer.type);
-    if (strcmp(s.model, shape))
+    if (!same_model(s.model, shape))
         return dt_error(DT_ERR_CKPT, "%s: error: this checkpoint holds a model of another shape (%s); this config "
                         "builds %s\n  hint: resume it with the model it was written by, or start afresh: "
                         "checkpoint.resume: none (or another checkpoint.dir)", path, s.model, shape);

@@ -20,6 +20,7 @@ void dt_shapes_llama(const struct dt_config *cfg, enum dt_dtype activations, str
                                    .intermediate_size = (int)cfg->model.intermediate_size,
                                    .vocab_size = (int)cfg->model.vocab_size,
                                    .max_seq_len = (int)cfg->model.seq_len,
+                                   .max_position = (int)cfg->model.max_position_embeddings,
                                    .rms_eps = (float)cfg->model.norm_eps,
                                    .rope_theta = (float)cfg->model.rope_theta,
                                    .tie_embeddings = cfg->model.tie_embeddings,
@@ -87,10 +88,7 @@ void dt_shapes_describe(const struct dt_config *cfg, char *buf, size_t n)
     if (cfg->model.type == DT_MODEL_LLAMA) {
         struct dt_llama_config lc;
         dt_shapes_llama(cfg, DT_F32, &lc);
-        snprintf(buf, n, DT_LLAMA_DESCRIBE, lc.n_layer, lc.n_head, lc.n_kv_head, lc.n_embd, lc.intermediate_size,
-                 lc.vocab_size, lc.max_seq_len, lc.tie_embeddings ? 1 : 0, (double)lc.rms_eps, (double)lc.rope_theta,
-                 (double)lc.rope_scaling.factor, (double)lc.rope_scaling.low_freq_factor,
-                 (double)lc.rope_scaling.high_freq_factor, (double)lc.rope_scaling.original_max_position);
+        dt_llama_describe(&lc, buf, n);
         return;
     }
     struct dt_gpt_config gc;

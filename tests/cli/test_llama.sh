@@ -94,9 +94,15 @@ same "... shards and their index" "$(ls hf-shards | tr '\n' ' ')" \
 run "... the same model to the PyTorch reference" 0 $PY "$CHECK" safetensors-llama hf-shards \
     "$(ls data/val_*.bin | head -1)" 32 4 2
 same "... the same loss as one file" "$out" "$($PY "$CHECK" safetensors-llama hf "$(ls data/val_*.bin | head -1)" 32 4 2)"
+# the architecture comes from config.json, as from_pretrained takes it: only the training length is set
+loaded=(model.init_from=hf-shards model.seq_len=32 data.micro_batch_size=4 events.interval=1ba
+    scheduler.type=constant data.train="data/train_*.bin" data.val="data/val_*.bin" data.eval_batches=2)
+run "dtrun check: model.init_from fills the model keys" 0 "$DTRUN" check "${loaded[@]}"
+has "... each marked auto" "$out" "  n_kv_head: 2                                   # auto: model.init_from hf-shards"
+has "... the type too" "$out" "  type: llama                                    # auto: model.init_from hf-shards"
 # lr 1e-30 moves no fp32 weight: the run's checkpoint holds the imported weights, which export again
-run "model.init_from the shards, one step of lr 1e-30, validating" 0 "$DTRUN" run "${text[@]}" \
-    model.init_from=hf-shards optimizer.lr=1e-30 run.max_duration=1ba run.eval_interval=1ba run.dir=y
+run "model.init_from the shards, one step of lr 1e-30, validating" 0 "$DTRUN" run "${loaded[@]}" \
+    optimizer.lr=1e-30 run.max_duration=1ba run.eval_interval=1ba run.dir=y
 same "... the same validation loss as the run that wrote them" \
     "$(grep '"type":"eval"' y/events.jsonl | tail -1 | sed 's/.*"val_loss":\([0-9.e+-]*\).*/\1/')" "$val"
 run "... exported again" 0 "$DTRUN" ckpt export y/ckpt --format safetensors --out hf-again
@@ -108,10 +114,9 @@ same "... torch_dtype" "$(grep -o '"torch_dtype": "[a-z0-9]*"' hf-bf16/config.js
 run "... read by the PyTorch reference" 0 $PY "$CHECK" safetensors-llama hf-bf16 "$(ls data/val_*.bin | head -1)" 32 4 2
 d=$(awk -v a="$out" -v b="$val" 'BEGIN { d = (a - b) / b; printf "%.2e", d < 0 ? -d : d }')
 within "$d" 2e-2 && ok "... its loss within bf16's rounding of dtrun's ($out vs $val)" || not_ok "PyTorch $out, dtrun $val"
-run "model.init_from a directory of another shape" 2 "$DTRUN" run "${text[@]}" model.init_from=hf model.n_kv_head=4 \
-    run.max_duration=1ba run.dir=z
-has "... names the setting" "$err" "hf/config.json: error: 1 setting of config.json disagrees with the model this run builds:
-  num_key_value_heads: config.json 2, this run 4"
+run "model.init_from a directory of another shape" 2 "$DTRUN" run "${loaded[@]}" model.init_from=hf \
+    model.n_kv_head=4 run.max_duration=1ba run.dir=z
+has "... names both values" "$err" "override 'model.n_kv_head=4': error: model.n_kv_head 4 (override 'model.n_kv_head=4') disagrees with model.init_from hf: num_key_value_heads 2 (hf/config.json:8:26)"
 run "llm.c's format holds no Llama" 2 "$DTRUN" ckpt export x/ckpt --format llmc --out model.bin
 has "... says so" "$err" "llm.c's model file holds a GPT-2; the checkpoint holds a Llama"
 

@@ -64,7 +64,8 @@ static void nested_suggestion(void **state)
     assert_int_equal(dt_test_config(&cfg, NULL, "model:\n  colour: red\n", NULL), DT_ERR_CONFIG);
     assert_string_equal(dt_error_msg(), "t.yaml:2:3: error: unknown key 'colour' in model (dtrun config)\n"
                                         "  hint: its keys are: type, n_layer, n_head, n_embd, vocab_size, seq_len, "
-                                        "preset, n_kv_head, intermediate_size, norm_eps, rope_theta, rope_scaling, "
+                                        "preset, n_kv_head, intermediate_size, max_position_embeddings, norm_eps, "
+                                        "rope_theta, rope_scaling, "
                                         "tie_embeddings, activation_checkpointing, init_from, mlp");
     dt_config_free(&cfg);
 }

@@ -1,8 +1,8 @@
 /*
  * test_hf.c - a Llama's weights through a Hugging Face model directory (ckpt/hf.h): exported and
  * imported to the same bits and the same loss, in one file and in shards with their index, in fp32
- * and bf16; and the two errors that name every disagreement at once: config.json against the model,
- * the tensors against its parameters.
+ * and bf16; config.json as transformers writes it; and the error that names every tensor that does not
+ * fit the model at once (config.json against the config: test_init_from).
  */
 #include <math.h>
 #include <stdio.h>
@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/half.h"
 #include "dt_test.h"
+#include "train/shapes.h"
 
 enum { B = 2, T = 8 };
 
@@ -106,68 +107,52 @@ static void tied(void **state)
     assert_int_equal(dt_hf_load_llama(b, "hf"), DT_SUCCESS);
     float la = loss_of(a), lb = loss_of(b);
     assert_memory_equal(&la, &lb, sizeof la);
-    dt_model_free(b);
-    c.rope_scaling.factor = 0;
-    b = made(&c, 0);
-    assert_int_equal(dt_hf_load_llama(b, "hf"), DT_ERR_CONFIG);
-    assert_string_equal(dt_error_msg(), "hf/config.json: error: 1 setting of config.json disagrees with the model this "
-                                        "run builds:\n"
-                                        "  rope_scaling.rope_type: config.json llama3, this run none "
-                                        "(model.rope_scaling.type)\n"
-                                        "  hint: set model.* to the checkpoint's values (or model.preset to its name)");
+    struct dt_config cfg;
+    assert_int_equal(dt_test_config(&cfg, NULL, NULL, "model.init_from=hf", NULL), DT_SUCCESS);
+    assert_true(cfg.model.tie_embeddings);
+    assert_int_equal(cfg.model.rope_scaling.type, DT_ROPE_LLAMA3);
+    assert_true(cfg.model.rope_scaling.factor == 32 && cfg.model.rope_scaling.low_freq_factor == 1 &&
+                cfg.model.rope_scaling.high_freq_factor == 4 &&
+                cfg.model.rope_scaling.original_max_position_embeddings == 8192);
+    dt_config_free(&cfg);
     dt_model_free(a);
     dt_model_free(b);
 }
 
-/* every setting of config.json that differs, in one error */
-static void config_mismatch(void **state)
+/* config.json says what the model is made for, as transformers writes it: its max_position_embeddings
+ * (not the training length), floats as their shortest decimals (1e-06, not 9.99999997e-07); the
+ * resolver reads back the same model (config/init_from.c) */
+static void config_written(void **state)
 {
-    struct dt_model *a = trained_looking(&shape);
-    assert_int_equal(dt_hf_save_llama(a, a->params, "hf", DT_F32, 0), DT_SUCCESS);
     struct dt_llama_config c = shape;
-    c.n_kv_head = 4, c.rope_theta = 500000, c.tie_embeddings = true;
-    struct dt_model *b = made(&c, 0);
-    assert_int_equal(dt_hf_load_llama(b, "hf"), DT_ERR_CONFIG);
-    assert_string_equal(dt_error_msg(), "hf/config.json: error: 3 settings of config.json disagree with the model this "
-                                        "run builds:\n"
-                                        "  num_key_value_heads: config.json 2, this run 4\n"
-                                        "  rope_theta: config.json 10000, this run 500000\n"
-                                        "  tie_word_embeddings: config.json false, this run true\n"
-                                        "  hint: set model.* to the checkpoint's values (or model.preset to its name)");
-    dt_model_free(a);
-    dt_model_free(b);
-}
-
-/* config.json with an object and a list where transformers writes a string and a boolean: named,
- * not read as text */
-static void config_of_wrong_kinds(void **state)
-{
-    struct dt_model *a = trained_looking(&shape);
+    c.max_position = 4096, c.rms_eps = 1e-6f, c.rope_theta = 500000;
+    struct dt_model *a = trained_looking(&c);
     assert_int_equal(dt_hf_save_llama(a, a->params, "hf", DT_F32, 0), DT_SUCCESS);
     FILE *f = fopen("hf/config.json", "r");
     char text[4096];
     size_t n = fread(text, 1, sizeof text - 1, f);
     fclose(f);
     text[n] = 0;
-    /* floats as transformers writes them: the shortest decimal that reads back the same */
-    assert_non_null(strstr(text, "\"rms_norm_eps\": 1e-05,\n  \"rope_theta\": 10000,"));
-    char *t = strstr(text, "\"llama\""), *w = strstr(text, "\"tie_word_embeddings\": false");
-    assert_non_null(t);
-    assert_non_null(w);
-    memcpy(t, "{}     ", 7);                       /* "llama" -> {} */
-    memcpy(w + 23, "[1]  ", 5);                    /* false -> [1] */
-    f = fopen("hf/config.json", "w");
-    fputs(text, f);
-    fclose(f);
-    struct dt_model *b = made(&shape, 0);
-    assert_int_equal(dt_hf_load_llama(b, "hf"), DT_ERR_CONFIG);
-    assert_string_equal(dt_error_msg(), "hf/config.json: error: 2 settings of config.json disagree with the model this "
-                                        "run builds:\n"
-                                        "  model_type: config.json (an object), this run llama\n"
-                                        "  tie_word_embeddings: config.json (a list), this run false\n"
-                                        "  hint: set model.* to the checkpoint's values (or model.preset to its name)");
+    assert_non_null(strstr(text, "\"max_position_embeddings\": 4096,\n  \"rms_norm_eps\": 1e-06,\n  "
+                                 "\"rope_theta\": 500000,"));
+    struct dt_config cfg;
+    assert_int_equal(dt_test_config(&cfg, NULL, NULL, "model.init_from=hf", "model.seq_len=8", NULL), DT_SUCCESS);
+    assert_int_equal(cfg.model.max_position_embeddings, 4096);
+    struct dt_llama_config back;
+    dt_shapes_llama(&cfg, DT_F32, &back);
+    char la[512], lb[512];
+    dt_llama_describe(&c, la, sizeof la);
+    dt_llama_describe(&back, lb, sizeof lb);
+    assert_string_equal(lb, la);
+    assert_string_equal(la, "llama n_layer=2 n_head=4 n_kv_head=2 n_embd=16 intermediate_size=24 vocab_size=37 "
+                            "seq_len=8 tie=0 norm_eps=1e-06 rope_theta=500000 rope_scaling=0,0,0,0 max_position=4096");
+    /* a line written before it ended in max_position reads as max_position = seq_len */
+    assert_true(dt_llama_parse("llama n_layer=2 n_head=4 n_kv_head=2 n_embd=16 intermediate_size=24 vocab_size=37 "
+                               "seq_len=8 tie=0 norm_eps=1e-05 rope_theta=10000 rope_scaling=0,0,0,0", &back));
+    assert_int_equal(back.max_position, 8);
+    assert_true(back.rms_eps == 1e-5f);
+    dt_config_free(&cfg);
     dt_model_free(a);
-    dt_model_free(b);
 }
 
 /* every tensor that is missing, misshapen or unknown, in one error */
@@ -200,5 +185,4 @@ static void tensor_mismatch(void **state)
     dt_model_free(b);
 }
 
-DT_TESTS(T(one_file), T(sharded), T(bf16), T(tied), T(config_mismatch), T(config_of_wrong_kinds),
-         T(tensor_mismatch))
+DT_TESTS(T(one_file), T(sharded), T(bf16), T(tied), T(config_written), T(tensor_mismatch))
