@@ -7,11 +7,12 @@
  * is all backward needs to recompute a block's probabilities exactly as forward
  * had them. The products are sgemm calls on strided views into qkv, whose rows
  * hold NH query heads, NKV key heads and NKV value heads (kernels.h): forward
- * runs one (b, query head) per OpenMP thread, backward one (b, key/value head),
- * which walks its group's query heads in order so that the key and value
- * gradients they share are summed by one thread in one order (oneDNN runs
- * single-threaded inside a parallel region, so the pool is never
- * oversubscribed); a thread's blocks live on its stack and stay in cache.
+ * runs one (b, query head) per OpenMP thread, backward one (b, key/value head,
+ * chunk of its group's query heads), which walks its chunk's heads in order so
+ * that the key and value gradients they share are summed in one order whatever
+ * the threads (heads_per_chunk); oneDNN runs single-threaded inside a parallel
+ * region, so the pool is never oversubscribed; a thread's blocks live on its
+ * stack and stay in cache.
  */
 #include <math.h>
 #include <omp.h>
@@ -134,62 +135,108 @@ DT_CLONES static void forward_f32(float *out, float *lse, const float *qkv, int 
  * Per query block i and key block j <= i, with P = exp(S - lse) recomputed:
  *   dV_j += P^T dO_i;  dP = dO_i V_j^T;  dS = P (dP - D_i), D = rowsum(dO O);
  *   dQ_i += scale dS K_j;  dK_j += scale dS^T Q_i.
- * A (b, key/value head) is one thread's, its group's query heads taken in order, so its dK and dV
- * sums need no atomics and keep one order. dqkv is added to.
  */
-DT_CLONES static void backward_f32(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
-                                   int B, int T, int C, int NH, int NKV)
+
+/* Query heads per chunk of a group: a group's dK and dV sum over its query heads, and one thread
+ * summing them all left multi-query attention at batch 1 on one thread (#38). So a group's heads
+ * are split into chunks, enough that the (b, key/value head, chunk) items number 16 or more, each
+ * chunk's sums taken by one thread and the chunks' added in order. The split depends on the shape
+ * alone, never on the threads: the same shape gives the same bits on any machine. */
+static inline int heads_per_chunk(int B, int NH, int NKV)
 {
-    int hs = C / NH, W = qkv_width(C, NH, NKV), group = NH / NKV;
+    int group = NH / NKV, items = B * NKV, chunks = items >= 16 ? 1 : (16 + items - 1) / items;
+    chunks = chunks < group ? chunks : group;
+    return (group + chunks - 1) / chunks;
+}
+
+/* floats of the chunks' shares of dK and dV past the first, which adds into dqkv itself */
+static size_t part_floats(int B, int T, int C, int NH, int NKV)
+{
+    int per = heads_per_chunk(B, NH, NKV), chunks = (NH / NKV + per - 1) / per;
+    return (size_t)B * NKV * (size_t)(chunks - 1) * T * 2 * (C / NH);
+}
+
+/* dqkv is added to. A (b, key/value head, chunk of its query heads) is one thread's: its query heads'
+ * dQ whole, and its chunk's share of dK and dV, which the first chunk adds into dqkv and the others
+ * into part (see heads_per_chunk), added in chunk order afterwards. */
+DT_CLONES static void backward_f32(float *dqkv, const float *dout, const float *qkv, const float *out, const float *lse,
+                                   float *part, int B, int T, int C, int NH, int NKV)
+{
+    int hs = C / NH, W = qkv_width(C, NH, NKV), group = NH / NKV, per = heads_per_chunk(B, NH, NKV);
+    int chunks = (group + per - 1) / per;
     float scale = 1.0f / sqrtf((float)hs);
-    #pragma omp parallel for collapse(2)
+    size_t share = (size_t)T * 2 * hs; /* a chunk's dK and dV rows, packed: [T][dk hs | dv hs] */
+    #pragma omp parallel for collapse(3)
     for (int b = 0; b < B; b++) {
         for (int g = 0; g < NKV; g++) {
-            float p[QB * KB], dp[QB * KB], drow[QB];
-            const float *k = qkv + (size_t)b * T * W + C + g * hs, *v = k + NKV * hs;
-            float *dk = dqkv + (size_t)b * T * W + C + g * hs, *dv = dk + NKV * hs;
-            for (int h = g * group; h < (g + 1) * group; h++) {
-                const float *q = qkv + (size_t)b * T * W + h * hs;
-                float *dq = dqkv + (size_t)b * T * W + h * hs;
-                const float *o = out + (size_t)b * T * C + h * hs, *dy = dout + (size_t)b * T * C + h * hs;
-                const float *lrow = lse + ((size_t)b * NH + h) * T;
-                for (int i0 = 0; i0 < T; i0 += QB) {
-                    int nq = T - i0 < QB ? T - i0 : QB;
-                    for (int r = 0; r < nq; r++) {
-                        const float *yr = dy + (size_t)(i0 + r) * C, *outr = o + (size_t)(i0 + r) * C;
-                        float d = 0;
-                        #pragma omp simd reduction(+ : d)
-                        for (int c = 0; c < hs; c++) d += yr[c] * outr[c];
-                        drow[r] = d;
-                    }
-                    for (int j0 = 0; j0 <= i0; j0 += KB) {
-                        int nk = T - j0 < KB ? T - j0 : KB;
-                        dt_cpu_gemm('N', 'T', nq, nk, hs, scale, q + (size_t)i0 * W, W, k + (size_t)j0 * W, W, 0.0f, p,
-                                    KB);
+            for (int c = 0; c < chunks; c++) {
+                float p[QB * KB], dp[QB * KB], drow[QB];
+                const float *k = qkv + (size_t)b * T * W + C + g * hs, *v = k + NKV * hs;
+                float *dk = dqkv + (size_t)b * T * W + C + g * hs, *dv = dk + NKV * hs;
+                int ld = W;
+                if (c) {
+                    dk = part + (((size_t)b * NKV + g) * (chunks - 1) + (c - 1)) * share, dv = dk + hs, ld = 2 * hs;
+                    memset(dk, 0, share * sizeof *dk);
+                }
+                int h1 = g * group + (c + 1) * per < (g + 1) * group ? g * group + (c + 1) * per : (g + 1) * group;
+                for (int h = g * group + c * per; h < h1; h++) {
+                    const float *q = qkv + (size_t)b * T * W + h * hs;
+                    float *dq = dqkv + (size_t)b * T * W + h * hs;
+                    const float *o = out + (size_t)b * T * C + h * hs, *dy = dout + (size_t)b * T * C + h * hs;
+                    const float *lrow = lse + ((size_t)b * NH + h) * T;
+                    for (int i0 = 0; i0 < T; i0 += QB) {
+                        int nq = T - i0 < QB ? T - i0 : QB;
                         for (int r = 0; r < nq; r++) {
-                            float *row = p + (size_t)r * KB, lr = lrow[i0 + r];
-                            masked_exp(row, visible(i0, r, j0, nk), nk, lr);
+                            const float *yr = dy + (size_t)(i0 + r) * C, *outr = o + (size_t)(i0 + r) * C;
+                            float d = 0;
+                            #pragma omp simd reduction(+ : d)
+                            for (int e = 0; e < hs; e++) d += yr[e] * outr[e];
+                            drow[r] = d;
                         }
-                        dt_cpu_gemm('T', 'N', nk, hs, nq, 1.0f, p, KB, dy + (size_t)i0 * C, C, 1.0f,
-                                    dv + (size_t)j0 * W, W);
-                        dt_cpu_gemm('N', 'T', nq, nk, hs, 1.0f, dy + (size_t)i0 * C, C, v + (size_t)j0 * W, W, 0.0f,
-                                    dp, KB);
-                        for (int r = 0; r < nq; r++) {
-                            float *pr = p + (size_t)r * KB;
-                            const float *dr = dp + (size_t)r * KB;
-                            float d = drow[r];
-                            #pragma omp simd
-                            for (int c = 0; c < nk; c++) pr[c] *= dr[c] - d; /* masked entries stay 0 */
+                        for (int j0 = 0; j0 <= i0; j0 += KB) {
+                            int nk = T - j0 < KB ? T - j0 : KB;
+                            dt_cpu_gemm('N', 'T', nq, nk, hs, scale, q + (size_t)i0 * W, W, k + (size_t)j0 * W, W,
+                                        0.0f, p, KB);
+                            for (int r = 0; r < nq; r++) {
+                                float *row = p + (size_t)r * KB, lr = lrow[i0 + r];
+                                masked_exp(row, visible(i0, r, j0, nk), nk, lr);
+                            }
+                            dt_cpu_gemm('T', 'N', nk, hs, nq, 1.0f, p, KB, dy + (size_t)i0 * C, C, 1.0f,
+                                        dv + (size_t)j0 * ld, ld);
+                            dt_cpu_gemm('N', 'T', nq, nk, hs, 1.0f, dy + (size_t)i0 * C, C, v + (size_t)j0 * W, W,
+                                        0.0f, dp, KB);
+                            for (int r = 0; r < nq; r++) {
+                                float *pr = p + (size_t)r * KB;
+                                const float *dr = dp + (size_t)r * KB;
+                                float d = drow[r];
+                                #pragma omp simd
+                                for (int e = 0; e < nk; e++) pr[e] *= dr[e] - d; /* masked entries stay 0 */
+                            }
+                            dt_cpu_gemm('N', 'N', nq, hs, nk, scale, p, KB, k + (size_t)j0 * W, W, 1.0f,
+                                        dq + (size_t)i0 * W, W);
+                            dt_cpu_gemm('T', 'N', nk, hs, nq, scale, p, KB, q + (size_t)i0 * W, W, 1.0f,
+                                        dk + (size_t)j0 * ld, ld);
                         }
-                        dt_cpu_gemm('N', 'N', nq, hs, nk, scale, p, KB, k + (size_t)j0 * W, W, 1.0f,
-                                    dq + (size_t)i0 * W, W);
-                        dt_cpu_gemm('T', 'N', nk, hs, nq, scale, p, KB, q + (size_t)i0 * W, W, 1.0f,
-                                    dk + (size_t)j0 * W, W);
                     }
                 }
             }
         }
     }
+    if (chunks == 1) return;
+    /* the chunks' shares, added in chunk order, a row each */
+    #pragma omp parallel for collapse(3)
+    for (int b = 0; b < B; b++)
+        for (int g = 0; g < NKV; g++)
+            for (int t = 0; t < T; t++) {
+                float *dkv = dqkv + ((size_t)b * T + t) * W + C + g * hs;
+                for (int c = 1; c < chunks; c++) {
+                    const float *src = part + (((size_t)b * NKV + g) * (chunks - 1) + (c - 1)) * share + (size_t)t * 2 * hs;
+                    #pragma omp simd
+                    for (int e = 0; e < hs; e++) dkv[e] += src[e];
+                    #pragma omp simd
+                    for (int e = 0; e < hs; e++) dkv[(size_t)NKV * hs + e] += src[hs + e];
+                }
+            }
 }
 
 /* 16-bit activations are widened into fp32 scratch, attended as fp32 ones are, and the results
@@ -216,9 +263,12 @@ void dt_cpu_attention_backward(struct dt_kctx *kc, void *dqkv, const float *dout
 {
     (void)scratch;
     size_t n = (size_t)B * T * C, nqkv = (size_t)B * T * qkv_width(C, NH, NKV);
+    size_t np = part_floats(B, T, C, NH, NKV);
+    float *part = np ? dt_cpu_scratch(kc, 0, np * sizeof(float), "attention_backward") : NULL;
+    if (np && !part) return;
     if (at == DT_F32) {
         dt_cpu_zero(kc, dqkv, nqkv * sizeof(float));
-        backward_f32(dqkv, dout, qkv, out, lse, B, T, C, NH, NKV);
+        backward_f32(dqkv, dout, qkv, out, lse, part, B, T, C, NH, NKV);
         return;
     }
     float *q = dt_cpu_scratch(kc, 1, nqkv * sizeof(float), "attention_backward");
@@ -228,6 +278,6 @@ void dt_cpu_attention_backward(struct dt_kctx *kc, void *dqkv, const float *dout
     dt_cpu_convert(kc, q, DT_F32, qkv, at, nqkv);
     dt_cpu_convert(kc, o, DT_F32, out, at, n);
     dt_cpu_zero(kc, dq, nqkv * sizeof(float));
-    backward_f32(dq, dout, q, o, lse, B, T, C, NH, NKV);
+    backward_f32(dq, dout, q, o, lse, part, B, T, C, NH, NKV);
     dt_cpu_convert(kc, dqkv, at, dq, DT_F32, nqkv);
 }

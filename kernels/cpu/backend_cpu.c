@@ -27,12 +27,19 @@ static void cpu_init(void)
 #endif
 }
 
+/* Which code each kind of op runs on this CPU: a run's sums depend on it (AMX, AVX512-BF16 and AVX2
+ * machines each take their own), so the log says it. */
 static void cpu_describe(struct dt_kctx *kc, char *buf, size_t n, enum dt_dtype compute)
 {
-    const char *fp32 = dt_cpu_gemm_path();
-    if (compute == DT_F32) snprintf(buf, n, "matmuls: %s", fp32);
-    else snprintf(buf, n, "%s matmuls: %s; conversions: %s", dt_dtype_str(compute), dt_cpu_matmul_lp_path(kc, compute),
-                  dt_convert_fast()->name);
+    const char *fp32 = dt_cpu_gemm_path(), *loops = "baseline";
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    loops = __builtin_cpu_supports("x86-64-v4") ? "x86-64-v4" : __builtin_cpu_supports("x86-64-v3") ? "x86-64-v3"
+                                                                                                       : "x86-64";
+#endif
+    if (compute == DT_F32) snprintf(buf, n, "matmuls: %s; loops: %s", fp32, loops);
+    else snprintf(buf, n, "%s matmuls: %s; fp32 matmuls: %s; conversions: %s; loops: %s", dt_dtype_str(compute),
+                  dt_cpu_matmul_lp_path(kc, compute), fp32, dt_convert_fast()->name, loops);
 }
 
 /* Tensor memory is host memory: huge pages for the big buffers (core/mem.h), plain memset and memcpy. */

@@ -50,7 +50,8 @@ void dt_cpu_chunks(void *out, enum dt_dtype ot, const void *inp, enum dt_dtype i
  * in parallel on either. */
 #define DT_ROW_BLOCK 64
 /* Growing scratch of the CPU context (matmul_lp.c), slot 0..DT_CPU_SCRATCH_SLOTS-1: slot 0 the norms'
- * 16-bit rows, 1-3 attention's widened copies (none of them calls another op that takes a slot).
+ * 16-bit rows, the 16-bit loss's widened blocks and attention backward's shares of dK and dV, 1-3
+ * attention's widened copies (none of them calls another op that takes a slot).
  * NULL when out of memory: the op returns, and the next synchronize reports op and bytes
  * (dt_cpu_failure). A context's kernels are called from one thread at a time. */
 #define DT_CPU_SCRATCH_SLOTS 4

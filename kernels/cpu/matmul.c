@@ -4,18 +4,27 @@
  * gets half (../shared/PERF.md). Without oneDNN a blocked OpenMP loop stands in.
  */
 #include <omp.h>
+#include <stdio.h>
 #include <string.h>
 #include "dt_build_config.h"
 #include "kernels/cpu/cpu.h"
 #include "kernels/cpu/vmath.h"
 #ifdef HAVE_DNNL
 #include <dnnl.h>
+#include <dnnl_debug.h>
 #endif
 
+/* the path and the instructions oneDNN dispatches to (the CPU's best, or ONEDNN_MAX_CPU_ISA's cap:
+ * which machine's sums a run computes) */
 const char *dt_cpu_gemm_path(void)
 {
 #ifdef HAVE_DNNL
-    return "oneDNN sgemm";
+    static char path[80];
+    if (!path[0]) {
+        const char *isa = dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa());
+        snprintf(path, sizeof path, "oneDNN sgemm on %s", strncmp(isa, "cpu_isa_", 8) ? isa : isa + 8);
+    }
+    return path;
 #else
     return "dtrun's OpenMP loops (built without oneDNN)";
 #endif

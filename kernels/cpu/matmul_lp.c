@@ -6,7 +6,8 @@
  *
  * Two paths compute the same sums in different orders (the test compares
  * them): oneDNN's matmul primitive on bf16 operands (bf16 in, f32 out; one
- * primitive per shape, cached), and sgemm on the 16-bit operands widened back
+ * primitive per shape, cached for the context's life: a shape is always computed by the same
+ * primitive, in the same order), and sgemm on the 16-bit operands widened back
  * to fp32 (the product of two 16-bit values is exact in fp32). oneDNN's path
  * pays where the CPU multiplies bf16 faster than fp32: AMD's Zen 4/5 (twice
  * the fp32 rate, ../shared/PERF.md) and Intel with AMX. On Intel AVX512_BF16
@@ -22,6 +23,7 @@
 #include "dt_build_config.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/fault.h"
 #include "kernels/cpu/cpu.h"
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -66,8 +68,10 @@ struct dt_kctx {
     const char *bf16_why; /* why bf16_onednn is what it is, for the log */
     char path[160];       /* dt_cpu_matmul_lp_path's answer */
 #ifdef HAVE_DNNL
-    struct prim cache[64];
-    int ncache;
+    /* every shape this context has multiplied (a model has tens of them), never evicted: a shape
+     * that fell back to sgemm once its table was full summed in another order (#38) */
+    struct prim **cache;
+    int ncache, cap;
     dnnl_engine_t engine;
     dnnl_stream_t stream;
     bool no_bf16; /* oneDNN has no bf16 matmul on this CPU */
@@ -91,11 +95,13 @@ void dt_cpu_ctx_destroy(struct dt_kctx *kc)
     for (int i = 0; i < DT_CPU_SCRATCH_SLOTS; i++) free(kc->slot[i].p);
 #ifdef HAVE_DNNL
     for (int i = 0; i < kc->ncache; i++) {
-        dnnl_primitive_destroy(kc->cache[i].p);
-        dnnl_memory_destroy(kc->cache[i].a);
-        dnnl_memory_destroy(kc->cache[i].b);
-        dnnl_memory_destroy(kc->cache[i].c);
+        dnnl_primitive_destroy(kc->cache[i]->p);
+        dnnl_memory_destroy(kc->cache[i]->a);
+        dnnl_memory_destroy(kc->cache[i]->b);
+        dnnl_memory_destroy(kc->cache[i]->c);
+        free(kc->cache[i]);
     }
+    free(kc->cache);
     if (kc->stream) dnnl_stream_destroy(kc->stream);
     if (kc->engine) dnnl_engine_destroy(kc->engine);
 #endif
@@ -104,7 +110,7 @@ void dt_cpu_ctx_destroy(struct dt_kctx *kc)
 
 void *dt_cpu_scratch(struct dt_kctx *kc, int slot, size_t bytes, const char *op)
 {
-    void *p = grow(&kc->slot[slot], bytes);
+    void *p = dt_fault_now_since(DT_FAULT_NOMEM) ? NULL : grow(&kc->slot[slot], bytes);
     if (!p && !kc->failed) kc->failed = op, kc->failed_bytes = bytes;
     return p;
 }
@@ -146,18 +152,34 @@ static bool onednn_pays(struct dt_kctx *kc)
     return bf16_onednn;
 }
 
-static struct prim *bf16_prim(struct dt_kctx *kc, char ta, char tb, int M, int N, int K, int lda, int ldb, int ldc, bool accumulate)
+/* The primitive for this shape: the cached one, or a new one; NULL when this shape takes sgemm, which
+ * it then does for the context's whole life: oneDNN has no bf16 matmul on this CPU (found at the
+ * first shape, which dt_cpu_matmul_lp_path asks for before anything is computed), or none for this
+ * shape (a stride it refuses). Out of memory for the table itself: NULL with failed set (the op
+ * returns, and the next synchronize says so). */
+static struct prim *bf16_prim(struct dt_kctx *kc, char ta, char tb, int M, int N, int K, int lda, int ldb, int ldc,
+                              bool accumulate)
 {
     for (int i = 0; i < kc->ncache; i++) {
-        struct prim *q = &kc->cache[i];
+        struct prim *q = kc->cache[i];
         if (q->ta == ta && q->tb == tb && q->M == M && q->N == N && q->K == K && q->lda == lda && q->ldb == ldb &&
             q->ldc == ldc && q->accumulate == accumulate)
-            return q;
+            return q->p ? q : NULL;
     }
-    if (kc->no_bf16 || kc->ncache == (int)(sizeof kc->cache / sizeof kc->cache[0])) return NULL;
+    if (kc->no_bf16) return NULL;
     if (!kc->engine && (dnnl_engine_create(&kc->engine, dnnl_cpu, 0) != dnnl_success ||
-                    dnnl_stream_create(&kc->stream, kc->engine, dnnl_stream_default_flags) != dnnl_success)) {
+                        dnnl_stream_create(&kc->stream, kc->engine, dnnl_stream_default_flags) != dnnl_success)) {
         kc->no_bf16 = true;
+        return NULL;
+    }
+    struct prim *q = kc->ncache < kc->cap ? calloc(1, sizeof *q) : NULL;
+    if (kc->ncache == kc->cap) {
+        int cap = kc->cap ? 2 * kc->cap : 64;
+        struct prim **t = realloc(kc->cache, (size_t)cap * sizeof *t);
+        if (t) kc->cache = t, kc->cap = cap, q = calloc(1, sizeof *q);
+    }
+    if (!q) {
+        if (!kc->failed) kc->failed = "matmul (the table of oneDNN's bf16 primitives)", kc->failed_bytes = sizeof *q;
         return NULL;
     }
     dnnl_memory_desc_t ad, bd, cd;
@@ -177,7 +199,6 @@ static struct prim *bf16_prim(struct dt_kctx *kc, char ta, char tb, int M, int N
         ok = dnnl_post_ops_create(&ops) == dnnl_success && dnnl_post_ops_append_sum(ops, 1.0f) == dnnl_success &&
              dnnl_primitive_attr_set_post_ops(attr, ops) == dnnl_success;
     ok = ok && dnnl_primitive_desc_create(&pd, &md, attr, kc->engine, NULL) == dnnl_success;
-    struct prim *q = &kc->cache[kc->ncache];
     *q = (struct prim){ta, tb, M, N, K, lda, ldb, ldc, accumulate, NULL, NULL, NULL, NULL};
     ok = ok && dnnl_primitive_create(&q->p, pd) == dnnl_success &&
          dnnl_memory_create(&q->a, &ad, kc->engine, DNNL_MEMORY_NONE) == dnnl_success &&
@@ -187,11 +208,15 @@ static struct prim *bf16_prim(struct dt_kctx *kc, char ta, char tb, int M, int N
     if (ops) dnnl_post_ops_destroy(ops);
     if (attr) dnnl_primitive_attr_destroy(attr);
     if (!ok) {
-        kc->no_bf16 = true;
-        return NULL;
+        /* kept as this shape's answer: sgemm, every time */
+        if (q->p) dnnl_primitive_destroy(q->p);
+        if (q->a) dnnl_memory_destroy(q->a);
+        if (q->b) dnnl_memory_destroy(q->b);
+        q->p = NULL, q->a = q->b = q->c = NULL;
+        if (!kc->ncache) kc->no_bf16 = true;
     }
-    kc->ncache++;
-    return q;
+    kc->cache[kc->ncache++] = q;
+    return q->p ? q : NULL;
 }
 #endif
 
@@ -200,7 +225,9 @@ static void gemm_lp(struct dt_kctx *kc, enum dt_dtype t, char ta, char tb, int M
                     const uint16_t *B, int ldb, bool accumulate, float *C, int ldc)
 {
 #ifdef HAVE_DNNL
+    const char *failed = kc->failed;
     struct prim *q = t == DT_BF16 && onednn_pays(kc) ? bf16_prim(kc, ta, tb, M, N, K, lda, ldb, ldc, accumulate) : NULL;
+    if (!failed && kc->failed) return; /* out of memory: said at the next synchronize, never another order */
     if (q) {
         dnnl_memory_set_data_handle(q->a, (void *)A);
         dnnl_memory_set_data_handle(q->b, (void *)B);

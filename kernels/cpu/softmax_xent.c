@@ -1,4 +1,6 @@
 /* softmax_xent.c - fused softmax + cross-entropy with the gradient written in place (see kernels.h). */
+#include <math.h>
+#include <omp.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include "kernels/cpu/convert.h"
@@ -63,9 +65,13 @@ DT_CLONES float dt_cpu_softmax_xent_lp(struct dt_kctx *kc, float *losses, uint16
     if (!cv) cv = dt_convert_fast();
     bool bf = t == DT_BF16;
     int nb = (V + vb - 1) / vb;
+    /* a widened block per thread, from the context's scratch: when it cannot be had, the op returns
+     * and the next synchronize says so (dt_cpu_failure), never a thread writing through NULL */
+    float *all = dt_cpu_scratch(kc, 0, (size_t)omp_get_max_threads() * (size_t)vb * sizeof *all, "softmax_xent");
+    if (!all) return NAN;
     #pragma omp parallel
     {
-        float *x = malloc((size_t)vb * sizeof *x);
+        float *x = all + (size_t)omp_get_thread_num() * (size_t)vb;
         #pragma omp for
         for (int i = 0; i < BT; i++) {
             int y = targets[i];
@@ -92,7 +98,6 @@ DT_CLONES float dt_cpu_softmax_xent_lp(struct dt_kctx *kc, float *losses, uint16
                 (bf ? cv->bf16_from_f32 : cv->f16_from_f32)(logits + (size_t)BT * b * vb + (size_t)i * n, x, (size_t)n);
             }
         }
-        free(x);
     }
     double mean = 0;
     for (int i = 0; i < BT; i++) mean += losses[i];

@@ -14,7 +14,7 @@
 
 static const char *const names[] = {
     "grad_inf", "kill", "stop", "stall", "enospc", "eio", "kill_save", "stop_save", "stall_save", "spool_enospc",
-    "spool_eio", "clock_fwd", "clock_back", "slow"};
+    "spool_eio", "clock_fwd", "clock_back", "slow", "nomem"};
 _Static_assert(sizeof names / sizeof names[0] == DT_FAULT_NKINDS, "a name for every enum dt_fault");
 static struct {
     enum dt_fault kind;
@@ -99,6 +99,12 @@ bool dt_fault_now(enum dt_fault f)
 {
     int64_t step = atomic_load(&at_step);
     return step > 0 && dt_fault_hit(f, step, atomic_load(&at_rank));
+}
+
+bool dt_fault_now_since(enum dt_fault f)
+{
+    int64_t step = atomic_load(&at_step);
+    return step > 0 && dt_fault_since(f, step, atomic_load(&at_rank));
 }
 
 int64_t dt_fault_wall_offset(void) { return atomic_load(&wall_offset); }

@@ -33,6 +33,9 @@
  *   slow         from that step on, the rank sleeps 10 ms as each step starts (a straggler: a
  *                throttled or shared core); training is slower, not different, so a test can keep
  *                a run going for a wall-clock while (a Slurm time limit) at no cost in CPU
+ *   nomem        from that step on, every request for the rank's CPU kernel scratch fails, as
+ *                malloc does under memory pressure: the op that asked returns, and the step ends
+ *                with the error that names it and the bytes
  * A malformed value is refused at start (exit 2), never ignored.
  */
 #ifndef DT_FAULT_H
@@ -45,7 +48,7 @@
 enum dt_fault {
     DT_FAULT_GRAD_INF, DT_FAULT_KILL, DT_FAULT_STOP, DT_FAULT_STALL, DT_FAULT_ENOSPC, DT_FAULT_EIO,
     DT_FAULT_KILL_SAVE, DT_FAULT_STOP_SAVE, DT_FAULT_STALL_SAVE, DT_FAULT_SPOOL_ENOSPC, DT_FAULT_SPOOL_EIO,
-    DT_FAULT_CLOCK_FWD, DT_FAULT_CLOCK_BACK, DT_FAULT_SLOW, DT_FAULT_NKINDS
+    DT_FAULT_CLOCK_FWD, DT_FAULT_CLOCK_BACK, DT_FAULT_SLOW, DT_FAULT_NOMEM, DT_FAULT_NKINDS
 };
 
 /* Read DTRUN_FAULT (once, at start). */
@@ -59,6 +62,8 @@ bool dt_fault_since(enum dt_fault f, int64_t step, int rank);
 void dt_fault_at(int64_t step, int rank);
 /* Whether fault f is asked for where dt_fault_at last put this rank (never before the first step). */
 bool dt_fault_now(enum dt_fault f);
+/* The same for the faults that last (nomem): asked for at that step or an earlier one. */
+bool dt_fault_now_since(enum dt_fault f);
 /* Seconds the clock faults have moved the wall clock by (0 without them). */
 int64_t dt_fault_wall_offset(void);
 /* For faults with no step of their own to return to: never returns. */

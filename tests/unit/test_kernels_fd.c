@@ -353,6 +353,37 @@ static void attention_plain(void **state)
     attention_plain_case(1);
 }
 
+/* Attention's backward splits a group's query heads into chunks, one thread each, so that multi-query
+ * attention at batch 1 uses every thread (#38); the split depends on the shape alone, so 1 and 3
+ * threads give the same bits. The plain reference above checks the values (B 2, NKV 1: 4 chunks).
+ * T = 200 ends in a partial block; 16-bit activations take the same kernel. */
+static void attention_threads(void **state)
+{
+    static const int shapes[][5] = {{1, 200, 32, 4, 1}, {2, 130, 16, 4, 2}, {1, 64, 16, 2, 2}, {3, 97, 24, 6, 3}};
+    static const enum dt_dtype types[] = {DT_F32, DT_BF16};
+    int threads = omp_get_max_threads();
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (size_t ti = 0; ti < 2; ti++) {
+            int B = shapes[s][0], T = shapes[s][1], C = shapes[s][2], NH = shapes[s][3], NKV = shapes[s][4];
+            enum dt_dtype t = types[ti];
+            size_t nq = qkv_floats(B, T, C, NH, NKV), n = (size_t)B * T * C, es = t == DT_F32 ? 4 : 2;
+            float *qf = rnd(nq, 2, 40 + s), *R = rnd(n, 1, 50 + s), *lse = calloc(K->attention_saved(B, NH, T), 4);
+            void *qkv = malloc(nq * es), *out = malloc(n * es), *d1 = malloc(nq * es), *d3 = malloc(nq * es);
+            K->convert(KC, qkv, t, qf, DT_F32, nq);
+            K->attention_forward(KC, out, lse, qkv, t, B, T, C, NH, NKV);
+            omp_set_num_threads(1);
+            K->attention_backward(KC, d1, R, qkv, out, lse, NULL, t, B, T, C, NH, NKV);
+            omp_set_num_threads(3);
+            K->attention_backward(KC, d3, R, qkv, out, lse, NULL, t, B, T, C, NH, NKV);
+            omp_set_num_threads(threads);
+            assert_int_equal(K->synchronize(KC, 0), DT_SUCCESS);
+            if (memcmp(d1, d3, nq * es))
+                fail_msg("attention backward B=%d T=%d C=%d NH=%d NKV=%d %s: 1 and 3 threads differ", B, T, C, NH, NKV,
+                         t == DT_F32 ? "fp32" : "bf16");
+            free(qf), free(R), free(lse), free(qkv), free(out), free(d1), free(d3);
+        }
+}
+
 /* ---------------------------------------------------------------- gelu */
 static void gelu_fwd(struct fd *f, float *out) { K->gelu_forward(KC, out, f->ctx, DT_F32, f->nout); }
 static void gelu(void **state)
@@ -669,5 +700,5 @@ static void activations_16bit(void **state)
     }
 }
 
-DT_TESTS(T(matmul), T(layernorm), T(attention), T(attention_blocks), T(attention_plain), T(gelu), T(embedding), T(softmax_xent), T(mixed_types),
+DT_TESTS(T(matmul), T(layernorm), T(attention), T(attention_blocks), T(attention_plain), T(attention_threads), T(gelu), T(embedding), T(softmax_xent), T(mixed_types),
          T(stochastic_rounding), T(reductions), T(activations_16bit), T(rmsnorm), T(rope), T(rope_heads), T(swiglu))
