@@ -103,6 +103,7 @@ struct pctx {
     struct dt_kctx *inner;
     struct dt_kernels table;
     struct dt_kprofile prof;
+    bool paused;
 };
 
 static struct pctx *P(struct dt_kctx *kc) { return (struct pctx *)kc; }
@@ -119,6 +120,7 @@ static double start(struct dt_kctx *kc)
 static void took(struct dt_kctx *kc, int op, double t0)
 {
     P(kc)->k->wait(P(kc)->inner);
+    if (P(kc)->paused) return;
     double dt = dt_now() - t0;
     struct dt_kprofile *p = &P(kc)->prof;
     p->secs[op] += dt;
@@ -492,3 +494,5 @@ dt_status_t dt_kprofile_wrap(const struct dt_kernels **k, struct dt_kctx **kc)
 }
 
 struct dt_kprofile *dt_kprofile_of(struct dt_kctx *kc) { return &P(kc)->prof; }
+
+void dt_kprofile_pause(struct dt_kctx *kc, bool paused) { P(kc)->paused = paused; }

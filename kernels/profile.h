@@ -8,6 +8,7 @@
 #ifndef DT_KPROFILE_H
 #define DT_KPROFILE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "kernels/kernels.h"
 
@@ -26,5 +27,8 @@ struct dt_kprofile {
 dt_status_t dt_kprofile_wrap(const struct dt_kernels **k, struct dt_kctx **kc);
 /* The sums of a context dt_kprofile_wrap made. */
 struct dt_kprofile *dt_kprofile_of(struct dt_kctx *kc);
+/* While paused, ops run and are not timed: what the run does outside its steps (validation, a
+ * checkpoint's copies), which its step time leaves out too. */
+void dt_kprofile_pause(struct dt_kctx *kc, bool paused);
 
 #endif

@@ -131,6 +131,7 @@ static bool y_range(const struct dt_chart *c, double mul, double *lo, double *hi
     }
     for (int k = 0; k < c->nh; k++)
         if (drawable(c, c->hrule[k].at)) *lo = fmin(*lo, c->hrule[k].at * mul), *hi = fmax(*hi, c->hrule[k].at * mul);
+    if (c->y_clip > 0) *hi = fmin(*hi, c->y_clip * mul);
     if (c->y_from_zero && c->ykind == DT_SCALE_LINEAR) *lo = fmin(*lo, 0);
     if (c->ykind == DT_SCALE_LINEAR) *hi += (*hi - *lo) * 0.03; /* a flat line at the top stays off the frame */
     return *lo <= *hi;
@@ -145,6 +146,33 @@ static size_t project(const struct dt_chart *c, const struct dt_scale *xs, const
     return k;
 }
 
+/* points above the axis' top drawn on it */
+static void clip(const struct dt_chart_box *b, double *ky, size_t n)
+{
+    for (size_t i = 0; i < n; i++) ky[i] = fmax(ky[i], b->py);
+}
+
+/* each point of the series above the clip: a small triangle at the top, pointing up, and its value */
+static void spikes(const struct dt_chart *c, const struct dt_chart_box *b, const struct dt_scale *xs, double mul,
+                   struct dt_out *o)
+{
+    int shown = 0;
+    for (int k = 0; k < c->ns && shown < 4; k++) {
+        const struct dt_series *s = &c->s[k];
+        if (s->mark == DT_MARK_RUG) continue;
+        for (size_t i = 0; i < s->n && shown < 4; i++) {
+            if (!(s->y[i] > c->y_clip) || (s->mark == DT_MARK_BAND && k + 1 < c->ns)) continue;
+            double x = dt_scale_px(xs, s->x[i]);
+            if (!isfinite(x)) continue;
+            char label[48];
+            snprintf(label, sizeof label, "%.4g (step %.0f)", s->y[i] * mul, s->x[i]);
+            dt_out_printf(o, "<path class=\"spike\" fill=\"%s\" d=\"M%.1f %.1fl-4 7h8z\"/>\n", s->color, x, b->py);
+            dt_svg_text(o, x + 6, b->py + 10 + 11 * shown, "class=\"rulelabel\"", label);
+            shown++;
+        }
+    }
+}
+
 static void marks(const struct dt_chart *c, const struct dt_chart_box *b, const struct dt_scale *xs,
                   const struct dt_scale *ys, double mul, double *buf, int columns, struct dt_out *o)
 {
@@ -154,10 +182,12 @@ static void marks(const struct dt_chart *c, const struct dt_chart_box *b, const 
         const struct dt_series *s = &c->s[k];
         char attrs[160];
         size_t n = project(c, xs, ys, s->x, s->y, s->n, mul, columns, kx, ky);
+        clip(b, ky, n);
         if (s->mark == DT_MARK_BAND) {
             size_t m = 0;
             if (s->base) {
                 m = project(c, xs, ys, s->x, s->base, s->n, mul, columns, bx, by);
+                clip(b, by, m);
             } else if (n > 0) { /* down to the axis */
                 bx[0] = kx[0], bx[1] = kx[n - 1], by[0] = by[1] = b->py + b->ph;
                 m = 2;
@@ -213,6 +243,7 @@ void dt_chart_render(const struct dt_chart *c, int left, int top, struct dt_out 
         dt_chart_xaxis(o, &b, &xs, c->xlabel);
         rules(c, &b, &xs, &ys, mul, o);
         marks(c, &b, &xs, &ys, mul, buf, columns, o);
+        if (c->y_clip > 0) spikes(c, &b, &xs, mul, o);
     } else if (!buf) {
         o->oom = true;
     }

@@ -2,7 +2,8 @@
  * chart.h - one chart of the report: an <svg> of a fixed size at a fixed place on the page, with
  * its title, legend, axes (units in their labels, ticks, a light grid) and marks: lines, dots,
  * stacked bands, a rug of ticks along the bottom (skipped steps), vertical rules (the lives of a
- * resumed run) and horizontal ones (the best possible loss).
+ * resumed run) and horizontal ones (the best possible loss). An axis may stop short of a spike, which
+ * is then drawn at its top, marked with its value.
  *
  * Each <svg> has an id and data-chart naming it, and each chart adds a line to the page's
  * manifest, "ID LEFT TOP WIDTH HEIGHT PLOT_LEFT PLOT_TOP PLOT_WIDTH PLOT_HEIGHT" in CSS pixels of
@@ -45,6 +46,9 @@ struct dt_chart {
     bool y_from_zero;      /* a linear y axis that starts at 0 (rates, memory, times) */
     double xlo, xhi;       /* the x domain's data range, shared by every chart on the same axis */
     double y_scale;        /* every y is multiplied by it (bytes to GiB, a fraction to %); 0: 1 */
+    double y_clip;         /* the axis' top at most this (before y_scale): a point above it is drawn at the
+                            * top, marked with its value (a run's first step, which JIT and page faults
+                            * make many times a steady one); 0: none */
     struct dt_series s[DT_CHART_SERIES_MAX];
     int ns;
     struct dt_rule vrule[DT_CHART_RULES_MAX], hrule[DT_CHART_RULES_MAX];

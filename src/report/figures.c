@@ -1,7 +1,9 @@
 /*
  * figures.c - which charts the report draws, and from which columns of the runs: one chart per
  * quantity with every run overlaid in its color, and one stacked chart per run for the step time
- * by phase and by op. A chart no run has a value for is left out, with a note saying why.
+ * by phase and by op. A chart no run has a value for, or whose value never changes (the loss scale of
+ * a run that does not scale its loss), is left out, with a note saying why; a step-time axis is
+ * scaled to the steady steps, each life's first step marked above it.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -104,6 +106,36 @@ static void skipped(struct dt_report_page *p, struct dt_chart *c)
     }
 }
 
+/* Whether record i of run is the first of a life: its first step, which warms up (JIT, page faults,
+ * first touches of the buffers) at many times a steady step's time */
+static bool warming(const struct dt_report_run *run, size_t i)
+{
+    const double *step = run->col[DT_COL_STEP];
+    for (int l = 0; l < run->nlives; l++) {
+        double from = (double)run->life[l].from_step;
+        if (step[i] > from && (i == 0 || step[i - 1] <= from)) return true;
+    }
+    return i == 0;
+}
+
+/* The largest y of run's records past their lives' first (into *steady) and of those first ones (into
+ * *warm) */
+static void step_tops(const struct dt_report_run *run, const double *y, double *steady, double *warm)
+{
+    for (size_t i = 0; i < run->n; i++)
+        if (isfinite(y[i])) {
+            if (warming(run, i)) *warm = fmax(*warm, y[i]);
+            else *steady = fmax(*steady, y[i]);
+        }
+}
+
+/* A step-time axis scaled to the steady steps when a life's first step would set it (a quarter above
+ * them or more): that spike is drawn at the top, marked with its value (chart.h) */
+static void steady_axis(struct dt_chart *c, double steady, double warm)
+{
+    if (c && steady > 0 && warm > 1.25 * steady) c->y_clip = steady * 1.05;
+}
+
 /* g's columns stacked as bands, the largest TOP_OPS apart and the rest summed (order: as the records
  * list them for phases, largest first for ops) */
 static void stacked(struct dt_report_page *p, int r, const struct dt_report_group *g, bool by_size, const char *id,
@@ -141,6 +173,33 @@ static void stacked(struct dt_report_page *p, int r, const struct dt_report_grou
                                            .x = run->col[DT_COL_STEP], .y = top, .n = run->n, .base = below});
         below = top;
     }
+    double steady = 0, warm = 0;
+    if (below) step_tops(run, below, &steady, &warm);
+    steady_axis(c, steady, warm);
+}
+
+/* Leave out a chart whose one series is the same number at every record of every run, with nothing
+ * marked on it: it says nothing of this run (the loss scale of a run that does not scale its loss) */
+static void drop_constant(struct dt_report_page *p, struct dt_chart *c, enum dt_report_col col, const char *why)
+{
+    double v = NAN;
+    for (int r = 0; r < p->nruns; r++)
+        for (size_t i = 0; i < p->runs[r].n; i++) {
+            double x = p->runs[r].col[col][i];
+            if (!isfinite(x)) continue;
+            if (isfinite(v) && x != v) return;
+            v = x;
+        }
+    for (int k = 0; k < c->ns; k++)
+        if (c->s[k].mark == DT_MARK_RUG) return;
+    if (!isfinite(v)) return;
+    for (int k = 0; k < p->ncharts; k++)
+        if (p->chart[k] == c) {
+            memmove(&p->chart[k], &p->chart[k + 1], (size_t)(p->ncharts - k - 1) * sizeof p->chart[0]);
+            p->ncharts--;
+            dt_report_note(p, dt_report_printf(p, "%s: not drawn: %g at every step (%s)", c->title, v, why));
+            return;
+        }
 }
 
 static void memory(struct dt_report_page *p)
@@ -191,8 +250,12 @@ void dt_report_figures(struct dt_report_page *p)
     c = chart(p, "loss-scale", "Loss scale", "step", "loss scale (log scale)", DT_SCALE_LOG);
     lines(p, c, DT_COL_LOSS_SCALE, "", DT_MARK_LINE);
     skipped(p, c);
+    if (c) drop_constant(p, c, DT_COL_LOSS_SCALE, "only 16-mixed scales its loss, and then the scale moves");
     c = chart(p, "step-time", "Step time", "step", "ms per step (slowest rank)", DT_SCALE_LINEAR);
     lines(p, c, DT_COL_STEP_MS, "", DT_MARK_LINE);
+    double steady = 0, warm = 0;
+    for (int r = 0; r < p->nruns; r++) step_tops(&p->runs[r], p->runs[r].col[DT_COL_STEP_MS], &steady, &warm);
+    steady_axis(c, steady, warm);
     memory(p);
     drop_empty(p, at, "no record has a value for it");
     at = p->ncharts;

@@ -15,8 +15,6 @@
  * dt_kprofile_of(kc)->n values), and start the next interval; in_total false: leave these steps
  * out of the run's table (the first step, when it is reported alone: page faults, JIT) */
 void dt_breakdown_interval(struct dt_kctx *kc, int64_t steps, double *ms_per_step, bool in_total);
-/* forget the time since the last interval (validation, which is not training) */
-void dt_breakdown_skip(struct dt_kctx *kc);
 /* the table over the whole run: steps trained in train_s seconds */
 void dt_breakdown_log(struct dt_kctx *kc, int64_t steps, double train_s);
 

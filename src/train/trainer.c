@@ -411,6 +411,13 @@ static void step_starts(struct trainer *tr, int64_t step1)
     if (ending && dt_fault_hit(DT_FAULT_STALL, step1, tr->rank)) dt_fault_stall_forever();
 }
 
+/* What the run does outside its steps (validation, saving) is left out of its step time, and out of
+ * the breakdown by op (events.wall_clock_breakdown) with it: the ops then sum to at most the step. */
+static void untimed(struct trainer *tr, bool on)
+{
+    if (tr->cfg->events.wall_clock_breakdown) dt_kprofile_pause(tr->kc, on);
+}
+
 static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
 {
     const struct dt_config *cfg = tr->cfg;
@@ -476,11 +483,13 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
         res->steps = step + 1;
         if (tr->eval_every > 0 && ((step + 1) % tr->eval_every == 0 || last)) {
             if (tr->val.synthetic || tr->val.nshards) {
+                double t0 = dt_now();
+                untimed(tr, true);
                 DT_CHECK(evaluate(tr, &res->val_loss));
+                untimed(tr, false);
                 s->val_loss = res->val_loss;
                 if (tr->rank == 0) DT_CHECK(dt_events_eval(&tr->events, step + 1, res->val_loss));
-                since = dt_now(); /* validation is not training time */
-                if (cfg->events.wall_clock_breakdown) dt_breakdown_skip(tr->kc);
+                since += dt_now() - t0; /* validation is not training time */
             }
         }
         if (last) step_starts(tr, tr->steps + 1);
@@ -489,7 +498,9 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
             if (tr->pending && v[3] == 0) dt_train_ckpt_finish(tr, false); /* every rank's file is down: commit */
             if (last || stop || v[2] > 0 || (tr->ckpt_every > 0 && (step + 1) % tr->ckpt_every == 0)) {
                 double t0 = dt_now();
+                untimed(tr, true);
                 DT_CHECK(checkpoint(tr, last || stop));
+                untimed(tr, false);
                 since += dt_now() - t0; /* saving is not training time */
             }
         }

@@ -8,7 +8,9 @@
 # webhook receiver's log with other ranks' task_failed records: on the timeline; (f) bad
 # input: a run.dir without events, an events file without records, an unwritable --out: the exact
 # error, a non-zero exit and no file left; (g) 100k metrics records (written by awk, not trained;
-# 10k under the sanitizers): a page under 1 MB.
+# 10k under the sanitizers): a page under 1 MB; (h) a step-time axis scaled to the steady steps, each
+# life's first step marked above it; an fp32 run's constant loss scale left out with a note, a
+# moving one drawn.
 . "$(dirname "$0")/tap.sh"
 cd "$TMP" || exit 1
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$TMP"' EXIT
@@ -40,7 +42,9 @@ same "(a) ... says where the page is" "$(sed 's/ ([0-9]* KiB)$//' <<<"$out")" "d
 same "(a) no temporary file left" "$(ls -A a | grep -v -x -e ckpt -e config.yaml -e events.jsonl)" "report.html"
 same "(a) well-formed, nothing to fetch, every chart" "$($CHECK page a/report.html)" \
     "chart-loss-step chart-loss-tokens chart-timeline chart-lr chart-throughput chart-mfu chart-grad-norm \
-chart-loss-scale chart-step-time chart-memory chart-phases-1 chart-ops-1"
+chart-step-time chart-memory chart-phases-1 chart-ops-1"
+has "(a) an fp32 run's loss scale left out, saying why" "$(cat a/report.html)" \
+    "Loss scale: not drawn: 1 at every step (only 16-mixed scales its loss, and then the scale moves)"
 has "(a) the best possible loss" "$(chart_of a/report.html loss-step)" ">best possible "
 has "(a) the validation loss" "$(chart_of a/report.html loss-step)" ">validation</text>"
 has "(a) axes say their units" "$(chart_of a/report.html loss-step)" ">loss (nats, log scale)</text>"
@@ -55,7 +59,7 @@ if ! optimized || dtrun_has "^configured with: .*'--without-"; then
 elif command -v chromium >/dev/null && $PY -c 'import PIL' 2>/dev/null; then
     if screenshot a/report.html a.png; then ok "(a) Chromium renders the page, no console message"
     else not_ok "(a) Chromium did not render the page"; fi
-    same "(a) every chart has marks on the screenshot" "$($CHECK marks a/report.html a.png)" "12 charts, each with marks"
+    same "(a) every chart has marks on the screenshot" "$($CHECK marks a/report.html a.png)" "11 charts, each with marks"
     # the check itself: one chart with its marks taken out (frame, axes, legend kept) is named
     $CHECK blank a/report.html chart-lr a/blank.html
     screenshot a/blank.html blank.png
@@ -89,7 +93,7 @@ same "(b) its steps ascend" "$(chart_of b/report.html loss-step | grep 'fill="no
     sed 's/.* d="M//; s/".*//' | tr ' ' '\n' | awk 'NR % 2 == 1 { if ($1 <= last) bad++; last = $1 } END { print bad + 0 }')" 0
 if [ "$chromium" = 1 ]; then
     screenshot b/report.html b.png && same "(b) every chart has marks" "$($CHECK marks b/report.html b.png)" \
-        "9 charts, each with marks"
+        "8 charts, each with marks"
 fi
 
 # ---- (c) two runs compared: the keys that differ, a legend naming each
@@ -100,10 +104,10 @@ same "(c) only the keys that differ" "$(sed -n '/<table id="config-diff">/,/<\/t
     sed -n 's/^<tr><td>\([^<]*\)<\/td>.*/\1/p' | tr '\n' ' ')" "run.name run.dir optimizer.lr scheduler.warmup_max_lr "
 has "(c) ... with each run's value" "$(cat cmp.html)" "<tr><td>optimizer.lr</td><td>0.003</td><td>0.001</td></tr>"
 has "(c) legends name the runs" "$(chart_of cmp.html loss-step)" ">c validation</text>"
-same "(c) the page" "$($CHECK page cmp.html | wc -w)" 14
+same "(c) the page" "$($CHECK page cmp.html | wc -w)" 13
 if [ "$chromium" = 1 ]; then
     screenshot cmp.html cmp.png && same "(c) every chart has marks" "$($CHECK marks cmp.html cmp.png)" \
-        "14 charts, each with marks"
+        "13 charts, each with marks"
 fi
 
 # ---- (d) killed mid-write: the torn last line skipped, with a note on the page
@@ -163,4 +167,28 @@ awk -v n=$n 'BEGIN {
 run "(g) $n metrics records" 0 "$DTRUN" report f
 size=$(stat -c %s f/report.html)
 [ "$size" -lt 1000000 ] && ok "(g) the page is $size bytes" || not_ok "(g) the page is $size bytes, 1 MB or more"
+
+# ---- (h) what a chart's axis shows (records written by awk: the times are the test's, not a
+# machine's): a first step of 900 ms before steps of 10-11 ms, in two lives, the second resumed at
+# step 30 with a first step of 400 ms; a 16-mixed run whose loss scale moves
+mkdir h
+awk 'BEGIN {
+    h = "{\"schema_version\":1,\"id\":\"0123456789abcdef-%s-r0-%d\",\"type\":\"%s\",\"time\":\"2026-01-01T00:00:00.000Z\",\"run_id\":\"0123456789abcdef\",\"run_name\":\"h\",\"rank\":0,\"job_id\":null,\"step_id\":null,\"restart_count\":0"
+    for (life = 1; life <= 2; life++) {
+        tok = life == 1 ? "aaaaaaaa" : "bbbbbbbb"
+        from = life == 1 ? 0 : 30
+        printf h ",\"world\":{\"size\":1,\"nodes\":1,\"ranks_per_node\":1,\"description\":\"1 rank\"},\"resumed\":%s}\n", tok, 1, "run_started", life == 1 ? "null" : "{\"path\":\"ckpt/step-00000030\",\"step\":30}"
+        for (s = from + 1; s <= from + (life == 1 ? 30 : 20); s++)
+            printf h ",\"step\":%d,\"tokens\":%d,\"loss\":%.4f,\"lr\":0.001,\"grad_norm\":1,\"loss_scale\":%d,\"skipped_steps\":0,\"tokens_per_s\":1000,\"mfu\":null,\"step_ms\":%.1f,\"peak_memory_bytes\":1000000}\n",
+                tok, s + 1, "metrics", s, s * 512, 3 - s / 50, s < 20 ? 65536 : 32768, s == from + 1 ? (life == 1 ? 900 : 400) : 10 + s % 2
+    }
+}' >h/events.jsonl
+run "(h) dtrun report h" 0 "$DTRUN" report h
+st=$(chart_of h/report.html step-time)
+same "(h) the step-time axis is the steady steps' (10-11 ms): its top tick 15 ms, not 900" \
+    "$(grep -o 'class="tick" text-anchor="end">[0-9.]*<' <<<"$st" | sed 's/.*>\([0-9.]*\)</\1/' | sort -g | tail -1)" 15
+same "(h) ... each life's first step marked above it" "$(grep -c 'class="spike"' <<<"$st")" 2
+has "(h) ... with its time" "$st" ">900 (step 1)</text>"
+has "(h) ... and the second life's" "$st" ">400 (step 31)</text>"
+has "(h) a loss scale that moves is drawn" "$($CHECK page h/report.html)" "chart-loss-scale"
 finish
