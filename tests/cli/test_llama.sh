@@ -58,14 +58,17 @@ awk -v f="$first" -v l="$last" 'BEGIN { exit !(l < f - 1.5) }' && ok "... learns
 run "with activation checkpointing" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=40ba \
     model.activation_checkpointing=true checkpoint.dir=null run.dir=ac
 same "... the same losses, bitwise" "$(compare ac a 1 40)" bitwise
-# the precision policies: 40 steps end within 1% of fp32's loss (the differences of bf16 and fp16
-# rounding, not of the algorithm: the arithmetic is test_kernels_fd's and test_zero's)
+# the precision policies: the first 10 steps within bf16's (1e-3) and fp16's (1e-4) rounding of fp32's
+# losses, before trajectories separate (at 40 steps 16-mixed ended 1.9% from fp32 with seed 3 and 0.0%
+# with seed 1: #38; the arithmetic is test_kernels_fd's and test_zero's, ends over seeds
+# test_precision's)
 for p in bf16-mixed 16-mixed bf16-true; do
-    run "$p, 40 steps" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=40ba compute.precision=$p checkpoint.dir=null \
+    run "$p, 10 steps" 0 "$DTRUN" run "${tiny[@]}" run.max_duration=10ba compute.precision=$p checkpoint.dir=null \
         run.dir=p-$p
-    l=$(losses p-$p | tail -1)
-    d=$(awk -v a="$l" -v b="$last" 'BEGIN { d = (a - b) / b; printf "%.2e", d < 0 ? -d : d }')
-    within "$d" 1e-2 && ok "... ends at $l, fp32 at $last ($d)" || not_ok "$p ends at $l, fp32 at $last"
+    bound=1e-3
+    [ $p = 16-mixed ] && bound=1e-4
+    d=$(maxrel p-$p a 10)
+    within "$d" $bound && ok "... within $bound of fp32's losses ($d)" || not_ok "$p differs from fp32 by $d"
 done
 DTRUN_FAULT=kill@23 run "killed as step 23 starts" 137 "$DTRUN" run "${tiny[@]}" run.max_duration=40ba \
     checkpoint.interval=5ba run.dir=k

@@ -4,7 +4,7 @@
 # losses on 4 ranks (fp32 within 1e-5, bf16-mixed and 16-mixed bit for bit, the loss scaler's skips
 # on the same steps), and so does 1 rank accumulating 4 micro-batches (16-bit: within 1e-4 over 15
 # steps, 1e-2 over 30); 3 ranks (parts that do not divide) and units smaller than a rank's share
-# work; bf16-true keeps bf16 parameters only and ends within 2% of fp32 on text; the model state per
+# work; bf16-true keeps bf16 parameters only; the model state per
 # rank is what `dtrun check --memory` says, within 10% of DeepSpeed's formulas at the 124M shape; bad
 # strategy settings are refused before any rank starts; a Llama traces DDP under each stage too.
 # (HYBRID_SHARD across two Slurm nodes: test_slurm.sh.) The sanitizer build runs each stage's code
@@ -139,19 +139,13 @@ has "no unit kept whole" "$err" "2 partitioned, 0 units kept whole"
 d=$(maxrel mlp4 mlp1)
 within "$d" 1e-5 && ok "it traces 1 rank x 4 ($d)" || not_ok "mlp zero3 differs by $d"
 
-# bf16-true: bf16 parameters only, updated with stochastic rounding; on text, 300 steps
-cat /usr/share/common-licenses/GPL-3 /usr/share/common-licenses/GFDL-1.3 >text.txt
-"$DTRUN" prepare text.txt --out text --val-fraction 0.1 2>/dev/null
-last() { losses "$1" | tail -1; }
+# bf16-true: bf16 parameters only, updated with stochastic rounding (how close it trains to fp32, over
+# several seeds and CPU paths: test_precision.sh)
 membytes() { sed -n "s/.*\"$2\":\\([0-9]*\\).*/\\1/p" "$1/events.jsonl" | head -1; }
 if [ $full = 1 ]; then
     for p in 32-true bf16-mixed bf16-true; do
-        run "300 steps on text in $p" 0 "$DTRUN" run "${base[@]}" data.train='text/train_*.bin' \
-            data.val='text/val_*.bin' run.max_duration=300ba compute.precision=$p run.dir=t-$p
+        run "2 steps in $p" 0 "$DTRUN" run "${base[@]}" run.max_duration=2ba compute.precision=$p run.dir=t-$p
     done
-    d=$(awk -v a="$(last t-bf16-true)" -v b="$(last t-32-true)" 'BEGIN { d = (a - b) / b; printf "%.4f", d < 0 ? -d : d }')
-    within "$d" 0.02 && ok "bf16-true ends within 2% of fp32 on text ($(last t-bf16-true) vs $(last t-32-true))" ||
-        not_ok "bf16-true ends $d from fp32"
     n=$(sed -n 's/.*"params":\([0-9]*\),.*/\1/p' t-32-true/events.jsonl | head -1)
     same "bf16-true keeps 2 bytes a parameter and no fp32 copy" \
         "$(membytes t-bf16-true params_bytes) $(membytes t-bf16-true master_bytes)" "$((2 * n)) 0"
