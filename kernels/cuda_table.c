@@ -17,6 +17,7 @@
 struct cuda_kctx {
     const struct dt_cuda_ops *ops;
     void *mm; /* the module's cuBLASLt context (handle, workspace, scratch) */
+    void *copies; /* the copies beside the kernels (copy_async), made at the first */
     int device;
     int err;        /* the first failure since the last synchronize */
     const char *op; /* the op it came from */
@@ -66,6 +67,7 @@ static dt_status_t cuda_ctx_create(int device, struct dt_kctx **out)
 static void cuda_ctx_destroy(struct dt_kctx *kc)
 {
     if (!kc) return;
+    if (C(kc)->copies) C(kc)->ops->copies_destroy(C(kc)->copies);
     C(kc)->ops->ctx_destroy(C(kc)->mm);
     free(C(kc)->live);
     free(kc);
@@ -146,6 +148,19 @@ static void copy(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, e
     if (kind == DT_COPY_TO_DEVICE) CALL(kc, to_device, dst, src, bytes);
     else if (kind == DT_COPY_TO_HOST) CALL(kc, to_host, dst, src, bytes);
     else CALL(kc, on_device, dst, src, bytes);
+}
+/* A copy beside the kernels; a failure is kept for synchronize (the ticket then names nothing to wait for) */
+static uint64_t copy_async(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind)
+{
+    struct cuda_kctx *c = C(kc);
+    uint64_t ticket = UINT64_MAX;
+    if (!c->copies) note(kc, "copy_async", c->ops->copies_create(&c->copies));
+    if (c->copies) note(kc, "copy_async", c->ops->copy_async(c->copies, dst, src, bytes, (int)kind, &ticket));
+    return c->copies ? ticket : UINT64_MAX;
+}
+static void copy_wait(struct dt_kctx *kc, uint64_t ticket, bool host)
+{
+    if (ticket != UINT64_MAX && C(kc)->copies) note(kc, "copy_wait", C(kc)->ops->copy_wait(C(kc)->copies, ticket, host));
 }
 /* the failure, if any, stays for synchronize to report with its step */
 static void wait_ops(struct dt_kctx *kc) { note(kc, "synchronize", C(kc)->ops->synchronize()); }
@@ -394,6 +409,8 @@ const struct dt_kernels dt_kernels_cuda = {
     .free = dev_free,
     .zero = zero,
     .copy = copy,
+    .copy_async = copy_async,
+    .copy_wait = copy_wait,
     .host_alloc = host_alloc,
     .host_free = host_free,
     .synchronize = synchronize,

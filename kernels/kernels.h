@@ -20,6 +20,7 @@
 #ifndef DT_KERNELS_H
 #define DT_KERNELS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "core/dtype.h"
@@ -65,6 +66,14 @@ struct dt_kernels {
     void (*free)(struct dt_kctx *kc, void *p);
     void (*zero)(struct dt_kctx *kc, void *p, size_t bytes);
     void (*copy)(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind);
+    /* Copies beside the ops (optional; NULL: the caller copies with copy). copy_async queues a copy
+     * after the ops queued so far, on a stream of its own on a GPU so that the ops queued next run
+     * meanwhile, and returns its ticket; copy_wait makes what follows wait for the copies up to a
+     * ticket: the host (host true: it reads or writes the host side next) or the ops queued after
+     * it (host false: they read what came up). A copy's buffers stay untouched until it is waited
+     * for; its host side is host_alloc's. */
+    uint64_t (*copy_async)(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind);
+    void (*copy_wait)(struct dt_kctx *kc, uint64_t ticket, bool host);
     /* Host memory that copies to and from tensor memory run fastest from (a GPU's: page-locked):
      * checkpoint staging, offloaded state. */
     void *(*host_alloc)(struct dt_kctx *kc, size_t bytes);

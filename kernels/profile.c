@@ -428,6 +428,13 @@ static void p_ctx_destroy(struct dt_kctx *kc)
     free(kc);
 }
 
+/* copies beside the ops are not ops: passed through, untimed */
+static uint64_t p_copy_async(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind)
+{
+    return P(kc)->k->copy_async(P(kc)->inner, dst, src, bytes, kind);
+}
+static void p_copy_wait(struct dt_kctx *kc, uint64_t ticket, bool host) { P(kc)->k->copy_wait(P(kc)->inner, ticket, host); }
+
 dt_status_t dt_kprofile_wrap(const struct dt_kernels **k, struct dt_kctx **kc)
 {
     struct pctx *c = calloc(1, sizeof *c);
@@ -450,6 +457,8 @@ dt_status_t dt_kprofile_wrap(const struct dt_kernels **k, struct dt_kctx **kc)
     t->describe = p_describe;
     t->zero = p_zero;
     t->copy = p_copy;
+    t->copy_async = (*k)->copy_async ? p_copy_async : NULL;
+    t->copy_wait = (*k)->copy_wait ? p_copy_wait : NULL;
     t->matmul_forward = p_matmul_forward;
     t->matmul_backward = p_matmul_backward;
     t->matmul_forward_lp = p_matmul_forward_lp;

@@ -48,7 +48,9 @@ static const char usage[] =
     "                                              an sbatch script from templates/sbatch/ and the\n"
     "                                              config's slurm: section, submitted (job id printed)\n"
     "       dtrun check [CONFIG] [key=value ...]   validate; print the resolved config as YAML\n"
-    "       dtrun check CONFIG --memory            ... and the model state per rank, every ZeRO stage\n"
+    "       dtrun check CONFIG --memory [--device-memory SIZE]\n"
+    "                                              ... and what a rank will hold on its device and host,\n"
+    "                                              its node's total, the model state of every ZeRO stage\n"
     "       dtrun check CONFIG --get KEY           one resolved value alone (null: an empty line)\n"
     "       dtrun prepare TEXT... --out DIR        byte-level token shards (llm.c format) from text\n"
     "       dtrun info                             this process's place in the job (rank, node, source)\n"
@@ -164,14 +166,40 @@ static dt_status_t print_key(const struct dt_config *cfg, const char *path)
     return DT_SUCCESS;
 }
 
-/* dtrun check [CONFIG] [key=value ...] [--memory] [--get KEY] */
+/* "5GB" (10^9, as transformers' max_shard_size), "2GiB" (2^30), "500MB", "64KB", or bytes into *out;
+ * 0 when it parses */
+static int parse_size(const char *s, uint64_t *out)
+{
+    static const struct {
+        const char *suffix;
+        double scale;
+    } units[] = {{"", 1}, {"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1048576.0},
+                 {"GiB", 1073741824.0}};
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || !(v >= 0)) return -1;
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (!strcmp(end, units[i].suffix) && v * units[i].scale < 1.8e19) {
+            *out = (uint64_t)(v * units[i].scale);
+            return 0;
+        }
+    return -1;
+}
+
+/* dtrun check [CONFIG] [key=value ...] [--memory [--device-memory SIZE]] [--get KEY] */
 static dt_status_t cmd_check(int argc, char **argv)
 {
     bool memory = false;
     const char *get = NULL;
+    uint64_t capacity = 0;
     int n = 0;
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--memory")) memory = true;
+        else if (!strcmp(argv[i], "--device-memory") && i + 1 < argc) {
+            if (parse_size(argv[++i], &capacity) != 0 || !capacity)
+                return usage_error("--device-memory '%s': give a size, as 80GB or 141GiB (a GPU's memory)", argv[i]);
+        } else if (!strcmp(argv[i], "--device-memory"))
+            return usage_error("--device-memory needs a size, e.g. --device-memory 80GB");
         else if (!strcmp(argv[i], "--get") && i + 1 < argc) get = argv[++i];
         else if (!strcmp(argv[i], "--get")) return usage_error("--get needs a key, e.g. --get events.webhook.url");
         else argv[n++] = argv[i];
@@ -185,7 +213,7 @@ static dt_status_t cmd_check(int argc, char **argv)
     }
     if (rc == DT_SUCCESS) dt_config_emit(&cfg, stdout);
     if (rc == DT_SUCCESS) rc = dt_shapes_print(&cfg, stdout);
-    if (rc == DT_SUCCESS && memory) rc = dt_memory_estimate(&cfg, stdout);
+    if (rc == DT_SUCCESS && memory) rc = dt_memory_estimate(&cfg, capacity, stdout);
     dt_config_free(&cfg);
     return rc;
 }
@@ -451,25 +479,6 @@ static dt_status_t ckpt_of(const char *arg, char *path, size_t n)
     return rc;
 }
 
-/* "5GB" (10^9, as transformers' max_shard_size), "2GiB" (2^30), "500MB", "64KB", or bytes into *out;
- * 0 when it parses */
-static int parse_size(const char *s, uint64_t *out)
-{
-    static const struct {
-        const char *suffix;
-        double scale;
-    } units[] = {{"", 1}, {"B", 1}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1048576.0},
-                 {"GiB", 1073741824.0}};
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || !(v >= 0)) return -1;
-    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-        if (!strcmp(end, units[i].suffix) && v * units[i].scale < 1.8e19) {
-            *out = (uint64_t)(v * units[i].scale);
-            return 0;
-        }
-    return -1;
-}
 
 /* dtrun ckpt inspect CKPT | consolidate CKPT OUT | export CKPT --format llmc|safetensors --out PATH
  * [--dtype fp32|bf16|fp16] [--max-shard-size SIZE] */

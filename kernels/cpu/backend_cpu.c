@@ -1,5 +1,6 @@
 /* backend_cpu.c - the CPU op table. */
 #include <omp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include "core/mem.h"
@@ -33,9 +34,13 @@ static void cpu_describe(struct dt_kctx *kc, char *buf, size_t n, enum dt_dtype 
 {
     const char *fp32 = dt_cpu_gemm_path(), *loops = "baseline";
 #if defined(__x86_64__)
+    /* the levels DT_CLONES compiles for (vmath.h), by their defining features (clang's builtin knows
+     * no level names) */
     __builtin_cpu_init();
-    loops = __builtin_cpu_supports("x86-64-v4") ? "x86-64-v4" : __builtin_cpu_supports("x86-64-v3") ? "x86-64-v3"
-                                                                                                       : "x86-64";
+    bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("bmi2");
+    bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+              __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+    loops = v4 ? "x86-64-v4" : v3 ? "x86-64-v3" : "x86-64";
 #endif
     if (compute == DT_F32) snprintf(buf, n, "matmuls: %s; loops: %s", fp32, loops);
     else snprintf(buf, n, "%s matmuls: %s; fp32 matmuls: %s; conversions: %s; loops: %s", dt_dtype_str(compute),

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 /* Raise when this struct changes. */
-#define DT_CUDA_MODULE_ABI 7
+#define DT_CUDA_MODULE_ABI 8
 #define DT_CUDA_MODULE_SYMBOL "dt_cuda_module"
 #define DT_CUDA_MODULE_FILE "dtrun_cuda.so"
 
@@ -67,6 +67,14 @@ struct dt_cuda_ops {
     /* device to device; the ranges may overlap (then through a temporary buffer) */
     int (*on_device)(void *dst, const void *src, size_t bytes);
     int (*synchronize)(void);
+    /* Copies beside the kernels (kernels/cuda/copies.h, kernels.h's copy_async and copy_wait): on a
+     * stream of their own, each after what the calling thread's compute stream holds so far, named
+     * by *ticket; copy_wait has the host (host 1) or the compute stream (host 0) wait for the
+     * copies up to a ticket. kind: enum dt_copy_kind. */
+    int (*copies_create)(void **copies);
+    void (*copies_destroy)(void *copies);
+    int (*copy_async)(void *copies, void *dst, const void *src, size_t bytes, int kind, uint64_t *ticket);
+    int (*copy_wait)(void *copies, uint64_t ticket, int host);
     /* device bytes the context holds: cuBLASLt's workspace and the ops' scratch (it only grows) */
     size_t (*ctx_bytes)(void *ctx);
     /* cudaMemGetInfo on the calling thread's device */

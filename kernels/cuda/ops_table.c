@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <cuda_runtime.h>
+#include "kernels/cuda/copies.h"
 #include "kernels/cuda/matmul.h"
 #include "kernels/cuda/module.h"
 #include "core/dtype.h"
@@ -39,6 +40,13 @@ static int to_host(void *dst, const void *src, size_t bytes)
     return (int)cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost);
 }
 static int synchronize(void) { return (int)cudaStreamSynchronize(cudaStreamPerThread); }
+static int copies_create(void **c) { return dt_cuda_copies_create((struct dt_cuda_copies **)c); }
+static void copies_destroy(void *c) { dt_cuda_copies_destroy(c); }
+static int copy_async(void *c, void *dst, const void *src, size_t bytes, int kind, uint64_t *ticket)
+{
+    return dt_cuda_copy_async(c, dst, src, bytes, kind, ticket);
+}
+static int copy_wait(void *c, uint64_t ticket, int host) { return dt_cuda_copy_wait(c, ticket, host); }
 static size_t ctx_bytes(void *ctx) { return dt_cuda_ctx_bytes(ctx); }
 static int mem_info(size_t *free_bytes, size_t *total_bytes) { return (int)cudaMemGetInfo(free_bytes, total_bytes); }
 static int set_device(int dev) { return (int)cudaSetDevice(dev); }
@@ -247,6 +255,10 @@ const struct dt_cuda_ops dt_cuda_ops = {
     .on_device = on_device,
     .free = dev_free,
     .to_device = to_device,
+    .copies_create = copies_create,
+    .copies_destroy = copies_destroy,
+    .copy_async = copy_async,
+    .copy_wait = copy_wait,
     .to_host = to_host,
     .synchronize = synchronize,
     .mem_info = mem_info,

@@ -35,17 +35,54 @@ static void line(struct mismatch *mm, const char *fmt, ...)
     mm->n++;
 }
 
-dt_status_t dt_hf_load_llama(struct dt_model *m, const char *dir)
-{
+/* the open checkpoint, and the model whose views name its tensors */
+struct hf_source {
+    const struct dt_model *m;
     struct dt_st_set *st;
-    DT_CHECK(dt_st_open(dir, &st));
+    const struct dt_st_tensor **t; /* each view's tensor */
+    uint64_t *bytes_read;
+};
+
+static dt_status_t hf_fill(void *ctx, size_t off, size_t n, float *dst)
+{
+    struct hf_source *h = ctx;
+    for (int i = 0; i < h->m->nviews; i++) {
+        const struct dt_param_view *v = &h->m->views[i];
+        size_t lo = v->offset > off ? v->offset : off, hi = v->offset + v->numel < off + n ? v->offset + v->numel : off + n;
+        if (hi <= lo) continue;
+        DT_CHECK(dt_st_read_range_f32(h->st, h->t[i], (int64_t)(lo - v->offset), hi - lo, dst + (lo - off)));
+    }
+    *h->bytes_read = dt_st_bytes_read(h->st);
+    return DT_SUCCESS;
+}
+
+static void hf_close(void *ctx)
+{
+    struct hf_source *h = ctx;
+    dt_st_close(h->st);
+    free(h->t);
+    free(h);
+}
+
+dt_status_t dt_hf_llama_source(const struct dt_model *m, const char *dir, struct dt_param_source *s)
+{
+    struct hf_source *h = calloc(1, sizeof *h);
+    *s = (struct dt_param_source){.fill = hf_fill, .close = hf_close, .ctx = h};
+    snprintf(s->what, sizeof s->what, "model.init_from %s", dir);
+    if (h) h->t = calloc((size_t)m->nviews, sizeof *h->t);
+    if (!h || !h->t) {
+        free(h);
+        s->ctx = NULL, s->close = NULL;
+        return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory opening %s", dir);
+    }
+    h->m = m;
+    h->bytes_read = &s->bytes_read;
+    dt_status_t rc = dt_st_open(dir, &h->st);
     /* every tensor of the model present with its shape; nothing else but a tied head's copy */
     struct mismatch mm = {.len = 0};
-    size_t most = 0;
-    for (int i = 0; i < m->nviews; i++) {
+    for (int i = 0; i < m->nviews && rc == DT_SUCCESS; i++) {
         const struct dt_param_view *v = &m->views[i];
-        const struct dt_st_tensor *t = dt_st_find(st, v->name);
-        most = v->numel > most ? v->numel : most;
+        const struct dt_st_tensor *t = h->t[i] = dt_st_find(h->st, v->name);
         char want[64], got[64];
         snprintf(want, sizeof want, v->ndim == 2 ? "[%d, %d]" : "[%d]", v->shape[0], v->shape[1]);
         if (!t) {
@@ -60,29 +97,19 @@ dt_status_t dt_hf_load_llama(struct dt_model *m, const char *dir)
         if (o < (int)sizeof got) snprintf(got + o, sizeof got - (size_t)o, "]");
         line(&mm, "\n  %s: %s in the checkpoint, %s in the model", v->name, got, want);
     }
-    for (int i = 0; i < dt_st_count(st); i++) {
-        const char *name = dt_st_at(st, i)->name;
+    for (int i = 0; rc == DT_SUCCESS && i < dt_st_count(h->st); i++) {
+        const char *name = dt_st_at(h->st, i)->name;
         bool ours = false;
         for (int j = 0; j < m->nviews && !ours; j++) ours = !strcmp(m->views[j].name, name);
         /* a tied head saved anyway, and the rotary inverse frequencies older transformers saved */
         if (!ours && strcmp(name, "lm_head.weight") && !strstr(name, "rotary_emb.inv_freq"))
             line(&mm, "\n  %s: in the checkpoint, not a parameter of the model", name);
     }
-    dt_status_t rc = DT_SUCCESS;
-    if (mm.n)
+    if (rc == DT_SUCCESS && mm.n)
         rc = dt_error(DT_ERR_CONFIG, "%s: error: %d tensor%s of the checkpoint do%s not fit the model:%s\n"
                       "  hint: the names and shapes are Hugging Face LlamaForCausalLM's; check model.* against "
                       "config.json", dir, mm.n, mm.n == 1 ? "" : "s", mm.n == 1 ? "es" : "", mm.text);
-    float *host = rc == DT_SUCCESS ? malloc(most * sizeof *host) : NULL;
-    if (rc == DT_SUCCESS && !host)
-        rc = dt_error(DT_ERR_NOMEM, "%s: error: out of memory reading a tensor of %zu values", dir, most);
-    for (int i = 0; i < m->nviews && rc == DT_SUCCESS; i++) {
-        const struct dt_param_view *v = &m->views[i];
-        rc = dt_st_read_f32(st, dt_st_find(st, v->name), host);
-        if (rc == DT_SUCCESS) m->k->copy(m->kc, m->params + v->offset, host, v->numel * sizeof *host, DT_COPY_TO_DEVICE);
-    }
-    free(host);
-    dt_st_close(st);
+    if (rc != DT_SUCCESS) dt_source_close(s);
     return rc;
 }
 

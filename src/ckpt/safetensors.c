@@ -37,6 +37,7 @@ struct dt_st_set {
     int nfiles;
     struct dt_st_tensor *t; /* sorted by name (then file) once every file is read */
     int n, cap;
+    uint64_t bytes_read;    /* of tensor data, so far */
 };
 
 /* ---- reading */
@@ -424,18 +425,21 @@ int dt_st_count(const struct dt_st_set *s) { return s->n; }
 
 const struct dt_st_tensor *dt_st_at(const struct dt_st_set *s, int i) { return &s->t[i]; }
 
-dt_status_t dt_st_read_f32(const struct dt_st_set *s, const struct dt_st_tensor *t, float *dst)
+dt_status_t dt_st_read_range_f32(struct dt_st_set *s, const struct dt_st_tensor *t, int64_t first, size_t n,
+                                 float *dst)
 {
     const struct file *f = &s->files[t->file];
-    size_t n = (size_t)t->numel;
+    size_t es = t->dtype == DT_F32 ? 4 : 2;
+    uint64_t at = t->offset + (uint64_t)first * es;
     char what[600];
-    snprintf(what, sizeof what, "tensor '%.500s' (from byte %" PRIu64 ")", t->name, t->offset);
-    if (t->dtype == DT_F32) return pread_all(f, dst, n * sizeof(float), t->offset, what);
+    snprintf(what, sizeof what, "tensor '%.500s' (from byte %" PRIu64 ")", t->name, at);
+    s->bytes_read += n * es;
+    if (t->dtype == DT_F32) return pread_all(f, dst, n * sizeof(float), at, what);
     /* The 2-byte values are read into the upper half of dst and widened from the front: dst[i] (bytes
      * 4i to 4i+3) overwrites only values already widened, since value j > i starts at byte
      * 2n + 2j >= 4i + 4; so a multi-GB tensor needs no buffer besides dst. */
     unsigned char *src = (unsigned char *)dst + 2 * n;
-    DT_CHECK(pread_all(f, src, 2 * n, t->offset, what));
+    DT_CHECK(pread_all(f, src, 2 * n, at, what));
     uint16_t h;
     if (t->dtype == DT_BF16) {
         for (size_t i = 0; i < n; i++) {
@@ -450,6 +454,13 @@ dt_status_t dt_st_read_f32(const struct dt_st_set *s, const struct dt_st_tensor 
     }
     return DT_SUCCESS;
 }
+
+dt_status_t dt_st_read_f32(struct dt_st_set *s, const struct dt_st_tensor *t, float *dst)
+{
+    return dt_st_read_range_f32(s, t, 0, (size_t)t->numel, dst);
+}
+
+uint64_t dt_st_bytes_read(const struct dt_st_set *s) { return s->bytes_read; }
 
 void dt_st_close(struct dt_st_set *s)
 {

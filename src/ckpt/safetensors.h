@@ -43,7 +43,13 @@ const struct dt_st_tensor *dt_st_find(const struct dt_st_set *s, const char *nam
 int dt_st_count(const struct dt_st_set *s);
 const struct dt_st_tensor *dt_st_at(const struct dt_st_set *s, int i);
 /* t's numel values into dst as fp32 (bf16 and fp16 widen exactly) */
-dt_status_t dt_st_read_f32(const struct dt_st_set *s, const struct dt_st_tensor *t, float *dst);
+dt_status_t dt_st_read_f32(struct dt_st_set *s, const struct dt_st_tensor *t, float *dst);
+/* n values from t's element first on (row-major: a range of rows is one run of bytes), read with one
+ * pread of just those bytes: a rank reads the slice it keeps */
+dt_status_t dt_st_read_range_f32(struct dt_st_set *s, const struct dt_st_tensor *t, int64_t first, size_t n,
+                                 float *dst);
+/* bytes of tensor data read so far */
+uint64_t dt_st_bytes_read(const struct dt_st_set *s);
 void dt_st_close(struct dt_st_set *s);
 
 struct dt_st_out {

@@ -117,11 +117,14 @@ static dt_status_t export_llmc(struct dt_model *m, const struct dt_gpt_config *g
 {
     int32_t h[256] = {20240326, 3, gc->max_seq_len, gc->vocab_size, gc->n_layer, gc->n_head, gc->n_embd,
                       gc->vocab_size};
-    float *llmc = m->grads; /* free: nothing trains here */
+    float *llmc = dt_alloc_big(m->nparams * sizeof(float));
+    if (!llmc) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for %zu parameters in llm.c's order", m->nparams);
     dt_gpt_to_llmc(m, ours, llmc);
     const void *parts[2] = {h, llmc};
     size_t sizes[2] = {sizeof h, m->nparams * sizeof(float)};
-    return write_out(out, parts, sizes, 2);
+    dt_status_t rc = write_out(out, parts, sizes, 2);
+    dt_free_big(llmc);
+    return rc;
 }
 
 /* Hugging Face GPT-2's name for one of ours ("h.3.qkvw" -> "h.3.attn.c_attn.weight"); whether its
@@ -159,8 +162,8 @@ static dt_status_t export_gpt2_hf(struct dt_model *m, const struct dt_gpt_config
 {
     struct dt_st_out *t = calloc((size_t)m->nviews, sizeof *t);
     char (*names)[64] = calloc((size_t)m->nviews, sizeof *names);
-    float *data = m->grads; /* the tensors as GPT-2 lays them out */
-    dt_status_t rc = t && names ? DT_SUCCESS : dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory");
+    float *data = dt_alloc_big(m->nparams * sizeof(float)); /* the tensors as GPT-2 lays them out */
+    dt_status_t rc = t && names && data ? DT_SUCCESS : dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory");
     for (int i = 0; i < m->nviews && rc == DT_SUCCESS; i++) {
         const struct dt_param_view *v = &m->views[i];
         bool tr;
@@ -181,6 +184,7 @@ static dt_status_t export_gpt2_hf(struct dt_model *m, const struct dt_gpt_config
     if (rc == DT_SUCCESS) rc = dt_st_write(x->out, t, m->nviews, x->dtype, x->shard_bytes);
     free(t);
     free(names);
+    dt_free_big(data);
     DT_CHECK(rc);
     char cfg[1024], path[4300];
     int n = snprintf(cfg, sizeof cfg,

@@ -227,9 +227,11 @@ static const struct dt_key keys[] = {
     K("compute.strategy_config.overlap_comm", DT_T_BOOL, compute.strategy_config.overlap_comm, "true", 0, 0, 0,
       "reduce gradients while backward runs"),
     E("compute.strategy_config.offload_optimizer", compute.strategy_config.offload_optimizer, "none",
-      dt_offload_names, 0, "none or cpu: where optimizer state lives (a CPU run: there already)"),
+      dt_offload_names, 0, "cpu: the optimizer state and fp32 master weights in host memory, stepped by the CPU "
+      "(ZeRO-Offload)"),
     E("compute.strategy_config.offload_param", compute.strategy_config.offload_param, "none", dt_offload_names, 0,
-      "none or cpu: where zero3's parameters live (a CPU run: there already)"),
+      "cpu: zero3's 16-bit weights in host memory too, each unit's part copied up into its gather (with "
+      "offload_optimizer)"),
     K("compute.gradient_accumulation_steps", DT_T_INT, compute.gradient_accumulation_steps, "1", 1, 1048576, 0,
       "micro-batches per optimizer step"),
     K("compute.gradient_clipping", DT_T_FLOAT, compute.gradient_clipping, "1.0", 0, 1e9, 0,

@@ -183,7 +183,10 @@ static void resolve_stage(struct dt_config *cfg)
 {
     int s = cfg->resolved.strategy;
     cfg->resolved.stage = s == DT_STRAT_ZERO1 ? 1 : s == DT_STRAT_ZERO2 ? 2 : s == DT_STRAT_ZERO3 ? 3 : 0;
-    if (cfg->resolved.world == 1) {
+    /* one rank has nothing to share, unless its weights live on the host (offload_param), which
+     * stage 3 fetches to the device unit by unit */
+    bool host_weights = cfg->resolved.stage == 3 && cfg->compute.strategy_config.offload_param == DT_OFFLOAD_CPU;
+    if (cfg->resolved.world == 1 && !host_weights) {
         cfg->resolved.strategy = DT_STRAT_SINGLE;
         cfg->resolved.stage = 0;
         cfg->resolved.hybrid = false;
@@ -405,6 +408,31 @@ static void check_model(struct dt_config *cfg, struct dt_diags *d)
                 where(cfg, "model.n_head", w2, sizeof w2));
 }
 
+/* ZeRO-Offload: the optimizer's state and fp32 master weights on the host (any stage, any device),
+ * and under zero3 the 16-bit weights too; what it cannot carry is refused by name */
+static void check_offload(struct dt_config *cfg, struct dt_diags *d)
+{
+    const struct dt_strategy_config *sc = &cfg->compute.strategy_config;
+    char w[256];
+    bool opt = sc->offload_optimizer == DT_OFFLOAD_CPU;
+    if (sc->offload_param == DT_OFFLOAD_CPU && cfg->resolved.strategy != DT_STRAT_ZERO3)
+        dt_diag(d, loc_of(cfg, "compute.strategy_config.offload_param"), "set compute.strategy: zero3 (or fsdp), or "
+                "offload_param: none (offload_optimizer: cpu moves 12 of a parameter's 16 bytes at any stage)",
+                "compute.strategy_config.offload_param: cpu (%s) keeps zero3's weights on the host, fetched to the "
+                "device unit by unit, and this run is %s", where(cfg, "compute.strategy_config.offload_param", w, sizeof w),
+                dt_enum_str(dt_strategy_names, cfg->resolved.strategy));
+    else if (sc->offload_param == DT_OFFLOAD_CPU && !opt)
+        dt_diag(d, loc_of(cfg, "compute.strategy_config.offload_param"), "set offload_optimizer: cpu too, as "
+                "DeepSpeed's ZeRO-Infinity configs do", "compute.strategy_config.offload_param: cpu (%s): the weights "
+                "on the host are updated there, by the offloaded optimizer, and offload_optimizer is none",
+                where(cfg, "compute.strategy_config.offload_param", w, sizeof w));
+    if (opt && cfg->compute.precision == DT_PREC_BF16_TRUE)
+        dt_diag(d, loc_of(cfg, "compute.strategy_config.offload_optimizer"), "use bf16-mixed (fp32 master weights, on "
+                "the host when offloaded), or offload_optimizer: none",
+                "compute.strategy_config.offload_optimizer: cpu (%s) steps fp32 master weights on the host, and "
+                "compute.precision bf16-true keeps none", where(cfg, "compute.strategy_config.offload_optimizer", w, sizeof w));
+}
+
 static void check_data(struct dt_config *cfg, struct dt_diags *d)
 {
     static const char *const synth[] = {"data.synthetic.kind", "data.synthetic.order", "data.synthetic.seed",
@@ -469,6 +497,9 @@ dt_status_t dt_config_resolve(struct dt_config *cfg, const struct dt_geometry *g
         static const int by_stage[] = {DT_STRAT_DDP, DT_STRAT_ZERO1, DT_STRAT_ZERO2, DT_STRAT_ZERO3};
         cfg->resolved.strategy = by_stage[cfg->ds.zero.stage];
     }
+    /* the offload settings, wherever they came from (a DeepSpeed JSON's win) */
+    check_offload(cfg, &d);
+    DT_CHECK(dt_diag_finish(&d));
     resolve_stage(cfg);
     resolve_schedule(cfg);
     cfg->resolved.global_batch =

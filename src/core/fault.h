@@ -36,6 +36,8 @@
  *   nomem        from that step on, every request for the rank's CPU kernel scratch fails, as
  *                malloc does under memory pressure: the op that asked returns, and the step ends
  *                with the error that names it and the bytes
+ *   hog          the rank takes 256 MiB of host memory more than it planned as the step starts
+ *                (a leak, a library's buffers): the run's end says its peak passed the plan
  * A malformed value is refused at start (exit 2), never ignored.
  */
 #ifndef DT_FAULT_H
@@ -48,7 +50,7 @@
 enum dt_fault {
     DT_FAULT_GRAD_INF, DT_FAULT_KILL, DT_FAULT_STOP, DT_FAULT_STALL, DT_FAULT_ENOSPC, DT_FAULT_EIO,
     DT_FAULT_KILL_SAVE, DT_FAULT_STOP_SAVE, DT_FAULT_STALL_SAVE, DT_FAULT_SPOOL_ENOSPC, DT_FAULT_SPOOL_EIO,
-    DT_FAULT_CLOCK_FWD, DT_FAULT_CLOCK_BACK, DT_FAULT_SLOW, DT_FAULT_NOMEM, DT_FAULT_NKINDS
+    DT_FAULT_CLOCK_FWD, DT_FAULT_CLOCK_BACK, DT_FAULT_SLOW, DT_FAULT_NOMEM, DT_FAULT_HOG, DT_FAULT_NKINDS
 };
 
 /* Read DTRUN_FAULT (once, at start). */

@@ -85,17 +85,23 @@ int dt_log_enabled(enum dt_log_level lv, unsigned subsys)
 void dt_log(enum dt_log_level lv, unsigned subsys, const char *fmt, ...)
 {
     if (!dt_log_enabled(lv, subsys)) return;
-    char line[4096];
-    int n = snprintf(line, sizeof line, "%sdtrun: %s", prefix, level_tags[lv]);
+    char body[4096], line[4096 + 512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+    vsnprintf(body, sizeof body, fmt, ap);
     va_end(ap);
-    /* one fputs per line keeps lines whole when threads log at once */
-    size_t len = strlen(line);
-    if (len + 1 < sizeof line) {
-        line[len] = '\n';
-        line[len + 1] = '\0';
+    /* every line of a message carries the rank's prefix (a hint's too: under srun without --label
+     * it is all that says which rank wrote it); one fputs per message keeps it whole when threads
+     * log at once */
+    size_t o = (size_t)snprintf(line, sizeof line, "%sdtrun: %s", prefix, level_tags[lv]), plen = strlen(prefix);
+    for (const char *b = body; *b && o + plen + 2 < sizeof line; b++) {
+        line[o++] = *b;
+        if (*b == '\n' && b[1]) {
+            memcpy(line + o, prefix, plen);
+            o += plen;
+        }
     }
+    line[o++] = '\n';
+    line[o] = '\0';
     fputs(line, stderr);
 }

@@ -24,6 +24,8 @@ uint64_t dt_rng_u64(struct dt_rng *r)
     return z ^ (z >> 31);
 }
 
+void dt_rng_skip(struct dt_rng *r, uint64_t n) { r->state += n * 0x9E3779B97F4A7C15ull; }
+
 float dt_rng_uniform(struct dt_rng *r) { return (float)(dt_rng_u64(r) >> 40) / 16777216.0f; }
 
 uint32_t dt_rng_below(struct dt_rng *r, uint32_t n) { return (uint32_t)(((dt_rng_u64(r) >> 32) * n) >> 32); }

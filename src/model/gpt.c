@@ -17,10 +17,13 @@
  * Shapes: B batch, T time, C channels, NH heads, V vocabulary, L layers.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include "core/error.h"
 #include "core/half.h"
 #include "core/mem.h"
@@ -114,6 +117,20 @@ dt_status_t dt_gpt_units(const struct dt_gpt_config *c, struct dt_unit **units, 
     return DT_SUCCESS;
 }
 
+/* GPT-2's init of llm.c's tensor i (0 wte, 1 wpe, 2 + b block tensor b, then lnfw, lnfb) from its
+ * element first on: N(0, 0.02), the residual projections N(0, 0.02 / sqrt(2L)), norms' weights 1,
+ * biases 0 */
+static struct dt_init init_of(const struct gpt *g, int i, size_t first)
+{
+    int b = i - 2; /* the block tensor, for i in [2, NLLMC - 2) */
+    bool block = i >= 2 && i < NLLMC - 2;
+    if ((block && (b == LN1W || b == LN2W)) || i == NLLMC - 2) return (struct dt_init){DT_INIT_CONST, 1.0f, 0, 0};
+    if ((block && (b == LN1B || b == LN2B || b == QKVB || b == ATTPROJB || b == FCB || b == FCPROJB)) || i == NLLMC - 1)
+        return (struct dt_init){DT_INIT_CONST, 0.0f, 0, 0};
+    float std = block && (b == ATTPROJW || b == FCPROJW) ? 0.02f / sqrtf(2.0f * (float)g->c.n_layer) : 0.02f;
+    return (struct dt_init){DT_INIT_NORMAL, std, (uint64_t)i, first};
+}
+
 static dt_status_t layout(struct gpt *g)
 {
     int C = g->c.n_embd, L = g->c.n_layer, V = g->c.vocab_size, maxT = g->c.max_seq_len;
@@ -141,7 +158,7 @@ static dt_status_t layout(struct gpt *g)
     g->in_block[NB] = off;
     int nv = 0;
 #define VIEW(nm, o, n, dec, nd, s0, s1)                                                                         \
-    g->views[nv] = (struct dt_param_view){g->names[nv], (o), (n), (dec), (nd), {(s0), (s1), 0}};                \
+    g->views[nv] = (struct dt_param_view){g->names[nv], (o), (n), (dec), (nd), {(s0), (s1), 0}, {0}};          \
     snprintf(g->names[nv], sizeof g->names[nv], "%s", nm);                                                     \
     nv++
     off = 0;
@@ -162,6 +179,14 @@ static dt_status_t layout(struct gpt *g)
     VIEW("lnfw", off, (size_t)C, false, 1, C, 0);
     VIEW("lnfb", off + C, (size_t)C, false, 1, C, 0);
 #undef VIEW
+    /* GPT-2's init, each of llm.c's tensors its own stream in llm.c's order, so the values are the
+     * same whatever the layout: a layer's view is that layer's slice of its tensor's stream */
+    g->views[0].init = init_of(g, 0, 0);
+    g->views[1].init = init_of(g, 1, 0);
+    for (int l = 0; l < L; l++)
+        for (int i = 0; i < NB; i++) g->views[2 + l * NB + i].init = init_of(g, 2 + i, (size_t)l * g->views[2 + i].numel);
+    g->views[2 + L * NB].init = init_of(g, NLLMC - 2, 0);
+    g->views[3 + L * NB].init = init_of(g, NLLMC - 1, 0);
     struct dt_model *m = &g->base;
     m->units = g->units;
     m->nunits = nunits;
@@ -323,10 +348,10 @@ static void gpt_free(struct dt_model *m)
 
 /* Lay the activations out from base (NULL: only count); returns the bytes they take, *kept those of
  * the first part, what forward keeps for backward (the gradient scratch follows). */
-static size_t carve(struct gpt *g, char *base, size_t nscratch, size_t *kept)
+static size_t carve(struct gpt *g, char *base, size_t natt, size_t nscratch, size_t *kept)
 {
-    int C = g->c.n_embd, NH = g->c.n_head, V = g->c.vocab_size, L = g->c.n_layer;
-    size_t BT = (size_t)g->B * g->T, BTC = BT * C, natt = g->base.k->attention_saved(g->B, NH, g->T);
+    int C = g->c.n_embd, V = g->c.vocab_size, L = g->c.n_layer;
+    size_t BT = (size_t)g->B * g->T, BTC = BT * C;
     enum dt_dtype at = g->at;
     size_t nblocks = g->c.activation_checkpointing ? 1 : (size_t)L;
     struct dt_cursor cur = {base, 0};
@@ -365,6 +390,17 @@ static size_t carve(struct gpt *g, char *base, size_t nscratch, size_t *kept)
     return cur.off;
 }
 
+size_t dt_gpt_arena_bytes(const struct dt_gpt_config *c, int B, int T, size_t natt, size_t nscratch)
+{
+    struct gpt g = {.c = *c, .B = B, .T = T, .at = c->activations};
+    g.resid = calloc((size_t)c->n_layer + 1, sizeof *g.resid);
+    g.blk = calloc((size_t)c->n_layer, sizeof *g.blk);
+    size_t kept, bytes = g.resid && g.blk ? carve(&g, NULL, natt, nscratch, &kept) : 0;
+    free(g.resid);
+    free(g.blk);
+    return bytes;
+}
+
 dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels *k, struct dt_kctx *kc, int B, int T,
                           struct dt_model **out)
 {
@@ -397,16 +433,15 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
         gpt_free(m);
         return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the model");
     }
-    size_t nacts, nscratch = k->attention_scratch(B, T, C, NH, NH, g->at);
-    size_t bytes = carve(g, NULL, nscratch, &nacts);
+    size_t nacts, natt = k->attention_saved(B, NH, T), nscratch = k->attention_scratch(B, T, C, NH, NH, g->at);
+    size_t bytes = carve(g, NULL, natt, nscratch, &nacts);
     rc = dt_lm_mem_alloc(m, &g->mem, bytes, B, T);
     if (rc != DT_SUCCESS) {
         gpt_free(m);
         return rc;
     }
-    carve(g, g->mem.arena, nscratch, &nacts);
+    carve(g, g->mem.arena, natt, nscratch, &nacts);
     g->head = (struct dt_lm_head){g->voc, 0, B * T, C, g->at, g->head.logits, g->head.losses, g->mem.targets};
-    dt_model_own_mem(m);
     m->activation_bytes = nacts;
     m->flops_per_token = 6.0 * (double)nparams + 12.0 * L * C * T;
     *out = m;
@@ -415,94 +450,155 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
 
 /*
  * llm.c's order: wte (V,C), wpe (maxT,C), then each block tensor for all layers (ln1w (L,C),
- * ln1b (L,C), qkvw (L,3C,C), ...), lnfw, lnfb. copy(i, l, llmc, ours, n): move n floats of tensor i
- * (layer l) between an llm.c-ordered buffer and this model's. Each direction walks the same list.
+ * ln1b (L,C), qkvw (L,3C,C), ...), lnfw, lnfb. walk_llmc calls move(ctx, ours, llmc, n) for every
+ * run of n values at offset ours in this model's order and llmc in llm.c's; each direction, and the
+ * file reader, walks the same list.
  */
-typedef void (*move_fn)(void *ctx, float *ours, size_t llmc_off, size_t n);
+typedef dt_status_t (*move_fn)(void *ctx, size_t ours, size_t llmc, size_t n);
 
-static void walk_llmc(const struct gpt *g, float *ours, move_fn move, void *ctx)
+static dt_status_t walk_llmc(const struct gpt *g, move_fn move, void *ctx)
 {
     int C = g->c.n_embd, L = g->c.n_layer;
     size_t wte = (size_t)g->c.vocab_size * C, wpe = (size_t)g->c.max_seq_len * C, off = 0;
-    move(ctx, ours, off, wte + wpe); /* wte and wpe: the same place in both orders */
+    DT_CHECK(move(ctx, 0, 0, wte + wpe)); /* wte and wpe: the same place in both orders */
     off += wte + wpe;
     size_t blocks = wte + wpe; /* block 0 in ours */
     for (int i = 0; i < NB; i++) {
         size_t n = g->in_block[i + 1] - g->in_block[i];
-        for (int l = 0; l < L; l++, off += n) move(ctx, ours + blocks + (size_t)l * g->in_block[NB] + g->in_block[i], off, n);
+        for (int l = 0; l < L; l++, off += n) DT_CHECK(move(ctx, blocks + (size_t)l * g->in_block[NB] + g->in_block[i], off, n));
     }
-    move(ctx, ours + blocks + (size_t)L * g->in_block[NB], off, 2 * (size_t)C);
+    return move(ctx, blocks + (size_t)L * g->in_block[NB], off, 2 * (size_t)C);
 }
 
-static void from_llmc(void *ctx, float *ours, size_t off, size_t n) { memcpy(ours, (const float *)ctx + off, n * 4); }
-static void to_llmc(void *ctx, float *ours, size_t off, size_t n) { memcpy((float *)ctx + off, ours, n * 4); }
-
-/* a host buffer in llm.c's order into the model's parameters (tensor memory) */
-struct to_params {
-    const struct dt_model *m;
-    const float *llmc;
+struct buffers {
+    float *ours, *llmc;
 };
-static void llmc_to_params(void *ctx, float *ours, size_t off, size_t n)
+static dt_status_t from_llmc(void *ctx, size_t ours, size_t llmc, size_t n)
 {
-    const struct to_params *t = ctx;
-    t->m->k->copy(t->m->kc, ours, t->llmc + off, n * sizeof(float), DT_COPY_TO_DEVICE);
+    const struct buffers *b = ctx;
+    memcpy(b->ours + ours, b->llmc + llmc, n * sizeof(float));
+    return DT_SUCCESS;
+}
+static dt_status_t to_llmc(void *ctx, size_t ours, size_t llmc, size_t n)
+{
+    const struct buffers *b = ctx;
+    memcpy(b->llmc + llmc, b->ours + ours, n * sizeof(float));
+    return DT_SUCCESS;
 }
 
 void dt_gpt_from_llmc(const struct dt_model *m, const float *llmc, float *ours)
 {
-    walk_llmc(m->impl, ours, from_llmc, (void *)llmc);
+    walk_llmc(m->impl, from_llmc, &(struct buffers){ours, (float *)llmc});
 }
 
 void dt_gpt_to_llmc(const struct dt_model *m, const float *ours, float *llmc)
 {
-    walk_llmc(m->impl, (float *)ours, to_llmc, llmc);
+    walk_llmc(m->impl, to_llmc, &(struct buffers){(float *)ours, llmc});
 }
 
-dt_status_t dt_gpt_load_llmc(struct dt_model *m, const char *path)
+/* ---- llm.c's model file as a source of parameters: a rank reads the byte ranges of what it keeps */
+
+struct llmc_file {
+    const struct gpt *g;
+    char *path;
+    int fd;
+    int32_t h[8];                /* the header's shape: max_seq_len h[2], padded vocabulary h[7] */
+    size_t lo, hi;               /* the range asked for, in our order */
+    float *dst;                  /* where [lo, hi) goes */
+    uint64_t *bytes_read;
+};
+
+/* the file's byte offset of llm.c-order element e: wte is padded to h[7] rows and wpe holds h[2] */
+static uint64_t file_at(const struct llmc_file *f, size_t e)
 {
-    struct gpt *g = m->impl;
-    FILE *f = fopen(path, "rb");
-    if (!f) return dt_error(DT_ERR_DATA, "%s: error: cannot read model.init_from: %s", path, strerror(errno));
-    int32_t h[256];
+    size_t C = (size_t)f->g->c.n_embd, wte = (size_t)f->g->c.vocab_size * C, wpe = (size_t)f->g->c.max_seq_len * C;
+    size_t at = e < wte ? e : e < wte + wpe ? (size_t)f->h[7] * C + (e - wte)
+                                            : (size_t)f->h[7] * C + (size_t)f->h[2] * C + (e - wte - wpe);
+    return 1024 + (uint64_t)at * sizeof(float);
+}
+
+static dt_status_t read_run(void *ctx, size_t ours, size_t llmc, size_t n)
+{
+    struct llmc_file *f = ctx;
+    size_t lo = ours > f->lo ? ours : f->lo, hi = ours + n < f->hi ? ours + n : f->hi;
+    size_t wte = (size_t)f->g->c.vocab_size * f->g->c.n_embd;
+    while (lo < hi) {
+        /* wte's padding lies between wte and wpe in the file: a run is read up to that boundary */
+        size_t e = llmc + (lo - ours), k = hi - lo;
+        if (e < wte && e + k > wte) k = wte - e;
+        char *p = (char *)(f->dst + (lo - f->lo));
+        uint64_t at = file_at(f, e);
+        for (size_t left = k * sizeof(float); left;) {
+            ssize_t got = pread(f->fd, p, left, (off_t)at);
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0)
+                return dt_error(DT_ERR_DATA, "%s: error: %s at byte %llu: the file ends before the parameters do",
+                                f->path, got < 0 ? strerror(errno) : "truncated", (unsigned long long)at);
+            p += got, at += (uint64_t)got, left -= (size_t)got;
+            *f->bytes_read += (uint64_t)got;
+        }
+        lo += k;
+    }
+    return DT_SUCCESS;
+}
+
+static dt_status_t llmc_fill(void *ctx, size_t off, size_t n, float *dst)
+{
+    struct llmc_file *f = ctx;
+    f->lo = off, f->hi = off + n, f->dst = dst;
+    return walk_llmc(f->g, read_run, f);
+}
+
+static void llmc_close(void *ctx)
+{
+    struct llmc_file *f = ctx;
+    if (f->fd >= 0) close(f->fd);
+    free(f->path);
+    free(f);
+}
+
+dt_status_t dt_gpt_llmc_source(const struct dt_model *m, const char *path, struct dt_param_source *s)
+{
+    const struct gpt *g = m->impl;
+    struct llmc_file *f = calloc(1, sizeof *f);
+    *s = (struct dt_param_source){.fill = llmc_fill, .close = llmc_close, .ctx = f};
+    snprintf(s->what, sizeof s->what, "model.init_from %s", path);
+    if (!f || !(f->path = strdup(path))) {
+        free(f);
+        s->ctx = NULL, s->close = NULL;
+        return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory opening %s", path);
+    }
+    f->g = g;
+    f->bytes_read = &s->bytes_read;
+    f->fd = open(path, O_RDONLY | O_CLOEXEC);
     dt_status_t rc = DT_SUCCESS;
-    if (fread(h, sizeof h, 1, f) != 1) {
-        rc = dt_error(DT_ERR_DATA, "%s: error: truncated: shorter than llm.c's 1024-byte model header", path);
-    } else if (h[0] != 20240326) {
+    struct stat st;
+    ssize_t got = f->fd >= 0 ? pread(f->fd, f->h, sizeof f->h, 0) : -1;
+    if (f->fd < 0 || fstat(f->fd, &st) != 0) {
+        rc = dt_error(DT_ERR_DATA, "%s: error: cannot read model.init_from: %s", path, strerror(errno));
+    } else if (got != (ssize_t)sizeof f->h || f->h[0] != 20240326) {
         rc = dt_error(DT_ERR_DATA, "%s: error: not an llm.c model file: magic %d at byte 0, expected 20240326\n"
-                      "  hint: model.init_from takes the gpt2_124M.bin that llm.c's train_gpt2.py writes", path, h[0]);
-    } else if (h[1] != 3) {
+                      "  hint: model.init_from takes the gpt2_124M.bin that llm.c's train_gpt2.py writes", path,
+                      got == (ssize_t)sizeof f->h ? f->h[0] : 0);
+    } else if (f->h[1] != 3) {
         rc = dt_error(DT_ERR_DATA, "%s: error: llm.c model version %d at byte 4; dtrun reads version 3 (float32)\n"
-                      "  hint: use the float32 file (gpt2_124M.bin, not gpt2_124M_bf16.bin)", path, h[1]);
-    } else if (h[2] < g->c.max_seq_len || h[3] != g->c.vocab_size || h[4] != g->c.n_layer ||
-               h[5] != g->c.n_head || h[6] != g->c.n_embd || h[7] < h[3]) {
+                      "  hint: use the float32 file (gpt2_124M.bin, not gpt2_124M_bf16.bin)", path, f->h[1]);
+    } else if (f->h[2] < g->c.max_seq_len || f->h[3] != g->c.vocab_size || f->h[4] != g->c.n_layer ||
+               f->h[5] != g->c.n_head || f->h[6] != g->c.n_embd || f->h[7] < f->h[3]) {
         rc = dt_error(DT_ERR_CONFIG, "%s: error: the file holds max_seq_len %d, vocab_size %d, n_layer %d, n_head %d, "
                       "n_embd %d; the config asks for %d, %d, %d, %d, %d\n  hint: set model.* to the file's shape",
-                      path, h[2], h[3], h[4], h[5], h[6], g->c.max_seq_len, g->c.vocab_size, g->c.n_layer,
-                      g->c.n_head, g->c.n_embd);
+                      path, f->h[2], f->h[3], f->h[4], f->h[5], f->h[6], g->c.max_seq_len, g->c.vocab_size,
+                      g->c.n_layer, g->c.n_head, g->c.n_embd);
+    } else {
+        /* every byte the parameters need is there, checked before any rank reads */
+        size_t C = (size_t)g->c.n_embd, blocks = m->nparams - (size_t)g->c.vocab_size * C - (size_t)g->c.max_seq_len * C;
+        uint64_t need = 1024 + ((uint64_t)f->h[7] * C + (uint64_t)f->h[2] * C + blocks) * sizeof(float);
+        if ((uint64_t)st.st_size < need)
+            rc = dt_error(DT_ERR_DATA, "%s: error: truncated: %llu bytes, and a model of this shape needs %llu\n"
+                          "  hint: the file was cut short: write it again", path, (unsigned long long)st.st_size,
+                          (unsigned long long)need);
     }
-    /* read in llm.c's order into host memory, then reorder into the parameters */
-    int C = g->c.n_embd;
-    size_t wte = (size_t)g->c.vocab_size * C, wpe = (size_t)g->c.max_seq_len * C;
-    float *llmc = dt_alloc_big(m->nparams * sizeof(float));
-    if (!llmc && rc == DT_SUCCESS)
-        rc = dt_error(DT_ERR_NOMEM, "%s: error: out of memory reading %zu parameters", path, m->nparams);
-    const struct {
-        size_t n, skip_after;
-        const char *name;
-    } parts[3] = {{wte, rc == DT_SUCCESS ? (size_t)(h[7] - h[3]) * C : 0, "wte"}, /* padded vocabulary rows */
-                  {wpe, rc == DT_SUCCESS ? (size_t)(h[2] - g->c.max_seq_len) * C : 0, "wpe"}, /* longer contexts */
-                  {m->nparams - wte - wpe, 0, "the transformer blocks"}};
-    size_t at = 0;
-    for (int i = 0; i < 3 && rc == DT_SUCCESS; i++) {
-        if (fread(llmc + at, sizeof(float), parts[i].n, f) != parts[i].n ||
-            fseek(f, (long)(parts[i].skip_after * sizeof(float)), SEEK_CUR) != 0)
-            rc = dt_error(DT_ERR_DATA, "%s: error: truncated in %s: the file ends before the parameters do", path,
-                          parts[i].name);
-        at += parts[i].n;
-    }
-    fclose(f);
-    if (rc == DT_SUCCESS) walk_llmc(g, m->params, llmc_to_params, &(struct to_params){m, llmc});
-    dt_free_big(llmc);
+    if (rc != DT_SUCCESS) dt_source_close(s);
     return rc;
 }
 
@@ -512,36 +608,3 @@ void dt_gpt_logits(const struct dt_model *m, float *out)
     dt_lm_head_logits(m, &g->head, out);
 }
 
-dt_status_t dt_gpt_init(struct dt_model *m, uint64_t seed)
-{
-    /* llm.c's (and GPT-2's) tensors in its order, each drawn from its own stream, so the weights are the
-     * same whatever the layout: drawn into host memory, then reordered into the parameters */
-    struct gpt *g = m->impl;
-    float *llmc = dt_alloc_big(m->nparams * sizeof(float));
-    if (!llmc) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory drawing %zu initial parameters", m->nparams);
-    float resid_std = 0.02f / sqrtf(2.0f * (float)g->c.n_layer);
-    int C = g->c.n_embd, L = g->c.n_layer;
-    size_t off = 0;
-    for (int i = 0; i < NLLMC; i++) {
-        size_t n = i == 0   ? (size_t)g->c.vocab_size * C
-                 : i == 1   ? (size_t)g->c.max_seq_len * C
-                 : i < NLLMC - 2 ? (g->in_block[i - 1] - g->in_block[i - 2]) * (size_t)L
-                                 : (size_t)C;
-        int b = i - 2; /* the block tensor, for i in [2, NLLMC - 2) */
-        bool norm_w = (b == LN1W || b == LN2W) || i == NLLMC - 2;
-        bool bias = (i >= 2 && i < NLLMC - 2 && (b == LN1B || b == LN2B || b == QKVB || b == ATTPROJB || b == FCB ||
-                                                   b == FCPROJB)) || i == NLLMC - 1;
-        float *p = llmc + off;
-        off += n;
-        if (norm_w || bias) {
-            for (size_t j = 0; j < n; j++) p[j] = norm_w ? 1.0f : 0.0f;
-            continue;
-        }
-        float std = (i >= 2 && (b == ATTPROJW || b == FCPROJW)) ? resid_std : 0.02f;
-        struct dt_rng r = dt_rng_make(seed, (uint64_t)i);
-        for (size_t j = 0; j < n; j++) p[j] = std * dt_rng_normal(&r);
-    }
-    walk_llmc(g, m->params, llmc_to_params, &(struct to_params){m, llmc});
-    dt_free_big(llmc);
-    return DT_SUCCESS;
-}

@@ -25,19 +25,23 @@ struct dt_gpt_config {
 /* Sized for micro-batches of B sequences of T tokens (T <= max_seq_len). */
 dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels *k, struct dt_kctx *kc, int B, int T,
                           struct dt_model **out);
-/* GPT-2's init: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), norms 1 and 0, biases 0. */
-dt_status_t dt_gpt_init(struct dt_model *m, uint64_t seed);
 size_t dt_gpt_num_params(const struct dt_gpt_config *c);
+/* Bytes of the activation arena at micro-batch B x T (as create allocates it: what forward keeps for
+ * backward and backward's scratch), attention keeping natt floats a layer and backward natt_scratch
+ * floats of scratch (the kernel table's attention_saved and attention_scratch): dtrun check --memory. */
+size_t dt_gpt_arena_bytes(const struct dt_gpt_config *c, int B, int T, size_t natt, size_t nscratch);
 /* The units of a GPT of this shape, without building it (malloc'd; dtrun check --memory). */
 dt_status_t dt_gpt_units(const struct dt_gpt_config *c, struct dt_unit **units, int *n);
 /*
- * Load weights written by llm.c (train_gpt2.py's write_model): a header of 256
- * int32 (magic 20240326, version 3 = float32, max_seq_len, vocab, layers,
- * heads, channels, padded vocab), then the parameters in this model's order
- * with wte padded to the padded vocab. Every dimension must match the config;
- * the positions may be longer (the first max_seq_len rows are used).
+ * Weights written by llm.c (train_gpt2.py's write_model) as a source of parameters (model.h): a
+ * header of 256 int32 (magic 20240326, version 3 = float32, max_seq_len, vocab, layers, heads,
+ * channels, padded vocab), then the parameters in llm.c's order with wte padded to the padded
+ * vocab. Every dimension must match the model's, the positions may be longer (the first
+ * max_seq_len rows are used), and the file must hold every byte; each range asked for is read with
+ * pread from where it lies. The random init (GPT-2's: N(0, 0.02), residual projections N(0,
+ * 0.02/sqrt(2L)), norms 1 and 0, biases 0) is the model's own (dt_model_init_source).
  */
-dt_status_t dt_gpt_load_llmc(struct dt_model *m, const char *path);
+dt_status_t dt_gpt_llmc_source(const struct dt_model *m, const char *path, struct dt_param_source *s);
 /* Logits (B,T,V), row-major, of the last forward with grad_scale 0 (a training forward overwrites them with their
  * gradient); with 16-bit activations, the 16-bit logits widened. */
 void dt_gpt_logits(const struct dt_model *m, float *out);

@@ -178,7 +178,7 @@ static dt_status_t layout(struct llama *g)
     int nv = 0;
     size_t off = 0;
 #define VIEW(o, n, dec, nd, s0, s1, ...)                                                                       \
-    g->views[nv] = (struct dt_param_view){g->names[nv], (o), (n), (dec), (nd), {(s0), (s1), 0}};                \
+    g->views[nv] = (struct dt_param_view){g->names[nv], (o), (n), (dec), (nd), {(s0), (s1), 0}, {0}};          \
     snprintf(g->names[nv], sizeof g->names[nv], __VA_ARGS__);                                                  \
     nv++
     VIEW(0, (size_t)V * C, c->decay_embeddings, 2, V, C, "model.embed_tokens.weight");
@@ -198,6 +198,10 @@ static dt_status_t layout(struct llama *g)
         VIEW(off, (size_t)V * C, true, 2, V, C, "lm_head.weight");
     }
 #undef VIEW
+    /* Hugging Face's init: every matrix N(0, 0.02) from a stream of its own, the norms 1 */
+    for (int i = 0; i < nv; i++)
+        g->views[i].init = g->views[i].ndim == 1 ? (struct dt_init){DT_INIT_CONST, 1.0f, 0, 0}
+                                                 : (struct dt_init){DT_INIT_NORMAL, 0.02f, (uint64_t)i, 0};
     struct dt_model *m = &g->base;
     m->units = g->units;
     m->nunits = nunits;
@@ -316,13 +320,8 @@ static void llama_backward(struct dt_model *m)
         if (g->c.activation_checkpointing) block_forward(g, l, g->resid[l], NULL);
         block_backward(g, l, g->resid[l]);
     }
-    /* An untied embedding's units have no gradient but their rows: they are done, zeroed, as the
-     * tied head's are done by the head (the strategy adds the rows to what its units hold, which
-     * must be zeros, not a slot's old contents). */
-    for (int c = 0; !g->c.tie_embeddings && c < g->voc.nchunks; c++) {
-        dt_model_grads_added(m, c);
-        dt_model_grads_done(m, c);
-    }
+    /* An untied embedding's units have no gradient but their rows (the tied one's are the head's) */
+    for (int c = 0; !g->c.tie_embeddings && c < g->voc.nchunks; c++) dt_model_grads_rows_only(m, c);
     /* the input tokens' rows of the token embedding, last */
     m->mem.rows(m->mem_ctx, 0, g->mem.inputs, g->dres, BT, C);
 }
@@ -341,11 +340,10 @@ static void llama_free(struct dt_model *m)
 
 /* Lay the activations out from base (NULL: only count); returns the bytes they take, *kept those of
  * the first part, what forward keeps for backward (the gradient scratch follows). */
-static size_t carve(struct llama *g, char *base, size_t nscratch, size_t *kept)
+static size_t carve(struct llama *g, char *base, size_t natt, size_t nscratch, size_t *kept)
 {
-    int C = g->c.n_embd, NH = g->c.n_head, V = g->c.vocab_size, L = g->c.n_layer;
+    int C = g->c.n_embd, V = g->c.vocab_size, L = g->c.n_layer;
     size_t BT = (size_t)g->B * g->T, BTC = BT * C, BTW = BT * g->W, BTH = BT * g->H;
-    size_t natt = g->base.k->attention_saved(g->B, NH, g->T);
     enum dt_dtype at = g->at;
     size_t nblocks = g->c.activation_checkpointing ? 1 : (size_t)L;
     struct dt_cursor cur = {base, 0};
@@ -380,6 +378,19 @@ static size_t carve(struct llama *g, char *base, size_t nscratch, size_t *kept)
     g->dres_lp = at == DT_F32 ? NULL : dt_take(&cur, BTC, at);
     g->attn_scratch = dt_take(&cur, nscratch, DT_F32);
     return cur.off;
+}
+
+size_t dt_llama_arena_bytes(const struct dt_llama_config *c, int B, int T, size_t natt, size_t nscratch)
+{
+    struct llama g = {.c = *c, .B = B, .T = T, .hs = c->n_embd / c->n_head, .H = c->intermediate_size,
+                      .at = c->activations};
+    g.W = c->n_embd + 2 * c->n_kv_head * g.hs;
+    g.resid = calloc((size_t)c->n_layer + 1, sizeof *g.resid);
+    g.blk = calloc((size_t)c->n_layer, sizeof *g.blk);
+    size_t kept, bytes = g.resid && g.blk ? carve(&g, NULL, natt, nscratch, &kept) : 0;
+    free(g.resid);
+    free(g.blk);
+    return bytes;
 }
 
 dt_status_t dt_llama_create(const struct dt_llama_config *c, const struct dt_kernels *k, struct dt_kctx *kc, int B,
@@ -420,20 +431,19 @@ dt_status_t dt_llama_create(const struct dt_llama_config *c, const struct dt_ker
         llama_free(m);
         return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the model");
     }
-    size_t nacts, nscratch = k->attention_scratch(B, T, C, NH, c->n_kv_head, g->at);
-    size_t bytes = carve(g, NULL, nscratch, &nacts);
+    size_t nacts, natt = k->attention_saved(B, NH, T), nscratch = k->attention_scratch(B, T, C, NH, c->n_kv_head, g->at);
+    size_t bytes = carve(g, NULL, natt, nscratch, &nacts);
     rc = dt_lm_mem_alloc(m, &g->mem, bytes, B, T);
     if (rc != DT_SUCCESS) {
         free(cs);
         llama_free(m);
         return rc;
     }
-    carve(g, g->mem.arena, nscratch, &nacts);
+    carve(g, g->mem.arena, natt, nscratch, &nacts);
     dt_rope_table_scaled(cs, T, g->hs, c->rope_theta, &c->rope_scaling);
     k->copy(kc, g->cs, cs, (size_t)T * g->hs * sizeof *cs, DT_COPY_TO_DEVICE);
     free(cs);
     g->head = (struct dt_lm_head){g->voc, g->u_head0, B * T, C, g->at, g->head.logits, g->head.losses, g->mem.targets};
-    dt_model_own_mem(m);
     m->activation_bytes = nacts;
     /* the matmuls' parameters (an untied embedding is a lookup, not a product) plus attention */
     double matmul = (double)m->nparams - (c->tie_embeddings ? 0.0 : (double)c->vocab_size * C);
@@ -442,21 +452,6 @@ dt_status_t dt_llama_create(const struct dt_llama_config *c, const struct dt_ker
     return DT_SUCCESS;
 }
 
-dt_status_t dt_llama_init(struct dt_model *m, uint64_t seed)
-{
-    /* each tensor from its own stream, drawn in host memory and copied into the parameters */
-    float *host = dt_alloc_big(m->nparams * sizeof(float));
-    if (!host) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory drawing %zu initial parameters", m->nparams);
-    for (int i = 0; i < m->nviews; i++) {
-        const struct dt_param_view *v = &m->views[i];
-        float *p = host + v->offset;
-        struct dt_rng r = dt_rng_make(seed, (uint64_t)i);
-        for (size_t j = 0; j < v->numel; j++) p[j] = v->ndim == 1 ? 1.0f : 0.02f * dt_rng_normal(&r);
-    }
-    m->k->copy(m->kc, m->params, host, m->nparams * sizeof(float), DT_COPY_TO_DEVICE);
-    dt_free_big(host);
-    return DT_SUCCESS;
-}
 
 void dt_llama_logits(const struct dt_model *m, float *out)
 {

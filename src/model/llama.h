@@ -40,9 +40,12 @@ bool dt_llama_parse(const char *line, struct dt_llama_config *c);
 /* Sized for micro-batches of B sequences of T tokens (T <= max_seq_len). */
 dt_status_t dt_llama_create(const struct dt_llama_config *c, const struct dt_kernels *k, struct dt_kctx *kc, int B,
                             int T, struct dt_model **out);
-/* Hugging Face's init: every matrix N(0, 0.02), the norms 1. */
-dt_status_t dt_llama_init(struct dt_model *m, uint64_t seed);
+/* Its random init (dt_model_init_source) is Hugging Face's: every matrix N(0, 0.02), the norms 1. */
 size_t dt_llama_num_params(const struct dt_llama_config *c);
+/* Bytes of the activation arena at micro-batch B x T (as create allocates it: what forward keeps for
+ * backward and backward's scratch), attention keeping natt floats a layer and backward natt_scratch
+ * floats of scratch (the kernel table's attention_saved and attention_scratch): dtrun check --memory. */
+size_t dt_llama_arena_bytes(const struct dt_llama_config *c, int B, int T, size_t natt, size_t nscratch);
 /* The units of a Llama of this shape, without building it (malloc'd; dtrun check --memory). */
 dt_status_t dt_llama_units(const struct dt_llama_config *c, struct dt_unit **units, int *n);
 /* Of the last forward with grad_scale 0: the logits (B,T,V) row-major fp32; the residual stream

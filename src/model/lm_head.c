@@ -77,15 +77,12 @@ void dt_lm_head_logits(const struct dt_model *m, const struct dt_lm_head *h, flo
 dt_status_t dt_lm_mem_alloc(struct dt_model *m, struct dt_lm_mem *a, size_t arena_bytes, int B, int T)
 {
     const struct dt_kernels *k = m->k;
-    m->params = k->alloc(m->kc, m->nparams * sizeof(float));
-    m->grads = k->alloc(m->kc, m->nparams * sizeof(float));
     a->arena = k->alloc(m->kc, arena_bytes);
     a->inputs = k->alloc(m->kc, (size_t)B * T * sizeof(int32_t));
     a->targets = k->alloc(m->kc, (size_t)B * T * sizeof(int32_t));
-    if (!m->params || !m->grads || !a->arena || !a->inputs || !a->targets)
-        return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the model (%zu parameters, %zu MiB of "
-                        "activations); lower data.micro_batch_size or enable model.activation_checkpointing",
-                        m->nparams, arena_bytes >> 20);
+    if (!a->arena || !a->inputs || !a->targets)
+        return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the model (%zu MiB of activations); lower "
+                        "data.micro_batch_size or enable model.activation_checkpointing", arena_bytes >> 20);
     return DT_SUCCESS;
 }
 

@@ -48,8 +48,8 @@ void dt_lm_head_backward(struct dt_model *m, const struct dt_lm_head *h, const v
 /* the logits of the last forward with grad_scale 0, (BT, V) row-major fp32, 16-bit ones widened */
 void dt_lm_head_logits(const struct dt_model *m, const struct dt_lm_head *h, float *out);
 
-/* What a language model allocates beside its views: its own fp32 parameters and gradients
- * (m->params, m->grads), the activation arena, and the (B, T) token inputs and targets. */
+/* What a language model allocates (its parameters are a strategy's, or dt_model_own_buffers'): the
+ * activation arena, and the (B, T) token inputs and targets. */
 struct dt_lm_mem {
     char *arena;
     int32_t *inputs, *targets;

@@ -115,6 +115,19 @@ dt_status_t dt_mlp_units(const struct dt_mlp_config *c, struct dt_unit **units, 
     return DT_SUCCESS;
 }
 
+size_t dt_mlp_arena_bytes(const struct dt_mlp_config *c, int B)
+{
+    size_t as = dt_dtype_size(c->activations), maxw = (size_t)(c->in > c->out ? c->in : c->out), bytes = 0;
+    int nlayers = c->nhidden + 1;
+    for (int l = 0; l < nlayers; l++) {
+        size_t fo = (size_t)(l < c->nhidden ? c->hidden[l] : c->out);
+        maxw = fo > maxw ? fo : maxw;
+        bytes += (size_t)B * fo * (dt_dtype_size(l + 1 < nlayers ? c->activations : DT_F32) + as); /* pre, post */
+    }
+    /* dpre, dpost, dout, losses, x, y, labels */
+    return bytes + (size_t)B * (maxw * (as + 4) + (size_t)c->out * 4 + 4 + (size_t)c->in * 4 + (size_t)c->out * 4 + 4);
+}
+
 dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels *k, struct dt_kctx *kc, int B,
                           struct dt_model **out)
 {
@@ -139,9 +152,13 @@ dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels
         maxw = fo > maxw ? fo : maxw;
         snprintf(p->names[2 * l], sizeof p->names[0], "w%d", l);
         snprintf(p->names[2 * l + 1], sizeof p->names[0], "b%d", l);
-        p->views[2 * l] = (struct dt_param_view){p->names[2 * l], off, (size_t)fo * fi, true, 2, {fo, fi, 0}};
+        /* PyTorch nn.Linear's init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)), each view a stream of its own */
+        float bound = 1.0f / sqrtf((float)fi);
+        p->views[2 * l] = (struct dt_param_view){p->names[2 * l], off, (size_t)fo * fi, true, 2, {fo, fi, 0},
+                                                 {DT_INIT_UNIFORM, bound, 0x3100ull + 2 * (uint64_t)l, 0}};
         off += (size_t)fo * fi;
-        p->views[2 * l + 1] = (struct dt_param_view){p->names[2 * l + 1], off, (size_t)fo, false, 1, {fo, 0, 0}};
+        p->views[2 * l + 1] = (struct dt_param_view){p->names[2 * l + 1], off, (size_t)fo, false, 1, {fo, 0, 0},
+                                                     {DT_INIT_UNIFORM, bound, 0x3100ull + 2 * (uint64_t)l + 1, 0}};
         off += (size_t)fo;
         p->units[l] = (struct dt_unit){p->views[2 * l].offset, (size_t)fo * fi + fo};
         p->pre[l] = k->alloc(kc, (size_t)B * fo * dt_dtype_size(l + 1 < p->nlayers ? c->activations : DT_F32));
@@ -154,8 +171,6 @@ dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels
     m->nviews = 2 * p->nlayers;
     m->units = p->units;
     m->nunits = p->nlayers;
-    m->params = k->alloc(kc, off * sizeof(float));
-    m->grads = k->alloc(kc, off * sizeof(float));
     p->dpre = k->alloc(kc, (size_t)B * maxw * as);
     p->dpost = k->alloc(kc, (size_t)B * maxw * sizeof(float));
     p->dout = k->alloc(kc, (size_t)B * c->out * sizeof(float));
@@ -163,7 +178,7 @@ dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels
     p->x = k->alloc(kc, (size_t)B * c->in * sizeof(float));
     p->y = k->alloc(kc, (size_t)B * c->out * sizeof(float));
     p->labels = k->alloc(kc, (size_t)B * sizeof(int32_t));
-    bool ok = m->params && m->grads && p->dpre && p->dpost && p->dout && p->losses && p->x && p->y && p->labels;
+    bool ok = p->dpre && p->dpost && p->dout && p->losses && p->x && p->y && p->labels;
     for (int l = 0; l < p->nlayers; l++) ok = ok && p->pre[l] && p->post[l];
     if (!ok) {
         mlp_free(m);
@@ -174,24 +189,7 @@ dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels
         acts += (size_t)B * p->width[l + 1] * (as + dt_dtype_size(l + 1 < p->nlayers ? c->activations : DT_F32));
     m->activation_bytes = acts;
     m->flops_per_token = 6.0 * (double)off;
-    dt_model_own_mem(m);
     *out = m;
     return DT_SUCCESS;
 }
 
-dt_status_t dt_mlp_init(struct dt_model *m, uint64_t seed)
-{
-    /* drawn on the host, copied into the parameters */
-    struct mlp *p = m->impl;
-    float *h = malloc(m->nparams * sizeof *h);
-    if (!h) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory drawing %zu initial parameters", m->nparams);
-    for (int i = 0; i < m->nviews; i++) {
-        const struct dt_param_view *v = &m->views[i];
-        float bound = 1.0f / sqrtf((float)p->width[i / 2]);
-        struct dt_rng r = dt_rng_make(seed, 0x3100ull + (uint64_t)i);
-        for (size_t j = 0; j < v->numel; j++) h[v->offset + j] = bound * (2.0f * dt_rng_uniform(&r) - 1.0f);
-    }
-    m->k->copy(m->kc, m->params, h, m->nparams * sizeof *h, DT_COPY_TO_DEVICE);
-    free(h);
-    return DT_SUCCESS;
-}

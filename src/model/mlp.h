@@ -23,9 +23,11 @@ struct dt_mlp_config {
 
 dt_status_t dt_mlp_create(const struct dt_mlp_config *c, const struct dt_kernels *k, struct dt_kctx *kc, int B,
                           struct dt_model **out);
+/* Bytes create allocates for micro-batches of B rows (dtrun check --memory). */
+size_t dt_mlp_arena_bytes(const struct dt_mlp_config *c, int B);
 /* The units of an MLP of this shape, without building it (malloc'd; dtrun check --memory). */
 dt_status_t dt_mlp_units(const struct dt_mlp_config *c, struct dt_unit **units, int *n);
-/* PyTorch nn.Linear's init: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for weights and biases. */
-dt_status_t dt_mlp_init(struct dt_model *m, uint64_t seed);
+/* Its random init (dt_model_init_source) is PyTorch nn.Linear's: U(-1/sqrt(fan_in), 1/sqrt(fan_in))
+ * for weights and biases. */
 
 #endif

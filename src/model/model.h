@@ -14,8 +14,9 @@
  * parameters just before it is used and frees them after
  * (src/strategy/engine.h).
  *
- * Without a strategy the model uses its own full fp32 buffers, m->params and
- * m->grads (dt_model_own_mem), as unit tests and the reference check do.
+ * A model allocates its activations only. Without a strategy it uses its own
+ * full fp32 buffers, m->params and m->grads (dt_model_own_buffers), as unit
+ * tests and the reference check do.
  */
 #ifndef DT_MODEL_H
 #define DT_MODEL_H
@@ -26,12 +27,24 @@
 #include "core/status.h"
 #include "kernels/kernels.h"
 
+/* How a view's values start in a random init, element by element, so that any range of it is drawn
+ * alone (a rank draws only what it keeps, with the bits of a whole draw): element j of the view is
+ * element first + j of the stream dt_rng_make(seed, stream) (core/rng.h). */
+enum dt_init_kind { DT_INIT_CONST, DT_INIT_NORMAL, DT_INIT_UNIFORM };
+struct dt_init {
+    enum dt_init_kind kind;
+    float scale;     /* const: the value; normal: its std; uniform: values in [-scale, scale) */
+    uint64_t stream;
+    size_t first;    /* a view that is a slice of a stream's tensor (GPT-2's layers of llm.c's tensors) */
+};
+
 struct dt_param_view {
     const char *name;
     size_t offset, numel;
     bool decay; /* weight decay applies (matrices; not biases, norms, and by default embeddings) */
     int ndim;
     int shape[3];
+    struct dt_init init;
 };
 
 struct dt_unit {
@@ -62,6 +75,11 @@ struct dt_model_mem_i {
      * finishes its units, the input tokens' rows come last): row rows[i] of the (.., width) table
      * at flat offset `table` gets vals[i]. Once per backward, after every grads_done. */
     void (*rows)(void *ctx, size_t table, const int32_t *rows, const float *vals, int nrows, int width);
+    /* Unit u gets no gradient from this backward but the rows that mem.rows brings (an untied token
+     * embedding): a strategy that keeps the unit's gradients in part has nothing to reduce for it
+     * (its part holds zeros until the rows are added), one that keeps them whole zeroes them. NULL
+     * (or no hook): the unit's gradients are zeroed and done as any unit's. */
+    void (*rows_only)(void *ctx, int u);
     /* Unit u's parameters as the strategy stores them, when that is the matmuls' 16-bit type and
      * they stay put until the optimizer step (mixed precision's storage under stages 0-2): the ops
      * that read any type (matmuls, the embedding lookup) take them as they are, with no widened
@@ -91,8 +109,8 @@ struct dt_model {
     int nunits;
     struct dt_model_mem_i mem;
     void *mem_ctx;
-    /* The model's own fp32 buffers, filled by its init or a weights file: the strategy takes the
-     * parameters from here, and may free both (dt_model_drop_buffers) when it keeps its own. */
+    /* Its own fp32 buffers, only without a strategy (dt_model_own_buffers): a strategy keeps the
+     * state, a rank's share of it, and serves the units through mem; a model never allocates them. */
     float *params, *grads;
     size_t activation_bytes; /* the activation arena, measured as allocated */
     double flops_per_token;  /* forward + backward, 6N plus attention (PaLM appendix B) */
@@ -155,10 +173,44 @@ static inline float *dt_model_grads_added(struct dt_model *m, int u)
     return g;
 }
 static inline void dt_model_grads_done(struct dt_model *m, int u) { m->mem.grads_done(m->mem_ctx, u); }
+/* unit u's gradient is only the rows mem.rows adds after it (mem.rows_only) */
+static inline void dt_model_grads_rows_only(struct dt_model *m, int u)
+{
+    if (m->mem.rows_only) {
+        m->mem.rows_only(m->mem_ctx, u);
+        return;
+    }
+    dt_model_grads_added(m, u);
+    dt_model_grads_done(m, u);
+}
 
-/* Use m->params and m->grads for every unit (no strategy; model.c). */
-void dt_model_own_mem(struct dt_model *m);
-/* Free m->params and m->grads: a strategy that keeps the state elsewhere. */
+/*
+ * Where a model's initial parameters come from: its random init, or a weights file. A source fills
+ * any flat range of the parameter space with fp32 values in host memory, so a rank asks for what it
+ * keeps and nothing more (src/strategy's ranges): no rank draws or reads the whole model.
+ */
+struct dt_param_source {
+    char what[160]; /* for messages: "the random init (seed 1234)", "model.init_from hf" */
+    dt_status_t (*fill)(void *ctx, size_t off, size_t n, float *dst);
+    void (*close)(void *ctx);
+    void *ctx;
+    uint64_t bytes_read; /* bytes of files read so far (a file's sources) */
+};
+
+/* m's random init (its views' dt_init) with seed, as a source; the values of [off, off + n) */
+void dt_model_init_source(const struct dt_model *m, uint64_t seed, struct dt_param_source *s);
+void dt_model_init_range(const struct dt_model *m, uint64_t seed, size_t off, size_t n, float *dst);
+static inline void dt_source_close(struct dt_param_source *s)
+{
+    if (s->close) s->close(s->ctx);
+    s->close = NULL;
+}
+
+/* A model without a strategy (unit tests, the reference checks, export's layout): its own fp32
+ * buffers m->params and m->grads (zeroed), which it then uses for every unit; filled from a source. */
+dt_status_t dt_model_own_buffers(struct dt_model *m);
+dt_status_t dt_model_fill_own(struct dt_model *m, struct dt_param_source *s);
+/* Free m->params and m->grads. */
 void dt_model_drop_buffers(struct dt_model *m);
 
 static inline void dt_model_free(struct dt_model *m)

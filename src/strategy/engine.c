@@ -41,7 +41,8 @@ static int plan(const struct dt_engine_config *c, const struct dt_unit *units, i
             if (!out) continue;
             size_t off, n;
             dt_comm_part(un->numel, (int)k, (int)i, &off, &n);
-            out[np] = (struct piece){.off = un->offset + off, .n = n, .unit = u, .nunits = k == 1 ? 1 : 0};
+            out[np] = (struct piece){.off = un->offset + off, .n = n, .unit = u, .nunits = k == 1 ? 1 : 0,
+                                     .up = DT_NO_TICKET};
         }
     }
     /* nunits 0 marks a piece of a cut unit: it waits for that one unit */
@@ -142,6 +143,19 @@ static void unit_extent(const struct piece *p, int np, const struct dt_unit *uni
     }
 }
 
+/* what a checkpoint takes from this rank (engine_state.c's save ranges, as rank `rank` of a world of
+ * `world` holding the first replica) and the largest range it loads */
+static void ranges(const struct piece *p, int np, int world, int rank, struct dt_mem_report *r)
+{
+    r->saved_elems = r->load_max_elems = 0;
+    for (int i = 0; i < np; i++) {
+        size_t off, n = p[i].own_n;
+        if (!p[i].part) dt_comm_part(p[i].n, world, rank, &off, &n);
+        r->saved_elems += (int64_t)n;
+        if ((int64_t)p[i].own_n > r->load_max_elems) r->load_max_elems = (int64_t)p[i].own_n;
+    }
+}
+
 void dt_engine_plan_memory(const struct dt_engine_config *c, const struct dt_unit *units, int nunits, int shard_ranks,
                            int rank, enum dt_optim_kind opt, struct dt_mem_report *r)
 {
@@ -157,6 +171,8 @@ void dt_engine_plan_memory(const struct dt_engine_config *c, const struct dt_uni
     struct sizes s;
     size_up(c, nparams, shard_n, max_unit, max_own, nunits, opt, &s);
     report(c, &s, r);
+    r->shard_elems = (int64_t)shard_n;
+    if (p && us) ranges(p, np, shard_ranks, rank, r);
     free(p);
     free(us);
 }
@@ -170,6 +186,8 @@ void dt_engine_memory(const struct dt_engine *e, struct dt_mem_report *r)
     s.nslots = (size_t)e->nslots;
     s.ngslots = (size_t)e->ngslots;
     report(&e->c, &s, r);
+    r->shard_elems = (int64_t)e->shard_n;
+    ranges(e->pieces, e->npieces, e->world, e->rank, r);
 }
 
 void dt_engine_describe(const struct dt_engine *e, char *buf, size_t n)
@@ -186,8 +204,11 @@ void dt_engine_describe(const struct dt_engine *e, char *buf, size_t n)
     if (o > 0 && (size_t)o < n && e->c.stage >= 1)
         o += snprintf(buf + o, n - (size_t)o, ", %d partitioned", parts);
     if (o > 0 && (size_t)o < n && e->c.stage == 3)
-        snprintf(buf + o, n - (size_t)o, ", %d unit%s kept whole (under %zu elements)", persist,
-                 persist != 1 ? "s" : "", e->c.persist);
+        o += snprintf(buf + o, n - (size_t)o, ", %d unit%s kept whole (under %zu elements)", persist,
+                      persist != 1 ? "s" : "", e->c.persist);
+    if (o > 0 && (size_t)o < n && e->c.offload)
+        snprintf(buf + o, n - (size_t)o, "; the optimizer offloaded: its state and fp32 master weights%s in host "
+                 "memory, stepped by the CPU", e->c.offload_param ? " and the working weights" : "");
 }
 
 /* ---- storage */
@@ -200,6 +221,31 @@ static void *big(const struct dt_engine *e, size_t bytes, bool *ok)
     return p;
 }
 
+/* Offload's host side: the CPU's kernels and a context of theirs for the optimizer, which allocates
+ * its moments there; the fp32 master weights and the two copies' buffers pinned (the backend's
+ * host_alloc), so that the device copies to and from them at full speed. */
+static dt_status_t offload_alloc(struct dt_engine *e)
+{
+    e->hk = &dt_kernels_cpu;
+    DT_CHECK(e->hk->ctx_create(-1, &e->hkc));
+    size_t n = e->shard_n ? e->shard_n : 1;
+    bool lp = e->c.pdt != DT_F32;
+    if (e->c.offload_param) { /* the working weights on the host; fp32 ones are the master weights themselves */
+        e->shard_p = e->k->host_alloc(e->kc, n * e->esz);
+        e->master = lp ? e->k->host_alloc(e->kc, n * sizeof(float)) : e->shard_p;
+    } else {
+        e->master = e->k->host_alloc(e->kc, n * sizeof(float));
+        if (lp) e->host_p = e->k->host_alloc(e->kc, n * e->esz);
+    }
+    e->host_g = e->k->host_alloc(e->kc, n * e->gsz);
+    if (!e->master || !e->host_g || (lp && !e->host_p && !e->c.offload_param) || (e->c.offload_param && !e->shard_p))
+        return dt_error(DT_ERR_NOMEM, "dtrun: rank %d: error: out of pinned host memory for the offloaded optimizer "
+                        "(%.1f MiB of master weights, gradients and working copy for %zu parameters)\n  hint: more "
+                        "ranks keep less each (zero1/2/3 shard the optimizer), or raise ulimit -l", e->rank,
+                        (double)n * (4 + e->gsz + (e->c.pdt != DT_F32 ? e->esz : 0)) / 1048576, e->shard_n);
+    return DT_SUCCESS;
+}
+
 static dt_status_t allocate(struct dt_engine *e)
 {
     struct dt_model *m = e->m;
@@ -208,22 +254,15 @@ static dt_status_t allocate(struct dt_engine *e)
     struct sizes s;
     size_up(&e->c, m->nparams, e->shard_n, e->max_unit, max_own, m->nunits, e->opt.c.kind, &s);
     bool ok = true;
-    /* fp32 storage of every element is the model's own buffers: taken over, not copied */
-    if (s.full_p && e->c.pdt == DT_F32) {
-        e->full_p = m->params;
-        m->params = NULL;
-    } else {
-        e->full_p = big(e, s.full_p * e->esz, &ok);
-    }
-    if (s.full_g && e->gdt == DT_F32) {
-        e->full_g = m->grads;
-        m->grads = NULL;
-    } else {
-        e->full_g = big(e, s.full_g * e->gsz, &ok);
-    }
-    e->shard_p = big(e, s.shard_p * e->esz, &ok);
+    e->full_p = big(e, s.full_p * e->esz, &ok);
+    e->full_g = big(e, s.full_g * e->gsz, &ok);
+    if (!e->c.offload_param) e->shard_p = big(e, s.shard_p * e->esz, &ok);
     e->shard_g = big(e, s.shard_g * e->gsz, &ok);
-    e->master = big(e, s.master * 4, &ok);
+    if (e->c.offload) {
+        DT_CHECK(offload_alloc(e));
+    } else {
+        e->master = big(e, s.master * 4, &ok);
+    }
     e->scratch = big(e, s.scratch * 4, &ok);
     e->scratch_n = s.scratch;
     if (e->c.stochastic) e->scratch2 = big(e, s.scratch * 4, &ok);
@@ -243,20 +282,8 @@ static dt_status_t allocate(struct dt_engine *e)
         return dt_error(DT_ERR_NOMEM, "dtrun: rank %d: error: out of memory for the model state (stage %d, %zu "
                         "parameters)\n  hint: a higher ZeRO stage or more ranks keeps less on each", e->rank,
                         e->c.stage, m->nparams);
-    return dt_optimizer_init(&e->opt, &e->opt.c, e->k, e->kc, e->shard_n);
-}
-
-/* The model's fp32 parameters (every rank's the same) into the engine's storage. */
-static void take_params(struct dt_engine *e)
-{
-    const float *src = e->m->params;
-    if (e->full_p && src) e->k->convert(e->kc, e->full_p, e->c.pdt, src, DT_F32, e->m->nparams);
-    for (int i = 0; i < e->npieces; i++) {
-        const struct piece *p = &e->pieces[i];
-        const float *from = (src ? src : (const float *)e->full_p) + p->own_off; /* fp32 storage was taken over */
-        if (e->shard_p) e->k->convert(e->kc, dt_engine_at(e, e->shard_p, p->shard_at), e->c.pdt, from, DT_F32, p->own_n);
-        if (e->master) e->k->copy(e->kc, e->master + p->shard_at, from, p->own_n * sizeof(float), DT_COPY_ON_DEVICE);
-    }
+    return e->c.offload ? dt_optimizer_init(&e->opt, &e->opt.c, e->hk, e->hkc, e->shard_n)
+                        : dt_optimizer_init(&e->opt, &e->opt.c, e->k, e->kc, e->shard_n);
 }
 
 static dt_status_t split_comms(struct dt_engine *e, const struct dt_world *w)
@@ -290,6 +317,7 @@ dt_status_t dt_engine_create(const struct dt_engine_config *c, struct dt_comm *c
     e->gsz = dt_dtype_size(e->gdt);
     e->opt.c = *oc;
     e->nunits = m->nunits;
+    e->grads_down = DT_NO_TICKET;
     dt_status_t rc = split_comms(e, w);
     e->srank = e->shard ? e->shard->world.rank : 0;
     e->sworld = e->shard ? e->shard->world.size : 1;
@@ -303,13 +331,8 @@ dt_status_t dt_engine_create(const struct dt_engine_config *c, struct dt_comm *c
         for (int i = 0; e->what && i < e->npieces; i++)
             snprintf(e->what[i], sizeof e->what[i], "gradient piece %d/%d", i + 1, e->npieces);
     }
-    /* every rank starts from rank 0's parameters (a weights file or the seed could differ) */
-    if (rc == DT_SUCCESS && comm)
-        rc = dt_comm_do(comm, dt_coll_broadcast(m->params, m->nparams, DT_F32, 0, "initial parameters"));
     if (rc == DT_SUCCESS) rc = allocate(e);
     if (rc == DT_SUCCESS) {
-        take_params(e);
-        dt_model_drop_buffers(m);
         dt_engine_install_hooks(e);
         char what[256];
         dt_engine_describe(e, what, sizeof what);
@@ -329,8 +352,13 @@ dt_status_t dt_engine_create(const struct dt_engine_config *c, struct dt_comm *c
 void dt_engine_free(struct dt_engine *e, bool clean)
 {
     if (!e) return;
-    void *bufs[] = {e->full_p, e->full_g, e->shard_p, e->shard_g, e->master, e->scratch, e->scratch2};
+    void *bufs[] = {e->full_p, e->full_g, e->c.offload_param ? NULL : e->shard_p, e->shard_g,
+                    e->c.offload ? NULL : e->master, e->scratch, e->scratch2};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) e->k->free(e->kc, bufs[i]);
+    void *pinned[] = {e->c.offload && e->master != e->shard_p ? e->master : NULL, e->host_g, e->host_p,
+                      e->c.offload_param ? e->shard_p : NULL};
+    for (size_t i = 0; i < sizeof pinned / sizeof pinned[0]; i++)
+        if (pinned[i]) e->k->host_free(e->kc, pinned[i]);
     for (int i = 0; i < e->nslots; i++) e->k->free(e->kc, e->slots[i].f32);
     for (int i = 0; i < e->ngslots; i++) {
         e->k->free(e->kc, e->gslots[i].f32);
@@ -339,6 +367,7 @@ void dt_engine_free(struct dt_engine *e, bool clean)
     for (int i = 0; i < e->npool; i++) e->k->free(e->kc, e->pool[i]);
     free(e->slices);
     dt_optimizer_free(&e->opt);
+    if (e->hkc) e->hk->ctx_destroy(e->hkc);
     if (e->rep) dt_comm_close(e->rep, clean);
     if (e->shard && e->shard != e->comm) dt_comm_close(e->shard, clean);
     free(e->pieces);

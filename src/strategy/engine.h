@@ -36,6 +36,12 @@
  * HYBRID_SHARD shards within a node and replicates across nodes: the shard
  * group is the node's ranks, and each reduced part is then all-reduced over
  * the ranks holding the same part on the other nodes.
+ *
+ * Offload (dt_engine_config.offload) moves the master weights and the optimizer state of the shard
+ * to the host at any stage: the device keeps the working parameters and gradients; after the
+ * reduction the shard's gradients are copied down, the CPU's AdamW updates the fp32 master weights
+ * and writes their working copy, and that goes back up, each piece's upload ordered before the
+ * first use of its unit (stage 3: its gather in the next forward) rather than before the whole step.
  */
 #ifndef DT_ENGINE_H
 #define DT_ENGINE_H
@@ -66,6 +72,15 @@ struct dt_engine_config {
     bool master;              /* fp32 master weights (mixed precision) */
     bool stochastic;          /* no master: 16-bit parameters updated with stochastic rounding (bf16-true) */
     uint64_t seed;            /* of the stochastic rounding */
+    /* ZeRO-Offload (DeepSpeed's offload_optimizer: cpu): the fp32 master weights and the optimizer
+     * state of this rank's shard live in host memory and the optimizer steps there (the CPU's
+     * kernels); the reduced gradients come down and the updated working weights go back up, through
+     * pinned buffers. The same path runs on the CPU backend, its copies plain memcpys. */
+    bool offload;
+    /* offload_param: cpu (stage 3, with offload): the working weights of the shard live in pinned host
+     * memory too, updated there by the optimizer; each unit's part is copied up into its slot before
+     * the slot is gathered, so the device holds gathered units, gradients and activations only */
+    bool offload_param;
 };
 
 /* Model-state bytes per rank, as allocated (dtrun check --memory estimates the same). */
@@ -75,15 +90,22 @@ struct dt_mem_report {
     int64_t state;           /* the model state: all of the above */
     int64_t buffers;         /* workspace: gradient scratch, reduction and conversion buffers */
     int64_t total;
+    /* elements: of the optimizer's shard, written to a checkpoint, in the largest range loaded */
+    int64_t shard_elems, saved_elems, load_max_elems;
 };
 
 struct dt_engine;
 
-/* comm: every rank (NULL: one rank); an engine over it, taking the model on: its parameters (as the
- * model's init or weights file left them in m->params, the same on every rank after a broadcast
- * from rank 0) go into the engine's storage, and the model's memory hooks become the engine's. */
+/* comm: every rank (NULL: one rank); an engine over it, taking the model on: it allocates what this
+ * rank keeps (its shard, its gather slots, its workspace; never the whole model unless the stage
+ * keeps it whole) and the model's memory hooks become its own. The parameters are then filled
+ * (dt_engine_fill) or loaded from a checkpoint (dt_engine_put, dt_engine_loaded). */
 dt_status_t dt_engine_create(const struct dt_engine_config *c, struct dt_comm *comm, const struct dt_world *w,
                              struct dt_model *m, const struct dt_optim_config *oc, struct dt_engine **out);
+/* The initial parameters from s (model.h), the ranges this rank keeps only, staged through host
+ * memory `staging` floats at a time; then as dt_engine_loaded at step 0. Collective: every rank calls
+ * it, a rank whose source could not be opened with s NULL (it fills nothing and joins the rest). */
+dt_status_t dt_engine_fill(struct dt_engine *e, struct dt_param_source *s, size_t staging);
 void dt_engine_free(struct dt_engine *e, bool clean);
 
 /* One optimizer step: begin (under stages 0-1 the first write of a unit's gradients overwrites the

@@ -24,6 +24,7 @@ struct piece {
     struct dt_comm_req gather; /* stage 3: its gather in flight */
     struct dt_comm_req rep; /* hybrid: the all-reduce of the part across nodes */
     void *conv;             /* stages 0-1: its gradients in the reduction type, when that is not pdt (a pool buffer) */
+    uint64_t up;            /* offload: the ticket of its updated parameters' upload (kernels.h copy_async) */
 };
 
 struct unit_state {
@@ -73,8 +74,14 @@ struct dt_engine {
     /* storage */
     void *full_p, *full_g;   /* stages 0-2 / 0-1: every element, in pdt */
     void *shard_p, *shard_g; /* stage 3 / stages 1-3: this rank's elements, in pdt */
-    float *master;           /* fp32 master weights of the shard (mixed precision) */
-    struct dt_optimizer opt;
+    float *master;           /* fp32 master weights of the shard (mixed precision; offload: always, on the host) */
+    struct dt_optimizer opt; /* offload: over host memory, stepping with the host's kernels */
+    /* offload: the host's kernels and context; the shard's gradients come down into host_g (pinned, gdt),
+     * the updated working copy goes up from host_p (pinned, pdt; fp32: master itself) */
+    const struct dt_kernels *hk;
+    struct dt_kctx *hkc;
+    void *host_g, *host_p;
+    uint64_t grads_down; /* offload: the ticket of the step's last gradient copy down */
     float *scratch, *scratch2; /* sub_group floats each: the optimizer's fp32 gradients and parameters */
     size_t scratch_n;          /* that many */
     struct dt_adamw_slice *slices; /* a step's AdamW updates, applied in one call (host memory) */
@@ -107,6 +114,36 @@ struct dt_engine {
     int pool_owner[DT_ENGINE_GSLOTS], npool, next_pool;
 };
 
+/* a copy with nothing to wait for */
+#define DT_NO_TICKET UINT64_MAX
+
+/* Copies beside the ops where the backend has them (kernels.h copy_async), else copies now. */
+static inline uint64_t dt_engine_copy_async(struct dt_engine *e, void *dst, const void *src, size_t bytes,
+                                            enum dt_copy_kind kind)
+{
+    if (!bytes) return DT_NO_TICKET;
+    if (e->k->copy_async) return e->k->copy_async(e->kc, dst, src, bytes, kind);
+    e->k->copy(e->kc, dst, src, bytes, kind);
+    return DT_NO_TICKET;
+}
+static inline void dt_engine_copy_wait(struct dt_engine *e, uint64_t ticket, bool host)
+{
+    if (ticket != DT_NO_TICKET && e->k->copy_wait) e->k->copy_wait(e->kc, ticket, host);
+}
+/* offload: the host's working copy of the shard, which the optimizer writes (offload_param: the shard
+ * itself; fp32: the master weights) */
+static inline void *dt_engine_host_working(const struct dt_engine *e)
+{
+    return e->c.pdt == DT_F32 ? (void *)e->master : e->c.offload_param ? e->shard_p : e->host_p;
+}
+/* offload: what reads piece p's working parameters next waits for their upload */
+static inline void dt_engine_await_params(struct dt_engine *e, struct piece *p)
+{
+    if (p->up == DT_NO_TICKET) return;
+    dt_engine_copy_wait(e, p->up, false);
+    p->up = DT_NO_TICKET;
+}
+
 /* engine_mem.c */
 void dt_engine_install_hooks(struct dt_engine *e);
 dt_status_t dt_engine_wait_gslot(struct dt_engine *e, struct gslot *s);
@@ -117,6 +154,8 @@ dt_status_t dt_engine_wait_reduce(struct dt_engine *e, int unit);
 void dt_engine_drop_params(struct dt_engine *e);
 /* engine_step.c */
 dt_status_t dt_engine_gather_params(struct dt_engine *e);
+/* offload: the shard's reduced gradients down to the host (queued; dt_engine_step waits for them) */
+dt_status_t dt_engine_offload_grads(struct dt_engine *e);
 /* the pointer to this rank's gradients of piece p, in pdt */
 void *dt_engine_owned_grads(const struct dt_engine *e, const struct piece *p);
 

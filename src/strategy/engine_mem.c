@@ -50,16 +50,37 @@ static struct slot *take_slot(struct dt_engine *e)
     return best;
 }
 
+/* offload: the uploads of unit u's pieces, before anything reads them */
+static void await_unit(struct dt_engine *e, int u)
+{
+    const struct unit_state *us = &e->units[u];
+    for (int i = us->first; i < us->first + us->npieces; i++) dt_engine_await_params(e, &e->pieces[i]);
+}
+
 static void start_gather(struct dt_engine *e, struct slot *s, int u)
 {
     const struct unit_state *us = &e->units[u];
+    await_unit(e, u);
     s->unit = u;
     s->ready = false;
     e->units[u].slot = (int)(s - e->slots);
-    size_t base = unit_of(e, u)->offset;
-    if (us->persistent) { /* whole on every rank: widen from the shard */
+    size_t base = unit_of(e, u)->offset, n = unit_of(e, u)->numel;
+    if (us->persistent && !e->c.offload_param) { /* whole on every rank: widen from the shard */
         const struct piece *p = &e->pieces[us->first];
-        e->k->convert(e->kc, s->f32, DT_F32, dt_engine_at(e, e->shard_p, p->shard_at), e->c.pdt, unit_of(e, u)->numel);
+        e->k->convert(e->kc, s->f32, DT_F32, dt_engine_at(e, e->shard_p, p->shard_at), e->c.pdt, n);
+        s->ready = true;
+        return;
+    }
+    /* the weights on the host (offload_param): this rank's parts up into their places in the slot,
+     * then gathered there in place (a unit kept whole: all of it, widened) */
+    if (e->c.offload_param)
+        for (int i = us->first; i < us->first + us->npieces; i++) {
+            const struct piece *p = &e->pieces[i];
+            e->k->copy(e->kc, (char *)s->f32 + (p->own_off - base) * e->esz, dt_engine_at(e, e->shard_p, p->shard_at),
+                       p->own_n * e->esz, DT_COPY_TO_DEVICE);
+        }
+    if (us->persistent || !e->shard) {
+        if (e->c.pdt != DT_F32) e->k->widen_inplace(e->kc, s->f32, n, e->c.pdt);
         s->ready = true;
         return;
     }
@@ -67,7 +88,8 @@ static void start_gather(struct dt_engine *e, struct slot *s, int u)
     for (int i = us->first; i < us->first + us->npieces; i++) {
         struct piece *p = &e->pieces[i];
         void *recv = (char *)s->f32 + (p->off - base) * e->esz; /* 16 bits: widened in place once here */
-        p->gather = dt_coll_allgather(dt_engine_at(e, e->shard_p, p->shard_at), recv, p->n, e->c.pdt, "parameters");
+        const void *send = e->c.offload_param ? NULL : dt_engine_at(e, e->shard_p, p->shard_at); /* NULL: in place */
+        p->gather = dt_coll_allgather(send, recv, p->n, e->c.pdt, "parameters");
         fail(e, dt_comm_start(e->shard, &p->gather));
     }
 }
@@ -109,9 +131,12 @@ static const float *e_params(void *ctx, int u)
         }
         if (e->ntrace < e->trace_cap) e->trace[e->ntrace++] = u;
     }
+    if (e->c.stage <= 2) await_unit(e, u);
     if (e->c.stage <= 2 && e->c.pdt == DT_F32) return (const float *)e->full_p + un->offset;
-    if (e->c.stage == 3 && e->c.pdt == DT_F32 && e->units[u].persistent)
+    if (e->c.stage == 3 && e->c.pdt == DT_F32 && e->units[u].persistent && !e->c.offload_param) {
+        await_unit(e, u);
         return (const float *)e->shard_p + e->pieces[e->units[u].first].shard_at;
+    }
     /* where we are in the first step's order */
     if (!e->tracing) {
         for (int i = e->trace_pos; i < e->ntrace; i++)
@@ -149,6 +174,7 @@ static const void *e_stored(void *ctx, int u)
 {
     struct dt_engine *e = ctx;
     if (e->c.stage > 2 || e->c.pdt == DT_F32 || e->c.pdt != e->m->compute) return NULL;
+    await_unit(e, u);
     return dt_engine_at(e, e->full_p, unit_of(e, u)->offset);
 }
 
@@ -388,6 +414,20 @@ static void e_grads_done(void *ctx, int u)
     }
 }
 
+/* A unit whose gradient is only the rows e_rows brings: under stages 2-3 its part of shard_g holds
+ * zeros since the step began, and the rows are added into it, so nothing is reduced for it (a
+ * Llama 3's untied embedding is 525M elements, reduce-scattered as zeros every micro-batch before);
+ * stages 0-1 keep it whole: zeroed, and reduced with its piece as any unit. */
+static void e_rows_only(void *ctx, int u)
+{
+    struct dt_engine *e = ctx;
+    if (e->c.stage >= 2) return;
+    bool fresh;
+    float *g = e_grads(ctx, u, &fresh);
+    if (fresh) e->k->zero(e->kc, g, unit_of(e, u)->numel * sizeof(float));
+    e_grads_done(ctx, u);
+}
+
 /* ---- the embedding rows, which come after their units were done */
 
 /* rows into what this rank keeps of the table at flat offset `table` */
@@ -453,6 +493,7 @@ static void e_rows(void *ctx, size_t table, const int32_t *rows, const float *va
 void dt_engine_install_hooks(struct dt_engine *e)
 {
     e->m->mem = (struct dt_model_mem_i){.params = e_params, .params_done = e_params_done, .grads = e_grads,
-                                        .grads_done = e_grads_done, .rows = e_rows, .stored = e_stored};
+                                        .grads_done = e_grads_done, .rows = e_rows, .rows_only = e_rows_only,
+                                        .stored = e_stored};
     e->m->mem_ctx = e;
 }

@@ -3,7 +3,9 @@
  * which ranges a rank writes and reads, and the copies, in fp32 whatever the
  * working type.
  */
+#include <stdlib.h>
 #include <string.h>
+#include "core/error.h"
 #include "strategy/engine_impl.h"
 
 int dt_engine_narrays(const struct dt_engine *e) { return 1 + (int)(dt_optimizer_state_bytes(e->opt.c.kind) / 4); }
@@ -75,6 +77,10 @@ static void *working(const struct dt_engine *e, const struct piece *p, size_t of
  * sub-group at a time */
 static void working_to_host(const struct dt_engine *e, float *d, const void *w, size_t n)
 {
+    if (e->c.offload_param) { /* on the host already */
+        e->hk->convert(e->hkc, d, DT_F32, w, e->c.pdt, n);
+        return;
+    }
     if (e->c.pdt == DT_F32) {
         e->k->copy(e->kc, d, w, n * sizeof(float), DT_COPY_TO_HOST);
         return;
@@ -88,6 +94,10 @@ static void working_to_host(const struct dt_engine *e, float *d, const void *w, 
 
 static void working_from_host(const struct dt_engine *e, void *w, const float *s, size_t n)
 {
+    if (e->c.offload_param) {
+        if (w != (const void *)s) e->hk->convert(e->hkc, w, e->c.pdt, s, DT_F32, n);
+        return;
+    }
     if (e->c.pdt == DT_F32) {
         e->k->copy(e->kc, w, s, n * sizeof(float), DT_COPY_TO_DEVICE);
         return;
@@ -99,13 +109,21 @@ static void working_from_host(const struct dt_engine *e, void *w, const float *s
     }
 }
 
+/* the master weights and the optimizer's state, where they live: the device's memory, or offloaded to
+ * the host's (a memcpy there) */
+static void state_copy(const struct dt_engine *e, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind)
+{
+    if (e->c.offload) memcpy(dst, src, bytes);
+    else e->k->copy(e->kc, dst, src, bytes, kind);
+}
+
 void dt_engine_get(const struct dt_engine *e, int array, size_t off, size_t n, float *dst)
 {
     EACH_RUN(e, off, n, {
         float *d = dst + done_;
-        if (array == 0 && e->master) e->k->copy(e->kc, d, e->master + at_, k_ * sizeof(float), DT_COPY_TO_HOST);
+        if (array == 0 && e->master) state_copy(e, d, e->master + at_, k_ * sizeof(float), DT_COPY_TO_HOST);
         else if (array == 0) working_to_host(e, d, working(e, p_, o_), k_);
-        else e->k->copy(e->kc, d, (array == 1 ? e->opt.m : e->opt.v) + at_, k_ * sizeof(float), DT_COPY_TO_HOST);
+        else state_copy(e, d, (array == 1 ? e->opt.m : e->opt.v) + at_, k_ * sizeof(float), DT_COPY_TO_HOST);
     })
 }
 
@@ -114,10 +132,10 @@ void dt_engine_put(struct dt_engine *e, int array, size_t off, size_t n, const f
     EACH_RUN(e, off, n, {
         const float *s = src + done_;
         if (array == 0) {
-            if (e->master) e->k->copy(e->kc, e->master + at_, s, k_ * sizeof(float), DT_COPY_TO_DEVICE);
+            if (e->master) state_copy(e, e->master + at_, s, k_ * sizeof(float), DT_COPY_TO_DEVICE);
             working_from_host(e, working(e, p_, o_), s, k_);
         } else {
-            e->k->copy(e->kc, (array == 1 ? e->opt.m : e->opt.v) + at_, s, k_ * sizeof(float), DT_COPY_TO_DEVICE);
+            state_copy(e, (array == 1 ? e->opt.m : e->opt.v) + at_, s, k_ * sizeof(float), DT_COPY_TO_DEVICE);
         }
     })
 }
@@ -129,4 +147,31 @@ dt_status_t dt_engine_loaded(struct dt_engine *e, int64_t opt_steps)
     /* stages 1-2 keep every parameter: the parts the others loaded */
     if (e->c.stage >= 1 && e->c.stage <= 2 && e->shard) return dt_engine_gather_params(e);
     return DT_SUCCESS;
+}
+
+dt_status_t dt_engine_fill(struct dt_engine *e, struct dt_param_source *s, size_t staging)
+{
+    int nr = dt_engine_load_ranges(e, NULL, 0);
+    size_t most = 0;
+    struct dt_range *r = malloc((size_t)(nr ? nr : 1) * sizeof *r);
+    if (r) dt_engine_load_ranges(e, r, nr);
+    for (int i = 0; r && i < nr; i++) most = r[i].n > most ? r[i].n : most;
+    size_t chunk = most < staging ? most : staging;
+    float *buf = s && chunk ? e->k->host_alloc(e->kc, chunk * sizeof *buf) : NULL;
+    /* a failure is kept, not returned: every rank goes on to the collective below */
+    dt_status_t rc = DT_SUCCESS;
+    if (s && (!r || (chunk && !buf)))
+        rc = dt_error(DT_ERR_NOMEM, "dtrun: rank %d: error: out of host memory staging %s (%zu MiB)", e->rank, s->what,
+                      chunk * sizeof *buf >> 20);
+    for (int i = 0; s && rc == DT_SUCCESS && i < nr; i++)
+        for (size_t done = 0; rc == DT_SUCCESS && done < r[i].n; done += chunk) {
+            size_t k = r[i].n - done < chunk ? r[i].n - done : chunk;
+            rc = s->fill(s->ctx, r[i].off + done, k, buf);
+            if (rc == DT_SUCCESS) dt_engine_put(e, 0, r[i].off + done, k, buf);
+        }
+    free(r);
+    if (buf) e->k->host_free(e->kc, buf);
+    dt_status_t done = dt_engine_loaded(e, 0);
+    DT_CHECK(rc);
+    return done;
 }

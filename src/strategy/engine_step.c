@@ -45,6 +45,7 @@ dt_status_t dt_engine_reduce_grads(struct dt_engine *e)
         if (e->c.stage <= 1) e->k->round_lp(e->kc, e->full_g, e->full_g, e->m->nparams, e->c.pdt);
         else e->k->round_lp(e->kc, e->shard_g, e->shard_g, e->shard_n, e->c.pdt);
     }
+    if (rc == DT_SUCCESS && e->c.offload) rc = dt_engine_offload_grads(e);
     return rc;
 }
 
@@ -99,23 +100,29 @@ static bool add_slice(struct dt_engine *e, const struct dt_adamw_slice *s)
 }
 
 /* Update flat elements [lo, hi) of piece p, all in one view (decay): AdamW's as a slice of the step's
- * one call, SGD's and stochastic rounding's (which needs scratch a slice at a time) now. */
+ * one call, SGD's and stochastic rounding's (which needs scratch a slice at a time) now. Offloaded, the
+ * host's copies: its gradients, fp32 master weights and working copy (host_p; fp32: the master). */
 static dt_status_t update(struct dt_engine *e, const struct piece *p, size_t lo, size_t hi, bool decay, float lr,
                           float gscale)
 {
     size_t n = hi - lo, at = p->shard_at + (lo - p->own_off), rel = lo - p->own_off;
     enum dt_dtype t = e->c.pdt;
     void *g = dt_engine_gat(e, dt_engine_owned_grads(e, p), rel), *w = dt_engine_at(e, owned_params(e, p), rel);
+    if (e->c.offload) {
+        g = dt_engine_gat(e, e->host_g, at);
+        w = dt_engine_at(e, dt_engine_host_working(e), at);
+    }
     float *w32 = w;
     /* the gradient is read in its storage type; master weights write their working copy in the same pass */
     struct dt_adamw_slice s;
-    if (!e->c.stochastic && dt_optimizer_slice(&e->opt, e->master ? e->master + at : w32, g, e->master ? w : NULL, at,
+    bool copy16 = e->master && w != e->master + at; /* a working copy besides the fp32 weights */
+    if (!e->c.stochastic && dt_optimizer_slice(&e->opt, e->master ? e->master + at : w32, g, copy16 ? w : NULL, at,
                                                n, decay, &s))
         return add_slice(e, &s) ? DT_SUCCESS
                                 : dt_error(DT_ERR_NOMEM, "dtrun: error: step %lld: out of host memory listing the "
                                            "optimizer's slices\n  hint: free memory on this node (a few KiB were "
                                            "asked for)", (long long)e->step);
-    if (e->master) {
+    if (e->master && w != e->master + at) {
         dt_optimizer_update(&e->opt, e->master + at, g, e->gdt, w, t, at, n, decay, lr, gscale);
         return DT_SUCCESS;
     }
@@ -141,6 +148,7 @@ dt_status_t dt_engine_gather_params(struct dt_engine *e)
                 if (e->pieces[first].part) DT_CHECK(dt_comm_wait(e->shard, &e->pieces[first].gather));
             inflight = 0;
         }
+        dt_engine_await_params(e, p); /* offload: its part came up */
         p->gather = dt_coll_allgather(NULL, dt_engine_at(e, e->full_p, p->off), p->n, e->c.pdt, "parameters");
         DT_CHECK(dt_comm_start(e->shard, &p->gather));
         inflight += p->n;
@@ -150,8 +158,34 @@ dt_status_t dt_engine_gather_params(struct dt_engine *e)
     return DT_SUCCESS;
 }
 
+/* Offload: each piece's reduced gradients, this rank's part, down into host_g, the copies queued beside
+ * the ops and waited for at once (the device computes the norm meanwhile: dt_engine_grad_norm) */
+dt_status_t dt_engine_offload_grads(struct dt_engine *e)
+{
+    uint64_t last = DT_NO_TICKET;
+    for (int i = 0; i < e->npieces; i++) {
+        const struct piece *p = &e->pieces[i];
+        last = dt_engine_copy_async(e, dt_engine_gat(e, e->host_g, p->shard_at), dt_engine_owned_grads(e, p),
+                                    p->own_n * e->gsz, DT_COPY_TO_HOST);
+    }
+    e->grads_down = last;
+    return DT_SUCCESS;
+}
+
+/* Offload: the updated working copy of each piece back up into the device's storage; a piece's upload
+ * is waited for where its parameters are next read (dt_engine_await_params) */
+static void upload(struct dt_engine *e)
+{
+    for (int i = 0; i < e->npieces; i++) {
+        struct piece *p = &e->pieces[i];
+        p->up = dt_engine_copy_async(e, owned_params(e, p), dt_engine_at(e, dt_engine_host_working(e), p->shard_at),
+                                     p->own_n * e->esz, DT_COPY_TO_DEVICE);
+    }
+}
+
 dt_status_t dt_engine_step(struct dt_engine *e, float lr, float gscale)
 {
+    if (e->c.offload) dt_engine_copy_wait(e, e->grads_down, true); /* the host reads them now */
     dt_optimizer_begin(&e->opt);
     const struct dt_model *m = e->m;
     size_t sub = e->c.sub_group && e->scratch ? e->c.sub_group : SIZE_MAX;
@@ -173,6 +207,7 @@ dt_status_t dt_engine_step(struct dt_engine *e, float lr, float gscale)
     if (rc != DT_SUCCESS) return rc;
     dt_optimizer_apply(&e->opt, e->slices, e->nslices, e->gdt, e->c.pdt, lr, gscale);
     dt_engine_drop_params(e); /* gathered and widened copies hold the old values */
+    if (e->c.offload && !e->c.offload_param) upload(e); /* offload_param's are read from the host */
     if (e->c.stage >= 1 && e->c.stage <= 2 && e->shard) return dt_engine_gather_params(e);
     return DT_SUCCESS;
 }

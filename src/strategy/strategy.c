@@ -31,6 +31,8 @@ void dt_strategy_engine_config(const struct dt_config *cfg, const struct dt_prec
         .master = pdt != DT_F32 && !prec->bf16_params,
         .stochastic = prec->bf16_params,
         .seed = (uint64_t)cfg->run.seed,
+        .offload = sc->offload_optimizer == DT_OFFLOAD_CPU,
+        .offload_param = sc->offload_param == DT_OFFLOAD_CPU && cfg->resolved.stage == 3,
     };
     if (ec->bucket < 1) ec->bucket = 1;
 }
@@ -55,20 +57,6 @@ dt_status_t dt_strategy_create(const struct dt_config *cfg, const struct dt_prec
     *s = (struct dt_strat){.rank = w->rank, .world = w->size, .grad_divisor = w->size, .w = w};
     name(cfg, s->name, sizeof s->name);
     dt_strategy_engine_config(cfg, prec, &s->ec);
-    const struct dt_strategy_config *sc = &cfg->compute.strategy_config;
-    bool offload = sc->offload_optimizer == DT_OFFLOAD_CPU || sc->offload_param == DT_OFFLOAD_CPU;
-    if (offload && cfg->compute.device == DT_DEVICE_CUDA) {
-        free(s);
-        return dt_error(DT_ERR_CONFIG, "dtrun: error: compute.strategy_config.offload_optimizer/offload_param: cpu is "
-                        "not built for GPU runs yet (the state would stay on the GPU, not where the config says)\n"
-                        "  hint: set them to none, or use a higher ZeRO stage to keep less on each GPU");
-    }
-    if (w->rank == 0 && offload)
-        DT_INFO(DT_SUB_COMM, "offload to cpu: on a CPU run the %s already in host memory, updated there",
-                sc->offload_optimizer == DT_OFFLOAD_CPU && sc->offload_param == DT_OFFLOAD_CPU
-                    ? "optimizer state and the parameters are"
-                : sc->offload_optimizer == DT_OFFLOAD_CPU ? "optimizer state is"
-                                                          : "parameters are");
     if (w->size > 1) {
         /* tensors on GPUs are reduced by NCCL (host values beside it by MPI); on CPUs by MPI */
         const struct dt_comm_backend *be =

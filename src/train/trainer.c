@@ -121,6 +121,39 @@ static dt_status_t save_config(const struct dt_config *cfg)
     return DT_SUCCESS;
 }
 
+/* what DTRUN_FAULT=hog takes (fault.h) */
+#define HOG_BYTES ((size_t)256 << 20)
+/* host memory a rank's initial parameters pass through, at most (64 MiB) */
+#define PARAM_STAGING ((size_t)16 << 20)
+
+/* The parameters a run starts from, on each rank only the ranges it keeps: the model's random init
+ * or model.init_from's file, read from the bytes that hold those ranges. */
+static dt_status_t initial_params(struct trainer *tr)
+{
+    const struct dt_config *cfg = tr->cfg;
+    const char *from = cfg->model.init_from;
+    struct dt_param_source src;
+    dt_status_t rc = DT_SUCCESS;
+    if (!from) dt_model_init_source(tr->model, (uint64_t)cfg->run.seed, &src);
+    else if (cfg->model.type == DT_MODEL_LLAMA) rc = dt_hf_llama_source(tr->model, from, &src);
+    else rc = dt_gpt_llmc_source(tr->model, from, &src);
+    if (rc == DT_SUCCESS && !src.ctx) rc = dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory opening %s", src.what);
+    /* a rank that could not open it still takes part in the fill's collective */
+    dt_status_t filled = dt_engine_fill(tr->strategy->engine, rc == DT_SUCCESS ? &src : NULL, PARAM_STAGING);
+    double read[2] = {(double)src.bytes_read, (double)src.bytes_read};
+    if (rc == DT_SUCCESS) dt_source_close(&src);
+    DT_CHECK(rc);
+    DT_CHECK(filled);
+    if (!from) return DT_SUCCESS;
+    DT_CHECK(dt_strategy_mean(tr->strategy, read, 1));
+    DT_CHECK(dt_strategy_max(tr->strategy, read + 1, 1));
+    if (tr->rank == 0)
+        DT_INFO(DT_SUB_TRAIN, "model.init_from %s: each rank read the slices it keeps, %.1f MiB on average, %.1f MiB "
+                "at most, of %.1f MiB of parameters in fp32", from, read[0] / 1048576, read[1] / 1048576,
+                (double)tr->model->nparams * 4 / 1048576);
+    return DT_SUCCESS;
+}
+
 static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const struct dt_world *w)
 {
     tr->cfg = cfg;
@@ -130,6 +163,9 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     tr->rank = w->rank;
     tr->world = w->size;
     DT_CHECK(dt_precision_from_config(cfg, &tr->prec));
+    /* refused before anything is allocated when the node cannot hold what its ranks will */
+    DT_CHECK(dt_memory_plan(cfg, &tr->plan));
+    DT_CHECK(dt_memory_check_node(cfg, &tr->plan));
     dt_loss_scaler_init(&tr->state.scaler, &tr->prec.scaler);
     tr->state.val_loss = NAN;
     tr->state.loss = NAN;
@@ -172,7 +208,6 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
         dt_shapes_mlp(cfg, &mc);
         mc.activations = tr->prec.compute;
         DT_CHECK(dt_mlp_create(&mc, tr->k, tr->kc, tr->B, &tr->model));
-        DT_CHECK(dt_mlp_init(tr->model, (uint64_t)cfg->run.seed));
         tr->x = malloc((size_t)tr->B * mc.in * sizeof(float));
         tr->y = malloc((size_t)tr->B * mc.out * sizeof(float));
         tr->labels = malloc((size_t)tr->B * sizeof(int32_t));
@@ -181,18 +216,15 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
         struct dt_llama_config lc;
         dt_shapes_llama(cfg, tr->prec.compute, &lc);
         DT_CHECK(dt_llama_create(&lc, tr->k, tr->kc, tr->B, tr->T, &tr->model));
-        if (cfg->model.init_from) DT_CHECK(dt_hf_load_llama(tr->model, cfg->model.init_from));
-        else DT_CHECK(dt_llama_init(tr->model, (uint64_t)cfg->run.seed));
     } else {
         struct dt_gpt_config gc;
         dt_shapes_gpt(cfg, tr->prec.compute, &gc);
         DT_CHECK(dt_gpt_create(&gc, tr->k, tr->kc, tr->B, tr->T, &tr->model));
-        if (cfg->model.init_from) DT_CHECK(dt_gpt_load_llmc(tr->model, cfg->model.init_from));
-        else DT_CHECK(dt_gpt_init(tr->model, (uint64_t)cfg->run.seed));
     }
     struct dt_optim_config oc;
     dt_shapes_optim(cfg, &oc);
     DT_CHECK(dt_strategy_attach(tr->strategy, tr->model, &oc));
+    if (!tr->resumed[0]) DT_CHECK(initial_params(tr));
     DT_CHECK(dt_train_ckpt_load(tr));
     DT_CHECK(dt_train_ckpt_prepare(tr, &tr->ckpt_bytes));
     tr->tokens = malloc((size_t)tr->B * (tr->T + 1) * sizeof(int32_t)); /* GPT; small for an MLP */
@@ -214,6 +246,7 @@ static void teardown(struct trainer *tr, bool clean)
     if (tr->events_open) dt_events_close(&tr->events);
     dt_dirlock_release(&tr->lock); /* after the events: their spool lives in run.dir */
     free(tr->tokens);
+    free(tr->hog);
     free(tr->labels);
     free(tr->x);
     free(tr->y);
@@ -406,6 +439,8 @@ static void step_starts(struct trainer *tr, int64_t step1)
     watch_clock(tr, step1, ending);
     if (dt_fault_hit(DT_FAULT_KILL, step1, tr->rank)) raise(SIGKILL);
     if (dt_fault_hit(DT_FAULT_STOP, step1, tr->rank)) raise(SIGSTOP);
+    if (dt_fault_hit(DT_FAULT_HOG, step1, tr->rank) && !tr->hog && (tr->hog = malloc(HOG_BYTES)))
+        memset(tr->hog, 1, HOG_BYTES); /* touched, so that it is resident */
     if (!ending && dt_fault_since(DT_FAULT_SLOW, step1, tr->rank)) nanosleep(&(struct timespec){0, 10000000}, NULL);
     /* a stall of a step is met by its first collective (comm.c); the exit's, here */
     if (ending && dt_fault_hit(DT_FAULT_STALL, step1, tr->rank)) dt_fault_stall_forever();
@@ -520,6 +555,31 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
     return DT_SUCCESS;
 }
 
+/* The run's measured peak against the plan (memory.h): the host's (a CPU run holds everything
+ * there) or the GPU's; more than 10% over it is said, with both numbers. A sanitizer build's host
+ * peak is ASan's too (shadow memory, the quarantine of freed blocks): the plan is for the build users
+ * run, and the sanitizer suite would warn on every run. */
+static void check_peak(struct trainer *tr)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    if (!tr->plan.gpu) return;
+#endif
+    int64_t peak, plan = tr->plan.gpu ? tr->plan.device : tr->plan.host, reserved;
+    const char *where = tr->plan.gpu ? "device" : "host";
+    if (tr->plan.gpu && tr->k->device_memory) {
+        tr->k->device_memory(tr->kc, &peak, &reserved);
+    } else {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        peak = (int64_t)ru.ru_maxrss * 1024;
+    }
+    if (plan > 0 && (double)peak > 1.10 * (double)plan)
+        DT_WARN("this rank's %s memory peaked at %.1f MiB, %.2fx the %.1f MiB planned for it (dtrun check --memory)\n"
+                "  hint: the plan misses something this run holds: size its nodes with room to spare, and report the "
+                "config with this line",
+                where, (double)peak / 1048576, (double)peak / (double)plan, (double)plan / 1048576);
+}
+
 /* A GPU run's device for run_started ("cuda:0 (NVIDIA H200, 139.8 GiB, sm_90, ...)") and, unless
  * events.peak_tflops says, the peak its name has in peak.h's table for MFU. A device that cannot be
  * described costs the MFU, said once, not the run (and every rank goes on to the same collectives). */
@@ -585,7 +645,7 @@ dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, cons
                 (long long)cfg->resolved.global_batch, tr.T, dt_kernels_threads(), dt_kernels_threads() > 1 ? "s" : "",
                 paths, source, tr.model->activation_bytes / 1048576.0, tr.world, tr.world > 1 ? "s" : "", tr.strategy->name,
                 tr.prec.name);
-        char world[160], device[320];
+        char world[160], device[320], device_plan[64];
         dt_world_describe(w, world, sizeof world);
         snprintf(device, sizeof device, "cpu (%d thread%s)", dt_kernels_threads(), dt_kernels_threads() > 1 ? "s" : "");
         tr.peak_tflops = cfg->events.peak_tflops;
@@ -604,12 +664,15 @@ dt_status_t dt_train(const struct dt_config *cfg, const struct dt_world *w, cons
             .resumed_step = tr.resumed_step};
         DT_INFO(DT_SUB_TRAIN, "model state on this rank: %.1f MiB (parameters %.1f, gradients %.1f, master weights "
                 "%.1f, optimizer %.1f, gathered %.1f), the most on any rank %.1f MiB; workspace %.1f MiB; "
-                "checkpoint copy %.1f MiB", (double)mem.state / 1048576, (double)mem.params / 1048576,
-                (double)mem.grads / 1048576, (double)mem.master / 1048576, (double)mem.optimizer / 1048576,
-                (double)mem.gathered / 1048576, most / 1048576, (double)mem.buffers / 1048576,
-                (double)tr.ckpt_bytes / 1048576);
+                "checkpoint copy %.1f MiB; planned for this rank: %s%.1f MiB of host memory (dtrun check --memory)",
+                (double)mem.state / 1048576, (double)mem.params / 1048576, (double)mem.grads / 1048576,
+                (double)mem.master / 1048576, (double)mem.optimizer / 1048576, (double)mem.gathered / 1048576,
+                most / 1048576, (double)mem.buffers / 1048576, (double)tr.ckpt_bytes / 1048576,
+                tr.plan.gpu ? dt_memory_device_str(&tr.plan, device_plan, sizeof device_plan) : "",
+                (double)tr.plan.host / 1048576);
         if (rc == DT_SUCCESS && tr.rank == 0) rc = dt_events_run_started(&tr.events, &info);
         if (rc == DT_SUCCESS) rc = loop(&tr, res);
+        if (rc == DT_SUCCESS) check_peak(&tr);
     }
     /* every rank at the end, under the watchdog: a rank hung at exit is named here, rather than
      * leaving the others waiting in the communicators' teardown (MPI_Finalize waits for every rank) */

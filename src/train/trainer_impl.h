@@ -15,6 +15,7 @@
 #include "optim/sched.h"
 #include "precision/policy.h"
 #include "strategy/strategy.h"
+#include "train/memory.h"
 #include "train/trainer.h"
 
 /* what each rank tells rank 0 of its checkpoint file */
@@ -61,6 +62,8 @@ struct trainer {
     double last_save;   /* when the last save began (rank 0's clock) */
     struct dt_ckpt_writer *writer;
     size_t ckpt_bytes; /* the state a save copies: this rank's share */
+    struct dt_memory_plan plan; /* what this rank will hold (memory.h), checked before anything is allocated */
+    void *hog;                  /* DTRUN_FAULT=hog's memory */
     struct dt_ckpt_report *reports; /* one a rank, taken at start: a save's collectives cannot fail to allocate */
     struct dt_ckpt_file *files;
     struct dt_dirlock ckpt_lock;    /* rank 0: a checkpoint.dir outside run.dir is this run's too */

@@ -95,7 +95,7 @@ missing=""
 while read -r op kernels; do
     for k in $kernels; do grep -qx "$k" <<<"$syms" || missing="$missing $op:$k"; done
 done <<<"$table"
-ops=$(sed -n 's/^ *[a-z_ ]*(\*\([a-z_0-9]*\))(struct dt_kctx \*kc, .*/\1/p' "$DT_SRCDIR/kernels/kernels.h" | grep -vxE 'describe|alloc|free|host_alloc|host_free|zero|copy|synchronize|wait|device_memory' | sort)
+ops=$(sed -n 's/^ *[a-z_ ]*(\*\([a-z_0-9]*\))(struct dt_kctx \*kc, .*/\1/p' "$DT_SRCDIR/kernels/kernels.h" | grep -vxE 'describe|alloc|free|host_alloc|host_free|zero|copy|copy_async|copy_wait|synchronize|wait|device_memory' | sort)
 same "the table names every op of kernels.h" "$(cut -d' ' -f1 <<<"$table" | sort)" "$ops"
 same "each op's kernels are in the module" "$missing" ""
 DTRUN_CUDA_MODULE=$TMP/none.so run "dtrun info without the module" 0 "$DTRUN" info

@@ -27,6 +27,6 @@ same "hf_zero3: the keys with no meaning here named, with their lines and why" "
   steps_per_print (line 53): dtrun prints every events.interval
   zero_optimization.contiguous_gradients (line 42): dtrun's gradients are always in one contiguous buffer
   zero_optimization.stage3_gather_16bit_weights_on_model_save (line 49): checkpoints hold fp32 weights; dtrun ckpt export writes a whole model
-  zero_optimization.offload_optimizer.pin_memory (line 35): pinning speeds host-GPU copies; a CPU run has none
-  zero_optimization.offload_param.pin_memory (line 39): pinning speeds host-GPU copies; a CPU run has none"
+  zero_optimization.offload_optimizer.pin_memory (line 35): dtrun always pins what it offloads from a GPU (a CPU run has nothing to pin)
+  zero_optimization.offload_param.pin_memory (line 39): dtrun always pins what it offloads from a GPU (a CPU run has nothing to pin)"
 finish

@@ -43,7 +43,7 @@ static bool same_set(const struct dt_st_set *a, const struct dt_st_set *b)
 }
 
 /* one tensor's values: read, and checked against the file's bytes (raw: NULL when not known) */
-static void read_one(const struct dt_st_set *s, const struct dt_st_tensor *t, const uint8_t *raw, size_t rawlen)
+static void read_one(struct dt_st_set *s, const struct dt_st_tensor *t, const uint8_t *raw, size_t rawlen)
 {
     size_t n = (size_t)t->numel, w = dt_dtype_size(t->dtype);
     float *v = malloc(n ? n * sizeof *v : 1);
@@ -81,7 +81,7 @@ static void read_one(const struct dt_st_set *s, const struct dt_st_tensor *t, co
 }
 
 /* every tensor of an opened checkpoint (raw: the single file's bytes, or NULL) */
-static void walk(const struct dt_st_set *s, const uint8_t *raw, size_t rawlen)
+static void walk(struct dt_st_set *s, const uint8_t *raw, size_t rawlen)
 {
     int n = dt_st_count(s);
     if (n < 0) dt_fuzz_fail("dt_st_count is %d", n);

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "dt_test.h"
 #include "kernels/kernels.h"
+#include "model/model.h"
 
 static char dir[64], cwd[4096];
 
@@ -20,6 +21,17 @@ struct dt_kctx *dt_test_kctx(void)
         atexit(kctx_destroy);
     }
     return kctx;
+}
+
+void dt_test_own(struct dt_model *m, struct dt_param_source *s, uint64_t seed)
+{
+    assert_int_equal(dt_model_own_buffers(m), DT_SUCCESS);
+    struct dt_param_source init;
+    if (!s && seed) dt_model_init_source(m, seed, s = &init);
+    if (!s) return;
+    dt_status_t rc = dt_model_fill_own(m, s);
+    dt_source_close(s);
+    if (rc != DT_SUCCESS) fail_msg("%s", dt_error_msg());
 }
 
 int dt_test_setup(void **state)

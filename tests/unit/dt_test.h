@@ -24,6 +24,11 @@ dt_status_t dt_test_config(struct dt_config *cfg, const struct dt_geometry *geo,
 struct dt_kctx;
 /* The CPU kernels' context (kernels.h), one per test process, destroyed at exit. */
 struct dt_kctx *dt_test_kctx(void);
+struct dt_model;
+struct dt_param_source;
+/* m given its own buffers (a model without a strategy, model.h), filled from s unless s is NULL (s is
+ * closed); the model's random init with seed when s is NULL and seed is not 0 */
+void dt_test_own(struct dt_model *m, struct dt_param_source *s, uint64_t seed);
 /* Collect what is written to stderr between begin and end (malloc'd). */
 void dt_test_stderr_begin(void);
 char *dt_test_stderr_end(void);

@@ -91,6 +91,7 @@ static void check(bool checkpointing)
     struct dt_gpt_config c = {x.L, x.NH, x.C, x.V, x.T, checkpointing, false, DT_F32};
     struct dt_model *m;
     assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, dt_test_kctx(), x.B, x.T, &m), DT_SUCCESS);
+    dt_test_own(m, NULL, 0);
     assert_int_equal(m->nparams, x.n);
     float *params = ours(m, x.params), *grads = ours(m, x.grads), *logits = malloc((size_t)x.B * x.T * x.V * 4);
     memcpy(m->params, params, x.n * sizeof(float));
@@ -183,7 +184,9 @@ static void loads_llmc_weights(void **state)
     struct dt_gpt_config c = {x.L, x.NH, x.C, x.V, x.T, false, false, DT_F32};
     struct dt_model *m;
     assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, dt_test_kctx(), x.B, x.T, &m), DT_SUCCESS);
-    assert_int_equal(dt_gpt_load_llmc(m, "model.bin"), DT_SUCCESS);
+    struct dt_param_source src;
+    assert_int_equal(dt_gpt_llmc_source(m, "model.bin", &src), DT_SUCCESS);
+    dt_test_own(m, &src, 0);
     float *params = ours(m, x.params);
     assert_memory_equal(m->params, params, x.n * sizeof(float));
     free(params);
@@ -192,7 +195,7 @@ static void loads_llmc_weights(void **state)
     dt_model_free(m);
     c.n_layer = 3;
     assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, dt_test_kctx(), x.B, x.T, &m), DT_SUCCESS);
-    assert_int_equal(dt_gpt_load_llmc(m, "model.bin"), DT_ERR_CONFIG);
+    assert_int_equal(dt_gpt_llmc_source(m, "model.bin", &src), DT_ERR_CONFIG);
     assert_string_equal(dt_error_msg(), "model.bin: error: the file holds max_seq_len 16, vocab_size 61, n_layer 2, "
                                         "n_head 3, n_embd 15; the config asks for 7, 61, 3, 3, 15\n"
                                         "  hint: set model.* to the file's shape");

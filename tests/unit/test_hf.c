@@ -27,8 +27,17 @@ static struct dt_model *made(const struct dt_llama_config *c, uint64_t seed)
 {
     struct dt_model *m;
     assert_int_equal(dt_llama_create(c, &dt_kernels_cpu, dt_test_kctx(), B, T, &m), DT_SUCCESS);
-    if (seed) assert_int_equal(dt_llama_init(m, seed), DT_SUCCESS);
+    dt_test_own(m, NULL, seed);
     return m;
+}
+
+/* dir's weights into m's own buffers, through the source a rank reads its slices with */
+static void load(struct dt_model *m, const char *dir)
+{
+    struct dt_param_source src;
+    assert_int_equal(dt_hf_llama_source(m, dir, &src), DT_SUCCESS);
+    assert_int_equal(dt_model_fill_own(m, &src), DT_SUCCESS);
+    dt_source_close(&src);
 }
 
 static float loss_of(struct dt_model *m)
@@ -64,7 +73,7 @@ static void round_trip(uint64_t shard_bytes, int shards)
     assert_int_equal(dt_hf_save_llama(a, a->params, "hf", DT_F32, shard_bytes), DT_SUCCESS);
     assert_int_equal(files_in("hf", ".safetensors"), shards);
     assert_int_equal(files_in("hf", "index.json"), shards > 1);
-    assert_int_equal(dt_hf_load_llama(b, "hf"), DT_SUCCESS);
+    load(b, "hf");
     assert_memory_equal(b->params, a->params, a->nparams * sizeof(float));
     float la = loss_of(a), lb = loss_of(b);
     assert_memory_equal(&la, &lb, sizeof la); /* the same loss to the bit */
@@ -81,7 +90,7 @@ static void bf16(void **state)
 {
     struct dt_model *a = trained_looking(&shape), *b = made(&shape, 0);
     assert_int_equal(dt_hf_save_llama(a, a->params, "hf", DT_BF16, 0), DT_SUCCESS);
-    assert_int_equal(dt_hf_load_llama(b, "hf"), DT_SUCCESS);
+    load(b, "hf");
     for (size_t i = 0; i < a->nparams; i++)
         if (b->params[i] != dt_f32_from_bf16(dt_bf16_from_f32(a->params[i])))
             fail_msg("parameter %zu: %.9g, its bf16 %.9g", i, b->params[i],
@@ -104,7 +113,7 @@ static void tied(void **state)
     assert_null(dt_st_find(st, "lm_head.weight"));
     assert_int_equal(dt_st_count(st), 2 + 9 * c.n_layer);
     dt_st_close(st);
-    assert_int_equal(dt_hf_load_llama(b, "hf"), DT_SUCCESS);
+    load(b, "hf");
     float la = loss_of(a), lb = loss_of(b);
     assert_memory_equal(&la, &lb, sizeof la);
     struct dt_config cfg;
@@ -172,7 +181,8 @@ static void tensor_mismatch(void **state)
     t[n++] = (struct dt_st_out){"model.layers.2.mlp.up_proj.weight", 1, {4}, a->params};
     assert_int_equal(dt_st_write("hf", t, n, DT_F32, 0), DT_SUCCESS);
     struct dt_model *b = made(&shape, 0);
-    assert_int_equal(dt_hf_load_llama(b, "hf"), DT_ERR_CONFIG);
+    struct dt_param_source src;
+    assert_int_equal(dt_hf_llama_source(b, "hf", &src), DT_ERR_CONFIG);
     assert_string_equal(dt_error_msg(), "hf: error: 3 tensors of the checkpoint do not fit the model:\n"
                                         "  model.layers.1.self_attn.k_proj.weight: [16, 4] in the checkpoint, [8, 16] "
                                         "in the model\n"

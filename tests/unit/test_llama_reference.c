@@ -87,6 +87,7 @@ static void check(const char *name, bool checkpointing)
     x.c.activation_checkpointing = checkpointing;
     struct dt_model *m;
     assert_int_equal(dt_llama_create(&x.c, &dt_kernels_cpu, dt_test_kctx(), x.B, x.T, &m), DT_SUCCESS);
+    dt_test_own(m, NULL, 0);
     assert_int_equal(m->nparams, x.n);
     size_t BTC = (size_t)x.B * x.T * x.c.n_embd, BTV = (size_t)x.B * x.T * x.c.vocab_size;
     float *buf = malloc((BTC > BTV ? BTC : BTV) * sizeof *buf);

@@ -17,7 +17,7 @@ static void fd(bool regression)
     int B = 4;
     struct dt_model *m;
     assert_int_equal(dt_mlp_create(&c, &dt_kernels_cpu, dt_test_kctx(), B, &m), DT_SUCCESS);
-    assert_int_equal(dt_mlp_init(m, 7), DT_SUCCESS);
+    dt_test_own(m, NULL, 7);
     float x[20], y[12];
     int32_t labels[4] = {2, 0, 1, 2};
     struct dt_rng r = dt_rng_make(1, 2);

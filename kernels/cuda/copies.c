@@ -1,0 +1,68 @@
+/*
+ * copies.c - see copies.h. The copies run on a stream of their own; each is queued after an event
+ * recorded on the calling thread's compute stream (cudaStreamPerThread: the kernels', compiled with
+ * --default-stream per-thread), so it copies what the kernels queued before it wrote, and an event
+ * recorded after it marks its end. Tickets count the copies; ticket t's event is slot t % RING of a
+ * ring. A slot reused by a later copy marks a later end on the same stream, which comes after t's,
+ * so waiting on it is waiting for t and a little more: never too little.
+ */
+#include <cuda_runtime.h>
+#include <stdlib.h>
+#include "kernels/cuda/copies.h"
+
+#define RING 256
+
+struct dt_cuda_copies {
+    cudaStream_t stream;
+    cudaEvent_t before;      /* recorded on the compute stream ahead of each copy */
+    cudaEvent_t done[RING];  /* the copies' ends */
+    uint64_t next;           /* the next copy's ticket */
+};
+
+int dt_cuda_copies_create(struct dt_cuda_copies **out)
+{
+    struct dt_cuda_copies *c = calloc(1, sizeof *c);
+    *out = NULL;
+    if (!c) return (int)cudaErrorMemoryAllocation;
+    cudaError_t e = cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking);
+    if (e == cudaSuccess) e = cudaEventCreateWithFlags(&c->before, cudaEventDisableTiming);
+    for (int i = 0; i < RING && e == cudaSuccess; i++) e = cudaEventCreateWithFlags(&c->done[i], cudaEventDisableTiming);
+    if (e != cudaSuccess) {
+        dt_cuda_copies_destroy(c);
+        return (int)e;
+    }
+    *out = c;
+    return 0;
+}
+
+void dt_cuda_copies_destroy(struct dt_cuda_copies *c)
+{
+    if (!c) return;
+    if (c->stream) cudaStreamSynchronize(c->stream);
+    for (int i = 0; i < RING; i++)
+        if (c->done[i]) cudaEventDestroy(c->done[i]);
+    if (c->before) cudaEventDestroy(c->before);
+    if (c->stream) cudaStreamDestroy(c->stream);
+    free(c);
+}
+
+int dt_cuda_copy_async(struct dt_cuda_copies *c, void *dst, const void *src, size_t bytes, int kind, uint64_t *ticket)
+{
+    static const enum cudaMemcpyKind kinds[] = {cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
+                                                cudaMemcpyDeviceToDevice};
+    if (kind < 0 || kind > 2) return (int)cudaErrorInvalidValue;
+    uint64_t t = c->next++;
+    cudaError_t e = cudaEventRecord(c->before, cudaStreamPerThread);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(c->stream, c->before, 0);
+    if (e == cudaSuccess) e = cudaMemcpyAsync(dst, src, bytes, kinds[kind], c->stream);
+    if (e == cudaSuccess) e = cudaEventRecord(c->done[t % RING], c->stream);
+    *ticket = t;
+    return (int)e;
+}
+
+int dt_cuda_copy_wait(struct dt_cuda_copies *c, uint64_t ticket, int host)
+{
+    if (ticket >= c->next) return (int)cudaErrorInvalidValue;
+    cudaEvent_t ev = c->done[ticket % RING];
+    return (int)(host ? cudaEventSynchronize(ev) : cudaStreamWaitEvent(cudaStreamPerThread, ev, 0));
+}
