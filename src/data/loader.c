@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "data/loader.h"
+#include "data/prepare_manifest.h"
 
 static dt_status_t open_files(struct dt_dataset *d, const char *pattern, const char *key, int vocab)
 {
@@ -24,7 +25,13 @@ static dt_status_t open_files(struct dt_dataset *d, const char *pattern, const c
         return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory opening %s", key);
     }
     for (size_t i = 0; i < g.gl_pathc; i++) {
-        dt_status_t st = dt_shard_open(&d->shards[i], g.gl_pathv[i], vocab, (size_t)d->T + 1);
+        /* shards from `dtrun prepare --tokenizer` name their tokenizer: its ids must fit the model */
+        dt_status_t st = i == 0 ? dt_prepare_manifest_check(g.gl_pathv[i], vocab, key) : DT_SUCCESS;
+        if (st != DT_SUCCESS) {
+            globfree(&g);
+            return st;
+        }
+        st = dt_shard_open(&d->shards[i], g.gl_pathv[i], vocab, (size_t)d->T + 1);
         if (st != DT_SUCCESS) {
             globfree(&g);
             return st;

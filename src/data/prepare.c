@@ -34,7 +34,7 @@ static bool push(struct tokens *v, const unsigned char *b, size_t n)
     return true;
 }
 
-static dt_status_t read_file(const char *path, unsigned char **buf, size_t *n)
+dt_status_t dt_prepare_read_file(const char *path, unsigned char **buf, size_t *n)
 {
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
@@ -74,7 +74,7 @@ dt_status_t dt_prepare(int nfiles, char *const *files, const char *out_dir, doub
     for (int i = 0; i < nfiles && rc == DT_SUCCESS; i++) {
         unsigned char *b = NULL;
         size_t n = 0;
-        rc = read_file(files[i], &b, &n);
+        rc = dt_prepare_read_file(files[i], &b, &n);
         if (rc != DT_SUCCESS) break;
         size_t nval = (size_t)((double)n * val_fraction);
         if (!push(&train, b, n - nval) || !push(&val, b + n - nval, nval))

@@ -1,0 +1,393 @@
+/*
+ * prepare_tok.c - `dtrun prepare TEXT... --out DIR --tokenizer PATH` (#40): text files (one document
+ * each) and JSON Lines files (one document a line, its --text-key field) to llm.c token shards with
+ * a Hugging Face tokenizer. Each document is preceded by the tokenizer's document token, put in by
+ * id (text that looks like a special token stays text). Threads take chunks of documents; the
+ * tokens are written in document order, so the shards are the same on any number of threads.
+ *
+ * Validation takes whole documents spread evenly: document k (counted over all inputs) goes to
+ * validation when round((k+1)F) > round(kF), so F = 0.1 takes every tenth and F = 0 none.
+ */
+#include <errno.h>
+#include <glob.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "core/error.h"
+#include "core/log.h"
+#include "data/prepare.h"
+#include "data/prepare_manifest.h"
+#include "data/shard.h"
+#include "events/jsonl.h"
+#include "tokenize/tjson.h"
+#include "tokenize/tokenizer.h"
+
+#define CHUNK_BYTES (1 << 20) /* documents a thread takes at once */
+
+struct doc {
+    const char *p;
+    size_t n;
+};
+
+struct chunk {
+    size_t first, end; /* documents */
+    struct dt_tok_ids ids;
+    size_t *ends;      /* (end - first) each document's end in ids */
+    dt_status_t rc;
+    char err[512];
+};
+
+/* the work on one input file */
+struct work {
+    dt_tokenizer_t tok;
+    struct doc *docs;
+    struct chunk *chunks;
+    size_t nchunks;
+    atomic_size_t next, done_bytes;
+};
+
+/* one output split: train or val */
+struct out {
+    const char *dir, *prefix;
+    int rank; /* -1: one process, names without a rank */
+    uint32_t *buf;
+    size_t n, cap; /* cap: --shard-tokens */
+    int index;
+    uint64_t total;
+    int vocab;
+    struct dt_prepare_manifest *man;
+};
+
+static dt_status_t flush(struct out *o)
+{
+    if (!o->n) return DT_SUCCESS;
+    char name[64], path[4200];
+    if (o->rank < 0) snprintf(name, sizeof name, "%s_%06d.bin", o->prefix, o->index);
+    else snprintf(name, sizeof name, "%s_r%04d_%06d.bin", o->prefix, o->rank, o->index);
+    snprintf(path, sizeof path, "%s/%s", o->dir, name);
+    DT_CHECK(dt_shard_write(path, o->buf, o->n, o->vocab));
+    char **s = realloc(o->man->shards, (size_t)(o->man->nshards + 1) * sizeof *s);
+    if (!s || !(s[o->man->nshards] = strdup(name))) {
+        if (s) o->man->shards = s;
+        return dt_error(DT_ERR_NOMEM, "dtrun prepare: error: out of memory");
+    }
+    o->man->shards = s;
+    o->man->nshards++;
+    o->index++;
+    o->n = 0;
+    return DT_SUCCESS;
+}
+
+static dt_status_t append(struct out *o, const uint32_t *t, size_t n)
+{
+    while (n) {
+        /* llm.c's shards are filled to the size and a document continues in the next one */
+        size_t k = o->cap - o->n < n ? o->cap - o->n : n;
+        memcpy(o->buf + o->n, t, k * sizeof *t);
+        o->n += k;
+        o->total += k;
+        t += k;
+        n -= k;
+        if (o->n == o->cap) DT_CHECK(flush(o));
+    }
+    return DT_SUCCESS;
+}
+
+/* tokenizes one chunk's documents with the thread's context (NULL: memory ran out) */
+static void run_chunk(struct work *w, dt_tok_ctx_t c, struct chunk *ch)
+{
+    size_t bytes = 0;
+    for (size_t d = ch->first; d < ch->end && !ch->rc; d++) {
+        if (!c) ch->rc = dt_error(DT_ERR_NOMEM, "dtrun prepare: error: out of memory for a thread's tokenizer");
+        else ch->rc = dt_tokenizer_encode(c, w->docs[d].p, w->docs[d].n, &ch->ids);
+        if (ch->rc) snprintf(ch->err, sizeof ch->err, "%s", dt_error_msg());
+        ch->ends[d - ch->first] = ch->ids.n;
+        bytes += w->docs[d].n;
+    }
+    atomic_fetch_add(&w->done_bytes, bytes);
+}
+
+static void *worker(void *arg)
+{
+    struct work *w = arg;
+    dt_tok_ctx_t c = dt_tok_ctx_new(w->tok);
+    for (size_t i; (i = atomic_fetch_add(&w->next, 1)) < w->nchunks;) run_chunk(w, c, &w->chunks[i]);
+    dt_tok_ctx_free(c);
+    return NULL;
+}
+
+static bool is_jsonl(const char *path)
+{
+    size_t n = strlen(path);
+    return (n > 6 && !strcmp(path + n - 6, ".jsonl")) || (n > 7 && !strcmp(path + n - 7, ".ndjson"));
+}
+
+/* A JSON Lines file's documents: each non-blank line's key, decoded into arena. */
+static dt_status_t jsonl_docs(const char *path, const char *buf, size_t n, const char *key, char *arena,
+                              struct doc **docs, size_t *ndocs)
+{
+    size_t cap = 1024, nd = 0, line = 0, used = 0;
+    struct doc *d = malloc(cap * sizeof *d);
+    if (!d) return dt_error(DT_ERR_NOMEM, "%s: error: out of memory", path);
+    for (const char *s = buf, *end = buf + n; s < end;) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s)), *e = nl ? nl : end;
+        line++;
+        const char *q = s;
+        while (q < e && (*q == ' ' || *q == '\t' || *q == '\r')) q++;
+        if (q < e) {
+            struct tj_doc j;
+            char err[256];
+            if (tj_parse(&j, s, (size_t)(e - s), err, sizeof err)) {
+                free(d);
+                return dt_error(DT_ERR_DATA, "%s:%zu: error: not a JSON object (%s)\n  hint: JSON Lines hold one "
+                                "object a line, e.g. {\"%s\": \"the document\"}", path, line, err, key);
+            }
+            const struct tj_node *v = tj_get(&j, &j.n[0], key);
+            if (!v || v->type != TJ_STR) {
+                tj_free(&j);
+                free(d);
+                return dt_error(DT_ERR_DATA, "%s:%zu: error: no string field \"%s\"\n  hint: name the documents' field "
+                                "with --text-key", path, line, key);
+            }
+            if (nd == cap) {
+                struct doc *nd2 = realloc(d, (cap *= 2) * sizeof *d);
+                if (!nd2) {
+                    tj_free(&j);
+                    free(d);
+                    return dt_error(DT_ERR_NOMEM, "%s: error: out of memory", path);
+                }
+                d = nd2;
+            }
+            memcpy(arena + used, tj_str(&j, v), v->len);
+            d[nd++] = (struct doc){arena + used, v->len};
+            used += v->len; /* a decoded string never outgrows its line */
+            tj_free(&j);
+        }
+        s = e + 1;
+    }
+    *docs = d;
+    *ndocs = nd;
+    return DT_SUCCESS;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+struct progress {
+    bool tty;
+    double t0, last;
+    uint64_t total_bytes, done_bytes, docs, tokens;
+};
+
+static void show(struct progress *p, uint64_t bytes, bool final)
+{
+    double t = now(), el = t - p->t0;
+    if (!final && t - p->last < (p->tty ? 0.2 : 10.0)) return;
+    p->last = t;
+    double rate = el > 0 ? (double)bytes / el / 1e6 : 0;
+    double eta = rate > 0 ? ((double)p->total_bytes - (double)bytes) / 1e6 / rate : 0;
+    if (final) {
+        if (p->tty) fputs("\r\033[K", stderr);
+        return;
+    }
+    fprintf(stderr, "%sprepare: %.1f/%.1f MB, %llu documents, %llu tokens, %.1f MB/s, ETA %.0f s%s",
+            p->tty ? "\r\033[K" : "", (double)bytes / 1e6, (double)p->total_bytes / 1e6, (unsigned long long)p->docs,
+            (unsigned long long)p->tokens, rate, eta, p->tty ? "" : "\n");
+}
+
+/* Removes what an earlier prepare wrote into dir (its manifest lists it) and refuses shards it
+ * did not write: a run's glob would mix them in. */
+static dt_status_t clear_dir(const char *dir)
+{
+    struct dt_prepare_manifest old;
+    bool found;
+    char path[4200];
+    DT_CHECK(dt_prepare_manifest_read(dir, &old, &found));
+    for (int i = 0; found && i < old.nshards; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, old.shards[i]);
+        if (unlink(path) && errno != ENOENT) {
+            dt_prepare_manifest_free(&old);
+            return dt_error(DT_ERR_DATA, "%s: error: cannot remove the shard an earlier prepare wrote: %s", path,
+                            strerror(errno));
+        }
+    }
+    dt_prepare_manifest_free(&old);
+    for (int k = 0; k < 2; k++) {
+        glob_t g;
+        snprintf(path, sizeof path, "%s/%s_*.bin", dir, k ? "val" : "train");
+        if (glob(path, 0, NULL, &g) == 0 && g.gl_pathc) {
+            dt_status_t rc = dt_error(DT_ERR_DATA, "%s: error: shards that dtrun prepare --tokenizer did not write are "
+                                      "here (%s)\n  hint: a run's data.train glob would mix them in: choose another "
+                                      "--out, or remove them", dir, g.gl_pathv[0]);
+            globfree(&g);
+            return rc;
+        }
+        globfree(&g);
+    }
+    return DT_SUCCESS;
+}
+
+dt_status_t dt_prepare_tokenized(const struct dt_prepare_opts *o)
+{
+    dt_tokenizer_t tok = NULL;
+    DT_CHECK(dt_tokenizer_load(o->tokenizer, &tok));
+    int vocab = dt_tokenizer_vocab_size(tok);
+    int32_t doc = dt_tokenizer_doc_token(tok);
+    dt_status_t rc = DT_SUCCESS;
+    if (o->doc_token) {
+        doc = dt_tokenizer_token_id(tok, o->doc_token);
+        if (doc < 0)
+            rc = dt_error(DT_ERR_USAGE, "--doc-token: error: \"%s\" is not a token of %s\n  hint: name one of its "
+                          "tokens, e.g. <|endoftext|> or <s>", o->doc_token, o->tokenizer);
+    } else if (doc < 0) {
+        rc = dt_error(DT_ERR_USAGE, "%s: error: this tokenizer has no <|begin_of_text|>, <s> or <|endoftext|> to put "
+                      "before each document\n  hint: name the document token with --doc-token TOKEN", o->tokenizer);
+    }
+    struct dt_prepare_manifest man = {0};
+    uint32_t *tbuf = NULL, *vbuf = NULL;
+    struct progress pr = {.tty = isatty(STDERR_FILENO), .t0 = now()};
+    pr.last = pr.t0;
+    for (int i = 0; i < o->nfiles && !rc; i++) {
+        struct stat st;
+        if (stat(o->files[i], &st))
+            rc = dt_error(DT_ERR_DATA, "%s: error: cannot read: %s", o->files[i], strerror(errno));
+        else pr.total_bytes += (uint64_t)st.st_size;
+    }
+    if (!rc) rc = dt_mkdirs(o->out_dir);
+    if (!rc) rc = clear_dir(o->out_dir);
+    size_t cap = o->shard_tokens;
+    if (!rc && (!(tbuf = malloc(cap * sizeof *tbuf)) || !(vbuf = malloc(cap * sizeof *vbuf))))
+        rc = dt_error(DT_ERR_NOMEM, "dtrun prepare: error: out of memory for shards of %zu tokens\n  hint: a smaller "
+                      "--shard-tokens", cap);
+    struct out train = {o->out_dir, "train", -1, tbuf, 0, cap, 0, 0, vocab, &man};
+    struct out val = {o->out_dir, "val", -1, vbuf, 0, cap, 0, 0, vocab, &man};
+    int nthreads = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (nthreads < 1) nthreads = 1;
+    uint64_t k = 0, bytes_before = 0;
+    double F = o->val_fraction;
+    for (int f = 0; f < o->nfiles && !rc; f++) {
+        unsigned char *buf = NULL;
+        size_t n = 0, nd = 0;
+        char *arena = NULL;
+        struct doc *docs = NULL;
+        if ((rc = dt_prepare_read_file(o->files[f], &buf, &n))) break;
+        if (is_jsonl(o->files[f])) {
+            if (!(arena = malloc(n + 1))) rc = dt_error(DT_ERR_NOMEM, "%s: error: out of memory", o->files[f]);
+            else rc = jsonl_docs(o->files[f], (char *)buf, n, o->text_key, arena, &docs, &nd);
+        } else if (!(docs = malloc(sizeof *docs))) {
+            rc = dt_error(DT_ERR_NOMEM, "%s: error: out of memory", o->files[f]);
+        } else {
+            docs[0] = (struct doc){(char *)buf, n};
+            nd = 1;
+        }
+        /* chunks of about CHUNK_BYTES of whole documents */
+        struct work w = {.tok = tok, .docs = docs};
+        size_t chcap = 0;
+        for (size_t d = 0; d < nd && !rc;) {
+            size_t b = 0, first = d;
+            while (d < nd && (b < CHUNK_BYTES || d == first)) b += docs[d++].n;
+            if (w.nchunks == chcap) {
+                struct chunk *c = realloc(w.chunks, (chcap = chcap * 2 + 16) * sizeof *c);
+                if (!c) {
+                    rc = dt_error(DT_ERR_NOMEM, "dtrun prepare: error: out of memory");
+                    break;
+                }
+                w.chunks = c;
+            }
+            w.chunks[w.nchunks] = (struct chunk){.first = first, .end = d};
+            if (!(w.chunks[w.nchunks++].ends = malloc((d - first) * sizeof(size_t))))
+                rc = dt_error(DT_ERR_NOMEM, "dtrun prepare: error: out of memory");
+        }
+        if (!rc) {
+            pthread_t th[256];
+            int started = 0, want = nthreads < 256 ? nthreads : 256;
+            if ((size_t)want > w.nchunks) want = (int)w.nchunks;
+            for (int t = 1; t < want; t++)
+                if (pthread_create(&th[started], NULL, worker, &w) == 0) started++;
+            /* this thread works too, and shows the progress between its chunks */
+            dt_tok_ctx_t c = dt_tok_ctx_new(tok);
+            for (size_t i; (i = atomic_fetch_add(&w.next, 1)) < w.nchunks;) {
+                run_chunk(&w, c, &w.chunks[i]);
+                pr.docs = k + w.chunks[i].end;
+                show(&pr, bytes_before + atomic_load(&w.done_bytes), false);
+            }
+            dt_tok_ctx_free(c);
+            for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+            for (size_t i = 0; i < w.nchunks && !rc; i++) {
+                struct chunk *ch = &w.chunks[i];
+                if (ch->rc) {
+                    rc = dt_error(ch->rc, "%s", ch->err);
+                    break;
+                }
+                size_t at = 0;
+                for (size_t d = ch->first; d < ch->end && !rc; d++, k++) {
+                    bool to_val = llround((double)(k + 1) * F) > llround((double)k * F);
+                    struct out *dst = to_val ? &val : &train;
+                    uint32_t dt = (uint32_t)doc;
+                    size_t e = ch->ends[d - ch->first];
+                    rc = append(dst, &dt, 1);
+                    if (!rc) rc = append(dst, ch->ids.v + at, e - at);
+                    pr.tokens += 1 + e - at;
+                    at = e;
+                }
+            }
+        }
+        for (size_t i = 0; i < w.nchunks; i++) {
+            dt_tok_ids_free(&w.chunks[i].ids);
+            free(w.chunks[i].ends);
+        }
+        free(w.chunks);
+        bytes_before += n;
+        pr.docs = k;
+        free(docs);
+        free(arena);
+        free(buf);
+    }
+    if (!rc) rc = flush(&train);
+    if (!rc) rc = flush(&val);
+    show(&pr, bytes_before, true);
+    if (!rc && train.total == 0)
+        rc = dt_error(DT_ERR_DATA, "dtrun prepare: error: no document went to training (%llu documents)\n  hint: give "
+                      "more documents or a smaller --val-fraction", (unsigned long long)k);
+    if (!rc) {
+        snprintf(man.tokenizer, sizeof man.tokenizer, "%s", dt_tokenizer_path(tok));
+        char *abs = realpath(dt_tokenizer_path(tok), NULL);
+        if (abs) snprintf(man.tokenizer, sizeof man.tokenizer, "%s", abs);
+        free(abs);
+        snprintf(man.family, sizeof man.family, "%s", dt_tokenizer_family(tok));
+        man.vocab_size = vocab;
+        man.doc_token = doc;
+        man.documents = k;
+        man.bytes = bytes_before;
+        man.train_tokens = train.total;
+        man.val_tokens = val.total;
+        rc = dt_prepare_manifest_write(o->out_dir, &man);
+    }
+    if (!rc) {
+        double el = now() - pr.t0;
+        int version = dt_shard_version(vocab);
+        DT_INFO(DT_SUB_TRAIN, "prepare: %llu documents, %.1f MB in %.1f s (%.1f MB/s, %d threads): %llu training and "
+                "%llu validation tokens in %d shards in %s (%s tokenizer, %d ids, document token %d, shard version %d)",
+                (unsigned long long)k, (double)bytes_before / 1e6, el, el > 0 ? (double)bytes_before / 1e6 / el : 0,
+                nthreads, (unsigned long long)train.total, (unsigned long long)val.total, man.nshards, o->out_dir,
+                dt_tokenizer_family(tok), vocab, doc, version);
+        DT_INFO(DT_SUB_TRAIN, "prepare: train with data.train=%s/train_*.bin%s%s%s model.vocab_size=%d (or larger)",
+                o->out_dir, val.total ? " data.val=" : "", val.total ? o->out_dir : "", val.total ? "/val_*.bin" : "",
+                vocab);
+    }
+    dt_prepare_manifest_free(&man);
+    free(tbuf);
+    free(vbuf);
+    dt_tokenizer_free(tok);
+    return rc;
+}
