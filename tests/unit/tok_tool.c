@@ -7,6 +7,7 @@
  *                                         UTF-8; for SentencePiece a literal `▁` reads back as a space)
  *   tok_tool bench TOKENIZER CORPUS [THREADS]   MB/s encoding the corpus THREADS ways
  *   tok_tool stream TOKENIZER CORPUS      the streaming decoder gives decode's text
+ *   tok_tool check TOKENIZER CORPUS       ids, roundtrip and stream at once (one load of the file)
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -53,6 +54,8 @@ static struct doc *read_corpus(const char *path, size_t *ndocs, char **data)
     return d;
 }
 
+static bool all_mode(const char *m) { return !strcmp(m, "check"); }
+
 static double now(void)
 {
     struct timespec ts;
@@ -84,7 +87,7 @@ static void *bench_thread(void *arg)
 int main(int argc, char **argv)
 {
     if (argc < 4) {
-        fprintf(stderr, "usage: tok_tool ids|roundtrip|bench|stream TOKENIZER CORPUS [THREADS]\n");
+        fprintf(stderr, "usage: tok_tool ids|check|roundtrip|bench|stream TOKENIZER CORPUS [THREADS]\n");
         return 2;
     }
     dt_tokenizer_t t;
@@ -130,10 +133,11 @@ int main(int argc, char **argv)
             fprintf(stderr, "%s\n", dt_error_msg());
             return 1;
         }
-        if (!strcmp(argv[1], "ids")) {
+        bool all = !strcmp(argv[1], "check");
+        if (all || !strcmp(argv[1], "ids")) {
             for (size_t k = 0; k < ids.n; k++) printf(k ? " %u" : "%u", ids.v[k]);
             putchar('\n');
-            continue;
+            if (!all) continue;
         }
         size_t len;
         char *text = dt_tokenizer_decode(t, ids.v, ids.n, true, &len);
@@ -152,7 +156,7 @@ int main(int argc, char **argv)
             }
             wn = o;
         }
-        if (!strcmp(argv[1], "stream")) {
+        if (all || !strcmp(argv[1], "stream")) {
             struct dt_tok_stream st;
             dt_tok_stream_init(&st, t, true);
             char *out = malloc(len + 64), buf[4096];
@@ -169,7 +173,8 @@ int main(int argc, char **argv)
                 if (bad++ < 5) fprintf(stderr, "document %zu: the stream's text differs from decode's\n", i);
             }
             free(out);
-        } else if (len != wn || memcmp(text, want, len)) {
+        }
+        if (strcmp(argv[1], "stream") && (len != wn || memcmp(text, want, len))) {
             if (bad++ < 5) {
                 size_t k = 0;
                 while (k < len && k < wn && text[k] == (char)want[k]) k++;
@@ -179,7 +184,7 @@ int main(int argc, char **argv)
         free(want);
         free(text);
     }
-    if (strcmp(argv[1], "ids")) printf("%s: %zu documents, %d differ\n", argv[1], nd, bad);
+    if (strcmp(argv[1], "ids")) fprintf(all_mode(argv[1]) ? stderr : stdout, "%s: %zu documents, %d differ\n", argv[1], nd, bad);
     dt_tok_ids_free(&ids);
     dt_tok_ctx_free(c);
     dt_tokenizer_free(t);
