@@ -6,7 +6,8 @@
 //   node tok_ref.mjs ids TOKENIZER CORPUS   Hugging Face's Rust tokenizers (@anush008/tokenizers, 0.22):
 //                                       one line of ids per document of CORPUS ("LENGTH\nBYTES\n" records),
 //                                       each read as UTF-8 the way JavaScript does (invalid bytes to U+FFFD)
-// For ids, the added tokens are taken out of the file and no template applies: dtrun never parses
+//   node tok_ref.mjs bench TOKENIZER CORPUS   Hugging Face's MB/s on CORPUS, one thread (bench/tokenize.sh)
+// For ids and bench, the added tokens are taken out of the file and no template applies: dtrun never parses
 // special tokens out of text and puts document tokens in by id.
 import fs from 'fs';
 import path from 'path';
@@ -83,7 +84,20 @@ if (cmd === 'files') {
     const out = [];
     for (const d of records(b)) out.push((await tok.encode(d, null, { addSpecialTokens: false })).getIds().join(' '));
     process.stdout.write(out.join('\n') + (out.length ? '\n' : ''));
+} else if (cmd === 'bench') {
+    // MB/s of Hugging Face on the corpus: one awaited call a document (one thread), the file loaded first
+    const { Tokenizer } = require('@anush008/tokenizers');
+    const json = JSON.parse(fs.readFileSync(a, 'utf8'));
+    json.added_tokens = [];
+    json.post_processor = null;
+    const tok = Tokenizer.fromString(JSON.stringify(json)), docs = records(b);
+    const bytes = docs.reduce((n, d) => n + Buffer.byteLength(d), 0);
+    let tokens = 0;
+    const t0 = process.hrtime.bigint();
+    for (const d of docs) tokens += (await tok.encode(d, null, { addSpecialTokens: false })).getIds().length;
+    const s = Number(process.hrtime.bigint() - t0) / 1e9;
+    console.log(`hf bytes=${bytes} tokens=${tokens} seconds=${s.toFixed(3)} MB/s=${(bytes / s / 1e6).toFixed(2)}`);
 } else {
-    console.error('usage: node tok_ref.mjs files DIR | ids TOKENIZER CORPUS');
+    console.error('usage: node tok_ref.mjs files DIR | ids TOKENIZER CORPUS | bench TOKENIZER CORPUS');
     process.exit(2);
 }
