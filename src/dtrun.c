@@ -517,6 +517,12 @@ static dt_status_t cmd_ckpt(int argc, char **argv)
     return usage_error("%s", how);
 }
 
+/* prepare's ranks wait for each other through PMIx (a day's prepare: no timeout to speak of) */
+static dt_status_t prepare_barrier(void *arg, const char *what)
+{
+    return dt_bootstrap_barrier(arg, what, 7 * 24 * 3600);
+}
+
 static dt_status_t cmd_prepare(int argc, char **argv)
 {
     struct dt_prepare_opts o = {.val_fraction = 0.1, .text_key = "text", .shard_tokens = 100000000};
@@ -575,8 +581,23 @@ static dt_status_t cmd_prepare(int argc, char **argv)
     }
     o.nfiles = n;
     o.files = files;
-    dt_status_t rc = o.tokenizer ? dt_prepare_tokenized(&o) : dt_prepare(n, files, o.out_dir, o.val_fraction);
+    o.nranks = 1;
+    dt_status_t rc = DT_SUCCESS;
+    struct dt_world w = {.size = 1};
+    if (o.tokenizer) rc = dt_world_discover(&w);
+    if (rc == DT_SUCCESS && w.size > 1 && w.source != DT_WORLD_PMIX)
+        rc = dt_error(DT_ERR_USAGE, "dtrun prepare: error: %d ranks, but no PMIx to coordinate them\n  hint: srun "
+                      "--mpi=pmix dtrun prepare ..., or mpirun -n N dtrun prepare ...", w.size);
+    if (rc == DT_SUCCESS && w.size > 1) {
+        dt_log_set_rank(w.rank, w.size);
+        o.rank = w.rank;
+        o.nranks = w.size;
+        o.barrier = prepare_barrier;
+        o.barrier_arg = &w;
+    }
+    if (rc == DT_SUCCESS) rc = o.tokenizer ? dt_prepare_tokenized(&o) : dt_prepare(n, files, o.out_dir, o.val_fraction);
     free(files);
+    if (w.size > 1) dt_pmix_finalize();
     return rc;
 }
 

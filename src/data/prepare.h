@@ -28,6 +28,11 @@ struct dt_prepare_opts {
     size_t shard_tokens;   /* tokens a shard holds (llm.c: 10^8) */
     int threads;           /* 0: every core */
     const char *doc_token; /* NULL: the tokenizer's BOS, or <|endoftext|> */
+    /* ranks (srun, mpirun): each takes the documents that start in its equal share of the input
+     * bytes and names its shards train_rNNNN_NNNNNN.bin; barrier waits for every rank */
+    int rank, nranks;
+    dt_status_t (*barrier)(void *arg, const char *what);
+    void *barrier_arg;
 };
 dt_status_t dt_prepare_tokenized(const struct dt_prepare_opts *o);
 /* A whole input file (at most 2 GiB), for both. */

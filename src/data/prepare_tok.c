@@ -128,19 +128,22 @@ static bool is_jsonl(const char *path)
     return (n > 6 && !strcmp(path + n - 6, ".jsonl")) || (n > 7 && !strcmp(path + n - 7, ".ndjson"));
 }
 
-/* A JSON Lines file's documents: each non-blank line's key, decoded into arena. */
-static dt_status_t jsonl_docs(const char *path, const char *buf, size_t n, const char *key, char *arena,
-                              struct doc **docs, size_t *ndocs)
+/* A JSON Lines file's documents: each non-blank line's key, decoded into arena; only lines that
+ * start in [lo, hi) (this rank's share), those before counted in *before. */
+static dt_status_t jsonl_docs(const char *path, const char *buf, size_t n, const char *key, char *arena, size_t lo,
+                              size_t hi, struct doc **docs, size_t *ndocs, uint64_t *before)
 {
     size_t cap = 1024, nd = 0, line = 0, used = 0;
     struct doc *d = malloc(cap * sizeof *d);
     if (!d) return dt_error(DT_ERR_NOMEM, "%s: error: out of memory", path);
-    for (const char *s = buf, *end = buf + n; s < end;) {
+    for (const char *s = buf, *end = buf + n; s < end && (size_t)(s - buf) < hi;) {
         const char *nl = memchr(s, '\n', (size_t)(end - s)), *e = nl ? nl : end;
         line++;
         const char *q = s;
         while (q < e && (*q == ' ' || *q == '\t' || *q == '\r')) q++;
-        if (q < e) {
+        if (q < e && (size_t)(s - buf) < lo) {
+            ++*before;
+        } else if (q < e) {
             struct tj_doc j;
             char err[256];
             if (tj_parse(&j, s, (size_t)(e - s), err, sizeof err)) {
@@ -237,6 +240,52 @@ static dt_status_t clear_dir(const char *dir)
     return DT_SUCCESS;
 }
 
+/* Ranks: each writes what it did to DIR/.prepare_rNNNN (counts, then its shards' names); after a
+ * barrier rank 0 adds them all into its manifest and removes the files. */
+static dt_status_t gather_ranks(const struct dt_prepare_opts *o, struct dt_prepare_manifest *m)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/.prepare_r%04d", o->out_dir, o->rank);
+    FILE *f = fopen(path, "w");
+    if (!f) return dt_error(DT_ERR_DATA, "%s: error: cannot write: %s", path, strerror(errno));
+    fprintf(f, "%llu %llu %llu %llu\n", (unsigned long long)m->documents, (unsigned long long)m->train_tokens,
+            (unsigned long long)m->val_tokens, (unsigned long long)m->bytes);
+    for (int i = 0; i < m->nshards; i++) fprintf(f, "%s\n", m->shards[i]);
+    if (fclose(f)) return dt_error(DT_ERR_DATA, "%s: error: cannot write: %s", path, strerror(errno));
+    DT_CHECK(o->barrier(o->barrier_arg, "prepare: every rank wrote its shards"));
+    if (o->rank != 0) return DT_SUCCESS;
+    for (int r = 1; r < o->nranks; r++) {
+        snprintf(path, sizeof path, "%s/.prepare_r%04d", o->out_dir, r);
+        f = fopen(path, "r");
+        unsigned long long d, t, v, b;
+        if (!f || fscanf(f, "%llu %llu %llu %llu\n", &d, &t, &v, &b) != 4) {
+            if (f) fclose(f);
+            return dt_error(DT_ERR_DATA, "%s: error: rank %d's account is missing or damaged\n  hint: --out must be on a "
+                            "file system every rank sees (a shared one across nodes)", path, r);
+        }
+        m->documents += d;
+        m->train_tokens += t;
+        m->val_tokens += v;
+        m->bytes += b;
+        char name[256];
+        while (fscanf(f, "%255s", name) == 1) {
+            char **s = realloc(m->shards, (size_t)(m->nshards + 1) * sizeof *s);
+            if (!s || !(s[m->nshards] = strdup(name))) {
+                if (s) m->shards = s;
+                fclose(f);
+                return dt_error(DT_ERR_NOMEM, "dtrun prepare: error: out of memory");
+            }
+            m->shards = s;
+            m->nshards++;
+        }
+        fclose(f);
+        unlink(path);
+    }
+    snprintf(path, sizeof path, "%s/.prepare_r%04d", o->out_dir, 0);
+    unlink(path);
+    return DT_SUCCESS;
+}
+
 dt_status_t dt_prepare_tokenized(const struct dt_prepare_opts *o)
 {
     dt_tokenizer_t tok = NULL;
@@ -263,27 +312,47 @@ dt_status_t dt_prepare_tokenized(const struct dt_prepare_opts *o)
             rc = dt_error(DT_ERR_DATA, "%s: error: cannot read: %s", o->files[i], strerror(errno));
         else pr.total_bytes += (uint64_t)st.st_size;
     }
+    /* ranks: each takes the documents that start in its equal share of the input bytes */
+    uint64_t total = pr.total_bytes, lo = total * (uint64_t)o->rank / (uint64_t)o->nranks,
+             hi = total * (uint64_t)(o->rank + 1) / (uint64_t)o->nranks;
+    pr.total_bytes = hi - lo;
+    if (o->rank == o->nranks - 1) hi = UINT64_MAX; /* the last rank takes what starts at the very end (empty files) */
     if (!rc) rc = dt_mkdirs(o->out_dir);
-    if (!rc) rc = clear_dir(o->out_dir);
+    if (!rc && o->rank == 0) rc = clear_dir(o->out_dir);
+    /* the other ranks write nothing until rank 0 has cleared the directory */
+    if (!rc && o->nranks > 1) rc = o->barrier(o->barrier_arg, "prepare: rank 0 cleared the output directory");
     size_t cap = o->shard_tokens;
     if (!rc && (!(tbuf = malloc(cap * sizeof *tbuf)) || !(vbuf = malloc(cap * sizeof *vbuf))))
         rc = dt_error(DT_ERR_NOMEM, "dtrun prepare: error: out of memory for shards of %zu tokens\n  hint: a smaller "
                       "--shard-tokens", cap);
-    struct out train = {o->out_dir, "train", -1, tbuf, 0, cap, 0, 0, vocab, &man};
-    struct out val = {o->out_dir, "val", -1, vbuf, 0, cap, 0, 0, vocab, &man};
+    int rank_name = o->nranks > 1 ? o->rank : -1;
+    struct out train = {o->out_dir, "train", rank_name, tbuf, 0, cap, 0, 0, vocab, &man};
+    struct out val = {o->out_dir, "val", rank_name, vbuf, 0, cap, 0, 0, vocab, &man};
     int nthreads = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (nthreads < 1) nthreads = 1;
-    uint64_t k = 0, bytes_before = 0;
+    uint64_t k = 0, k0 = 0, bytes_before = 0, base = 0;
     double F = o->val_fraction;
     for (int f = 0; f < o->nfiles && !rc; f++) {
         unsigned char *buf = NULL;
         size_t n = 0, nd = 0;
         char *arena = NULL;
         struct doc *docs = NULL;
+        uint64_t fbase = base, before = 0;
+        struct stat st;
+        base += stat(o->files[f], &st) == 0 ? (uint64_t)st.st_size : 0;
+        if (fbase >= hi && o->nranks > 1) break; /* the next ranks' share */
+        bool jsonl = is_jsonl(o->files[f]);
+        if (!jsonl && fbase < lo) {
+            k0++; /* a text file is one document, an earlier rank's */
+            continue;
+        }
         if ((rc = dt_prepare_read_file(o->files[f], &buf, &n))) break;
-        if (is_jsonl(o->files[f])) {
+        if (jsonl) {
+            size_t rlo = lo > fbase ? (size_t)(lo - fbase) : 0, rhi = hi - fbase < n ? (size_t)(hi - fbase) : n;
+            if (o->nranks == 1) rhi = n;
             if (!(arena = malloc(n + 1))) rc = dt_error(DT_ERR_NOMEM, "%s: error: out of memory", o->files[f]);
-            else rc = jsonl_docs(o->files[f], (char *)buf, n, o->text_key, arena, &docs, &nd);
+            else rc = jsonl_docs(o->files[f], (char *)buf, n, o->text_key, arena, rlo, rhi, &docs, &nd, &before);
+            k0 += before;
         } else if (!(docs = malloc(sizeof *docs))) {
             rc = dt_error(DT_ERR_NOMEM, "%s: error: out of memory", o->files[f]);
         } else {
@@ -331,7 +400,8 @@ dt_status_t dt_prepare_tokenized(const struct dt_prepare_opts *o)
                 }
                 size_t at = 0;
                 for (size_t d = ch->first; d < ch->end && !rc; d++, k++) {
-                    bool to_val = llround((double)(k + 1) * F) > llround((double)k * F);
+                    uint64_t g = k0 + k; /* the document's index over all inputs, whatever the rank */
+                    bool to_val = llround((double)(g + 1) * F) > llround((double)g * F);
                     struct out *dst = to_val ? &val : &train;
                     uint32_t dt = (uint32_t)doc;
                     size_t e = ch->ends[d - ch->first];
@@ -347,7 +417,7 @@ dt_status_t dt_prepare_tokenized(const struct dt_prepare_opts *o)
             free(w.chunks[i].ends);
         }
         free(w.chunks);
-        bytes_before += n;
+        for (size_t d = 0; d < nd; d++) bytes_before += docs[d].n;
         pr.docs = k;
         free(docs);
         free(arena);
@@ -356,10 +426,15 @@ dt_status_t dt_prepare_tokenized(const struct dt_prepare_opts *o)
     if (!rc) rc = flush(&train);
     if (!rc) rc = flush(&val);
     show(&pr, bytes_before, true);
-    if (!rc && train.total == 0)
+    man.documents = k;
+    man.bytes = bytes_before;
+    man.train_tokens = train.total;
+    man.val_tokens = val.total;
+    if (!rc && o->nranks > 1) rc = gather_ranks(o, &man);
+    if (!rc && o->rank == 0 && man.train_tokens == 0)
         rc = dt_error(DT_ERR_DATA, "dtrun prepare: error: no document went to training (%llu documents)\n  hint: give "
-                      "more documents or a smaller --val-fraction", (unsigned long long)k);
-    if (!rc) {
+                      "more documents or a smaller --val-fraction", (unsigned long long)man.documents);
+    if (!rc && o->rank == 0) {
         snprintf(man.tokenizer, sizeof man.tokenizer, "%s", dt_tokenizer_path(tok));
         char *abs = realpath(dt_tokenizer_path(tok), NULL);
         if (abs) snprintf(man.tokenizer, sizeof man.tokenizer, "%s", abs);
@@ -367,22 +442,21 @@ dt_status_t dt_prepare_tokenized(const struct dt_prepare_opts *o)
         snprintf(man.family, sizeof man.family, "%s", dt_tokenizer_family(tok));
         man.vocab_size = vocab;
         man.doc_token = doc;
-        man.documents = k;
-        man.bytes = bytes_before;
-        man.train_tokens = train.total;
-        man.val_tokens = val.total;
         rc = dt_prepare_manifest_write(o->out_dir, &man);
     }
     if (!rc) {
         double el = now() - pr.t0;
         int version = dt_shard_version(vocab);
-        DT_INFO(DT_SUB_TRAIN, "prepare: %llu documents, %.1f MB in %.1f s (%.1f MB/s, %d threads): %llu training and "
+        char ranks[32] = "";
+        if (o->nranks > 1) snprintf(ranks, sizeof ranks, " on each of %d ranks", o->nranks);
+        DT_INFO(DT_SUB_TRAIN, "prepare: %llu documents, %.1f MB in %.1f s (%.1f MB/s, %d threads%s): %llu training and "
                 "%llu validation tokens in %d shards in %s (%s tokenizer, %d ids, document token %d, shard version %d)",
-                (unsigned long long)k, (double)bytes_before / 1e6, el, el > 0 ? (double)bytes_before / 1e6 / el : 0,
-                nthreads, (unsigned long long)train.total, (unsigned long long)val.total, man.nshards, o->out_dir,
-                dt_tokenizer_family(tok), vocab, doc, version);
+                (unsigned long long)man.documents, (double)man.bytes / 1e6, el, el > 0 ? (double)man.bytes / 1e6 / el : 0,
+                nthreads, ranks, (unsigned long long)man.train_tokens, (unsigned long long)man.val_tokens, man.nshards,
+                o->out_dir, dt_tokenizer_family(tok), vocab, doc, version);
         DT_INFO(DT_SUB_TRAIN, "prepare: train with data.train=%s/train_*.bin%s%s%s model.vocab_size=%d (or larger)",
-                o->out_dir, val.total ? " data.val=" : "", val.total ? o->out_dir : "", val.total ? "/val_*.bin" : "",
+                o->out_dir, man.val_tokens ? " data.val=" : "", man.val_tokens ? o->out_dir : "",
+                man.val_tokens ? "/val_*.bin" : "",
                 vocab);
     }
     dt_prepare_manifest_free(&man);

@@ -49,6 +49,23 @@ run "prepare -j 2" 0 "$DTRUN" prepare many.jsonl --out j2 --tokenizer small.json
 same "prepare: shards of --shard-tokens, the same on any number of threads" \
     "$(cd j1 && ls && cat ./*.bin | md5sum)" "$(cd j2 && ls && cat ./*.bin | md5sum)"
 same "prepare: the train shards hold 1000 tokens each but the last" "$(od -An -t d4 -j 8 -N 4 j1/train_000000.bin | tr -d ' ')" "1000"
+# two ranks under mpirun: each its share of the input, the same tokens in the same order
+if dtrun_has '^bootstrap: pmix' && command -v mpirun >/dev/null; then
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 # as test_comm.sh: CI runs as root
+    printf 'a text file\n' >t.txt
+    run "prepare on 2 ranks (mpirun)" 0 timeout 120 mpirun -n 2 --oversubscribe "$DTRUN" prepare t.txt many.jsonl b.jsonl \
+        --out r2 --tokenizer small.json --shard-tokens 1000 -j 1
+    run "prepare on 1 rank" 0 "$DTRUN" prepare t.txt many.jsonl b.jsonl --out r1 --tokenizer small.json --shard-tokens 1000 -j 1
+    has "prepare on 2 ranks: the summary" "$err" "training and"
+    stream() { for f in "$@"; do od -An -v -t u2 -j 1024 "$f"; done | tr -s ' \n' ' ' | md5sum; }
+    same "prepare on 2 ranks: train shards named by rank, the same tokens in the same order" \
+        "$(cd r2 && ls train_r0000_* train_r0001_* >/dev/null && stream train_*.bin)" "$(cd r1 && stream train_*.bin)"
+    same "prepare on 2 ranks: validation too" "$(cd r2 && stream val_*.bin)" "$(cd r1 && stream val_*.bin)"
+    same "prepare on 2 ranks: one manifest counts every rank's documents" \
+        "$(grep -o '"documents":[0-9]*' r2/prepare.json) $(ls -A r2 | grep -c '^\.prepare_r')" "$(grep -o '"documents":[0-9]*' r1/prepare.json) 0"
+else
+    echo "# SKIP prepare on 2 ranks: no PMIx in this build or no mpirun"
+fi
 run "prepare again into the same directory, fewer shards" 0 "$DTRUN" prepare a.txt --out j1 --tokenizer small.json --val-fraction 0
 same "prepare again: its earlier shards replaced" "$(cd j1 && ls)" "prepare.json
 train_000000.bin"
