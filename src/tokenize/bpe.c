@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include "tokenize/tok_impl.h"
 
-#define SCAN_MAX 16
+#define SCAN_MAX 32
 
 static long scan(const struct dt_tokenizer *t, int32_t *sym, size_t n)
 {

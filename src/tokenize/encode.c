@@ -129,9 +129,14 @@ static long symbols(struct dt_tok_ctx *c, const unsigned char *s, size_t n)
         return (long)n;
     }
     for (size_t i = 0; i < n;) {
-        size_t l;
-        dt_utf8_next(s + i, n - i, &l);
-        int32_t id = dt_tok_lookup(t, (const char *)s + i, l);
+        size_t l = 1;
+        int32_t id;
+        if (s[i] < 0x80) {
+            id = t->ascii[s[i]];
+        } else {
+            dt_utf8_next(s + i, n - i, &l);
+            id = dt_tok_lookup(t, (const char *)s + i, l);
+        }
         if (id >= 0) {
             c->sym[k++] = id;
         } else {
@@ -191,45 +196,41 @@ dt_status_t dt_tokenizer_encode(dt_tok_ctx_t c, const char *text, size_t n, stru
     const unsigned char *s = (const unsigned char *)text;
     if (n == 0) return DT_SUCCESS;
     if (t->spm) {
-        /* Prepend "▁", Replace " " -> "▁", the text repaired on the way */
-        size_t spaces = 0;
-        for (size_t i = 0; i < n; i++) spaces += s[i] == ' ';
-        if (!grow((void **)&c->buf, &c->bufcap, 3 + 3 * n + 2 * spaces, 1)) goto nomem;
         unsigned char *tmp = NULL;
         if (!dt_utf8_valid(s, n)) {
             if (!(tmp = malloc(3 * n))) goto nomem;
             n = dt_utf8_repair(s, n, tmp);
             s = tmp;
-            spaces = 0;
-            for (size_t i = 0; i < n; i++) spaces += s[i] == ' ';
-            if (!grow((void **)&c->buf, &c->bufcap, 3 + n + 2 * spaces, 1)) {
-                free(tmp);
-                goto nomem;
-            }
+        }
+        /* Prepend "▁", Replace " " -> "▁", in one pass that hands each piece to BPE as it ends: a
+         * cut before each `▁` that follows another character (when the load found that safe) */
+        if (!grow((void **)&c->buf, &c->bufcap, 3 + 3 * n, 1)) {
+            free(tmp);
+            goto nomem;
         }
         unsigned char *b = c->buf;
-        size_t m = 0;
+        size_t m = 3, start = 0;
+        bool after_mark = true;
+        dt_status_t rc = DT_SUCCESS;
         memcpy(b, SPACE_MARK, 3);
-        m = 3;
-        for (size_t i = 0; i < n; i++) {
-            if (s[i] == ' ') {
-                memcpy(b + m, SPACE_MARK, 3);
-                m += 3;
-            } else {
+        for (size_t i = 0; i < n && !rc; i++) {
+            bool mark = s[i] == ' ' || (s[i] == 0xE2 && i + 2 < n && s[i + 1] == 0x96 && s[i + 2] == 0x81);
+            if (!mark) {
                 b[m++] = s[i];
+                after_mark = false;
+                continue;
             }
+            if (!after_mark && t->spm_cut) {
+                rc = piece(c, b + start, m - start, out);
+                start = m;
+            }
+            memcpy(b + m, SPACE_MARK, 3);
+            m += 3;
+            i += s[i] == ' ' ? 0 : 2;
+            after_mark = true;
         }
         free(tmp);
-        if (!t->spm_cut) return piece(c, b, m, out);
-        size_t start = 0;
-        for (size_t i = 3; i + 3 <= m; i++) {
-            /* a cut before each `▁` that follows another character */
-            if (b[i] == 0xE2 && !memcmp(b + i, SPACE_MARK, 3) && !(i >= 3 && !memcmp(b + i - 3, SPACE_MARK, 3))) {
-                DT_CHECK(piece(c, b + start, i - start, out));
-                start = i;
-            }
-        }
-        return piece(c, b + start, m - start, out);
+        return rc ? rc : piece(c, b + start, m - start, out);
     }
     if (!dt_utf8_valid(s, n)) {
         if (!grow((void **)&c->buf, &c->bufcap, 3 * n, 1)) goto nomem;

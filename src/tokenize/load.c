@@ -492,6 +492,10 @@ static dt_status_t finish(struct loader *L, bool byte_level)
         }
     }
     if (t->spm) t->spm_cut = spm_cut_safe(t);
+    for (int c = 0; c < 128; c++) {
+        char ch = (char)c;
+        t->ascii[c] = dt_tok_lookup(t, &ch, 1);
+    }
     static const char *const docs[] = {"<|begin_of_text|>", "<s>", "<|endoftext|>", NULL};
     t->doc = first_of(t, docs);
     return DT_SUCCESS;

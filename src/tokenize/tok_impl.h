@@ -35,6 +35,7 @@ struct dt_tokenizer {
     int32_t *mres;
     uint32_t mmask;
     int32_t byte_tok[256]; /* byte-level: the id of each byte; SentencePiece: <0xNN>'s id or -1 */
+    int32_t ascii[128];    /* SentencePiece: each ASCII character's token, -1 none (looked up once at load) */
     int32_t unk;
     int32_t doc;
 };
