@@ -209,7 +209,8 @@ dt_status_t dt_tokenizer_encode(dt_tok_ctx_t c, const char *text, size_t n, stru
             goto nomem;
         }
         unsigned char *b = c->buf;
-        size_t m = 3, start = 0;
+        bool lead = s[0] == ' ' || (n >= 3 && !memcmp(s, SPACE_MARK, 3));
+        size_t m = t->metaspace && lead ? 0 : 3, start = 0;
         bool after_mark = true;
         dt_status_t rc = DT_SUCCESS;
         memcpy(b, SPACE_MARK, 3);

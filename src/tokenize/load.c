@@ -382,6 +382,7 @@ static dt_status_t pre_tokenizer(struct loader *L, const struct tj_node *n, bool
             return refuse(L, "pre_tokenizer", "%s", "Metaspace other than {replacement \"\xe2\x96\x81\", prepend_scheme "
                           "\"first\", split false}");
         t->split = SPLIT_NONE;
+        t->metaspace = true;
         *spm = true;
         return DT_SUCCESS;
     }

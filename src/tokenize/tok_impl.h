@@ -17,6 +17,8 @@ struct dt_tokenizer {
     char *path;
     enum tok_split split;
     bool spm;           /* SentencePiece-style: `▁` for spaces, BPE over characters, byte fallback */
+    bool metaspace;     /* the Metaspace pre-tokenizer instead of the normalizer: no `▁` put before a
+                         * text that starts with one (or with a space) */
     bool ignore_merges; /* a piece that is a token whole is that token (Llama 3) */
     bool byte_fallback;
     bool spm_cut;       /* a long SentencePiece text may be cut before a `▁` that follows another

