@@ -170,15 +170,15 @@ static dt_status_t vocab(struct loader *L, const struct tj_node *v, const struct
     int64_t maxid = -1;
     size_t count = 0;
     for (const struct tj_node *m = tj_child(&L->d, v); m; m = tj_next(&L->d, m), count++) {
-        if (m->type != TJ_NUM || m->num < 0 || m->num > 1e8 || m->num != (double)(int64_t)m->num)
-            return dt_error(DT_ERR_DATA, "%s: error: model.vocab[\"%s\"] is not a token id (a whole number >= 0)",
+        if (m->type != TJ_NUM || m->num < 0 || m->num >= (1 << 22) || m->num != (double)(int64_t)m->num)
+            return dt_error(DT_ERR_DATA, "%s: error: model.vocab[\"%s\"] is not a token id (a whole number from 0 to 4194303)",
                             L->file, tj_key(&L->d, m));
         if ((int64_t)m->num > maxid) maxid = (int64_t)m->num;
     }
     for (const struct tj_node *a = added ? tj_child(&L->d, added) : NULL; a; a = tj_next(&L->d, a), count++) {
         const struct tj_node *id = tj_get(&L->d, a, "id");
-        if (!id || id->type != TJ_NUM || id->num < 0 || id->num > 1e8 || !str_of(L, a, "content"))
-            return dt_error(DT_ERR_DATA, "%s: error: added_tokens: an entry without a whole \"id\" >= 0 or a "
+        if (!id || id->type != TJ_NUM || id->num < 0 || id->num >= (1 << 22) || id->num != (double)(int64_t)id->num || !str_of(L, a, "content"))
+            return dt_error(DT_ERR_DATA, "%s: error: added_tokens: an entry without a whole \"id\" from 0 to 4194303 or a "
                             "\"content\" string", L->file);
         if ((int64_t)id->num > maxid) maxid = (int64_t)id->num;
     }
