@@ -28,7 +28,8 @@
 #include "tokenize/tjson.h"
 #include "tokenize/tokenizer.h"
 
-#define CHUNK_BYTES (1 << 20) /* documents a thread takes at once */
+#define CHUNK_BYTES (1 << 20)  /* documents a thread takes at once */
+#define BATCH_BYTES (64 << 20) /* text read before the threads tokenize it */
 
 struct doc {
     const char *p;
@@ -208,6 +209,126 @@ static void show(struct progress *p, uint64_t bytes, bool final)
             (unsigned long long)p->tokens, rate, eta, p->tty ? "" : "\n");
 }
 
+/* Documents from one file or several (many small text files are one batch), tokenized by all the
+ * threads at once and written in order. */
+struct batch {
+    struct doc *docs;
+    size_t nd, cap, bytes;
+    void **mem; /* the files' buffers and arenas the documents point into */
+    size_t nmem, memcap;
+};
+
+static dt_status_t batch_add(struct batch *b, unsigned char *buf, char *arena, const struct doc *docs, size_t nd)
+{
+    if (b->nmem + 2 > b->memcap) {
+        void **m = realloc(b->mem, (b->memcap = b->memcap * 2 + 16) * sizeof *m);
+        if (!m) return free(buf), free(arena), dt_error(DT_ERR_NOMEM, "dtrun prepare: error: out of memory");
+        b->mem = m;
+    }
+    b->mem[b->nmem++] = buf;
+    b->mem[b->nmem++] = arena;
+    if (b->nd + nd > b->cap) {
+        size_t cap = b->cap * 2 + nd + 64;
+        struct doc *d = realloc(b->docs, cap * sizeof *d);
+        if (!d) return dt_error(DT_ERR_NOMEM, "dtrun prepare: error: out of memory");
+        b->docs = d;
+        b->cap = cap;
+    }
+    for (size_t i = 0; i < nd; i++) b->bytes += docs[i].n;
+    memcpy(b->docs + b->nd, docs, nd * sizeof *docs);
+    b->nd += nd;
+    return DT_SUCCESS;
+}
+
+static void batch_free(struct batch *b)
+{
+    for (size_t i = 0; i < b->nmem; i++) free(b->mem[i]);
+    free(b->mem);
+    free(b->docs);
+    memset(b, 0, sizeof *b);
+}
+
+/* what the tokenizing threads and the ordered writer share over the whole prepare */
+struct state {
+    dt_tokenizer_t tok;
+    int nthreads;
+    struct progress *pr;
+    double F;
+    int32_t doc;
+    struct out *train, *val;
+    uint64_t k, k0; /* documents this rank has written; documents of the ranks before it */
+    uint64_t bytes; /* text this rank has tokenized */
+};
+
+static dt_status_t tokenize_batch(struct state *S, struct batch *B)
+{
+    dt_status_t rc = DT_SUCCESS;
+    /* chunks of whole documents, up to CHUNK_BYTES, and at least four a thread when the batch is small */
+    struct work w = {.tok = S->tok, .docs = B->docs};
+    size_t chcap = 0, chunk = B->bytes / (4 * (size_t)S->nthreads);
+    chunk = chunk > CHUNK_BYTES ? CHUNK_BYTES : chunk < 1024 ? 1024 : chunk;
+    for (size_t d = 0; d < B->nd && !rc;) {
+        size_t b = 0, first = d;
+        while (d < B->nd && (b < chunk || d == first)) b += B->docs[d++].n;
+        if (w.nchunks == chcap) {
+            struct chunk *c = realloc(w.chunks, (chcap = chcap * 2 + 16) * sizeof *c);
+            if (!c) {
+                rc = dt_error(DT_ERR_NOMEM, "dtrun prepare: error: out of memory");
+                break;
+            }
+            w.chunks = c;
+        }
+        w.chunks[w.nchunks] = (struct chunk){.first = first, .end = d};
+        if (!(w.chunks[w.nchunks++].ends = malloc((d - first) * sizeof(size_t))))
+            rc = dt_error(DT_ERR_NOMEM, "dtrun prepare: error: out of memory");
+    }
+    if (!rc) {
+        pthread_t th[256];
+        int started = 0, want = S->nthreads < 256 ? S->nthreads : 256;
+        if ((size_t)want > w.nchunks) want = (int)w.nchunks;
+        for (int t = 1; t < want; t++)
+            if (pthread_create(&th[started], NULL, worker, &w) == 0) started++;
+        /* this thread works too, and shows the progress between its chunks */
+        dt_tok_ctx_t c = dt_tok_ctx_new(S->tok);
+        for (size_t i; (i = atomic_fetch_add(&w.next, 1)) < w.nchunks;) {
+            run_chunk(&w, c, &w.chunks[i]);
+            S->pr->docs = S->k + w.chunks[i].end;
+            show(S->pr, S->bytes + atomic_load(&w.done_bytes), false);
+        }
+        dt_tok_ctx_free(c);
+        for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
+        for (size_t i = 0; i < w.nchunks && !rc; i++) {
+            struct chunk *ch = &w.chunks[i];
+            if (ch->rc) {
+                rc = dt_error(ch->rc, "%s", ch->err);
+                break;
+            }
+            size_t at = 0;
+            for (size_t d = ch->first; d < ch->end && !rc; d++, S->k++) {
+                uint64_t g = S->k0 + S->k; /* the document's index over all inputs, whatever the rank */
+                bool to_val = llround((double)(g + 1) * S->F) > llround((double)g * S->F);
+                struct out *dst = to_val ? S->val : S->train;
+                uint32_t dt = (uint32_t)S->doc;
+                size_t e = ch->ends[d - ch->first];
+                rc = append(dst, &dt, 1);
+                if (!rc) rc = append(dst, ch->ids.v + at, e - at);
+                S->pr->tokens += 1 + e - at;
+                at = e;
+            }
+        }
+    }
+    for (size_t i = 0; i < w.nchunks; i++) {
+        dt_tok_ids_free(&w.chunks[i].ids);
+        free(w.chunks[i].ends);
+    }
+    free(w.chunks);
+    S->bytes += B->bytes;
+    S->pr->docs = S->k;
+    for (size_t i = 0; i < B->nmem; i++) free(B->mem[i]);
+    B->nmem = B->nd = B->bytes = 0;
+    return rc;
+}
+
 /* Removes what an earlier prepare wrote into dir (its manifest lists it) and refuses shards it
  * did not write: a run's glob would mix them in. */
 static dt_status_t clear_dir(const char *dir)
@@ -330,8 +451,10 @@ dt_status_t dt_prepare_tokenized(const struct dt_prepare_opts *o)
     struct out val = {o->out_dir, "val", rank_name, vbuf, 0, cap, 0, 0, vocab, &man};
     int nthreads = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (nthreads < 1) nthreads = 1;
-    uint64_t k = 0, k0 = 0, bytes_before = 0, base = 0;
-    double F = o->val_fraction;
+    struct state S = {.tok = tok, .nthreads = nthreads, .pr = &pr, .F = o->val_fraction, .doc = doc,
+                      .train = &train, .val = &val};
+    struct batch B = {0};
+    uint64_t base = 0;
     for (int f = 0; f < o->nfiles && !rc; f++) {
         unsigned char *buf = NULL;
         size_t n = 0, nd = 0;
@@ -343,7 +466,7 @@ dt_status_t dt_prepare_tokenized(const struct dt_prepare_opts *o)
         if (fbase >= hi && o->nranks > 1) break; /* the next ranks' share */
         bool jsonl = is_jsonl(o->files[f]);
         if (!jsonl && fbase < lo) {
-            k0++; /* a text file is one document, an earlier rank's */
+            S.k0++; /* a text file is one document, an earlier rank's */
             continue;
         }
         if ((rc = dt_prepare_read_file(o->files[f], &buf, &n))) break;
@@ -352,77 +475,22 @@ dt_status_t dt_prepare_tokenized(const struct dt_prepare_opts *o)
             if (o->nranks == 1) rhi = n;
             if (!(arena = malloc(n + 1))) rc = dt_error(DT_ERR_NOMEM, "%s: error: out of memory", o->files[f]);
             else rc = jsonl_docs(o->files[f], (char *)buf, n, o->text_key, arena, rlo, rhi, &docs, &nd, &before);
-            k0 += before;
+            S.k0 += before;
         } else if (!(docs = malloc(sizeof *docs))) {
             rc = dt_error(DT_ERR_NOMEM, "%s: error: out of memory", o->files[f]);
         } else {
             docs[0] = (struct doc){(char *)buf, n};
             nd = 1;
         }
-        /* chunks of about CHUNK_BYTES of whole documents */
-        struct work w = {.tok = tok, .docs = docs};
-        size_t chcap = 0;
-        for (size_t d = 0; d < nd && !rc;) {
-            size_t b = 0, first = d;
-            while (d < nd && (b < CHUNK_BYTES || d == first)) b += docs[d++].n;
-            if (w.nchunks == chcap) {
-                struct chunk *c = realloc(w.chunks, (chcap = chcap * 2 + 16) * sizeof *c);
-                if (!c) {
-                    rc = dt_error(DT_ERR_NOMEM, "dtrun prepare: error: out of memory");
-                    break;
-                }
-                w.chunks = c;
-            }
-            w.chunks[w.nchunks] = (struct chunk){.first = first, .end = d};
-            if (!(w.chunks[w.nchunks++].ends = malloc((d - first) * sizeof(size_t))))
-                rc = dt_error(DT_ERR_NOMEM, "dtrun prepare: error: out of memory");
-        }
-        if (!rc) {
-            pthread_t th[256];
-            int started = 0, want = nthreads < 256 ? nthreads : 256;
-            if ((size_t)want > w.nchunks) want = (int)w.nchunks;
-            for (int t = 1; t < want; t++)
-                if (pthread_create(&th[started], NULL, worker, &w) == 0) started++;
-            /* this thread works too, and shows the progress between its chunks */
-            dt_tok_ctx_t c = dt_tok_ctx_new(tok);
-            for (size_t i; (i = atomic_fetch_add(&w.next, 1)) < w.nchunks;) {
-                run_chunk(&w, c, &w.chunks[i]);
-                pr.docs = k + w.chunks[i].end;
-                show(&pr, bytes_before + atomic_load(&w.done_bytes), false);
-            }
-            dt_tok_ctx_free(c);
-            for (int t = 0; t < started; t++) pthread_join(th[t], NULL);
-            for (size_t i = 0; i < w.nchunks && !rc; i++) {
-                struct chunk *ch = &w.chunks[i];
-                if (ch->rc) {
-                    rc = dt_error(ch->rc, "%s", ch->err);
-                    break;
-                }
-                size_t at = 0;
-                for (size_t d = ch->first; d < ch->end && !rc; d++, k++) {
-                    uint64_t g = k0 + k; /* the document's index over all inputs, whatever the rank */
-                    bool to_val = llround((double)(g + 1) * F) > llround((double)g * F);
-                    struct out *dst = to_val ? &val : &train;
-                    uint32_t dt = (uint32_t)doc;
-                    size_t e = ch->ends[d - ch->first];
-                    rc = append(dst, &dt, 1);
-                    if (!rc) rc = append(dst, ch->ids.v + at, e - at);
-                    pr.tokens += 1 + e - at;
-                    at = e;
-                }
-            }
-        }
-        for (size_t i = 0; i < w.nchunks; i++) {
-            dt_tok_ids_free(&w.chunks[i].ids);
-            free(w.chunks[i].ends);
-        }
-        free(w.chunks);
-        for (size_t d = 0; d < nd; d++) bytes_before += docs[d].n;
-        pr.docs = k;
+        /* the batch keeps the file's memory until its documents are tokenized and written */
+        if (!rc) rc = batch_add(&B, buf, arena, docs, nd);
+        else free(buf), free(arena);
         free(docs);
-        free(arena);
-        free(buf);
+        if (!rc && B.bytes >= BATCH_BYTES) rc = tokenize_batch(&S, &B);
     }
+    if (!rc) rc = tokenize_batch(&S, &B);
+    batch_free(&B);
+    uint64_t k = S.k, bytes_before = S.bytes;
     if (!rc) rc = flush(&train);
     if (!rc) rc = flush(&val);
     show(&pr, bytes_before, true);
