@@ -25,7 +25,7 @@ struct dt_tokenizer {
                          * character: checked at load that no merged token holds such a pair */
     int32_t nvocab;     /* one past the largest id */
     /* each id's text: raw bytes for byte-level files (ByteLevel's alphabet undone), UTF-8 with `▁`
-     * for SentencePiece; NULL-length ids (holes in the numbering) have len 0 and are never found */
+     * for SentencePiece; ids missing from the file (holes in the numbering) have len 0 and no entry in vh */
     char *pool;
     uint32_t *off, *len;
     uint8_t *special;   /* per id: an added special token (left out by decode's skip_special) */
