@@ -25,6 +25,11 @@ edge = [
     "!!! ??? ... --- ((())) {}[]<> @#$%^&*", " !x ?y .z", "'hello' \"quoted\"", "a\r\n\r\nb", "a \r\n b",
     "ⅰⅱⅲ", "\U0001f600\U0001f601", "\U00010400\U00010428", "मराठी हिन्दी", "Ελληνικά Русский עברית العربية",
     "x" * 300, " " * 50 + "x", "\t" * 20, "1" * 100, "!" * 80 + "\n" * 5,
+    # the edges of \s, \p{L} and \p{N} (NEL and U+1680 are White_Space, U+180E and U+200B are not) and
+    # case folding in Llama 3's contractions
+    "a\u0085b", "x \u0085 y", "a\u180eb c", "a\u200bb", "\ufeffhi", "a\u001cb\u001dc\u001ed\u001ff", "q\u000bw\u000ce",
+    "p \u2007 q\u202fr\u205fs", "\u1680x", "a\u00adb", "x\U0001F3FBy 1\u0663\u00b2\u2460 \u2160\u216b",
+    "I\u0307 \u0130 K\u212a \u017ft \u2126", "'S 'LL '\u017f 'K", "don\u2019t",
 ]
 docs += [s.encode() for s in edge]
 docs += [b"\xff", b"a\xffb", b"\xc3", b"\xe2\x96", b"ok \xed\xa0\x80 surrogate", b"\xf0\x9f\x99", b"mix\xc3\xa9\xc3(\x80\x80)",
