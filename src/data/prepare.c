@@ -42,7 +42,10 @@ dt_status_t dt_prepare_read_file(const char *path, unsigned char **buf, size_t *
                         "files, e.g. dtrun prepare %s/*.txt --out DIR", path, path);
     FILE *f = fopen(path, "rb");
     if (!f) return dt_error(DT_ERR_DATA, "%s: error: cannot read: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
+    /* the file's size and one byte more, so a regular file is read without growing the buffer (a
+     * pipe or a file still growing grows it) */
+    bool sized = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+    size_t cap = sized ? (size_t)st.st_size + 1 : 1 << 16, len = 0;
     unsigned char *b = malloc(cap);
     for (size_t got; b && (got = fread(b + len, 1, cap - len, f)) > 0;) {
         len += got;
