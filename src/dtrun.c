@@ -582,6 +582,9 @@ static dt_status_t cmd_prepare(int argc, char **argv)
     o.nfiles = n;
     o.files = files;
     o.nranks = 1;
+    /* every core this process may use: OpenMP's count follows OMP_NUM_THREADS and the CPU set Slurm
+     * or taskset gave it, where sysconf would count the whole node */
+    if (!o.threads) o.threads = dt_kernels_threads();
     dt_status_t rc = DT_SUCCESS;
     struct dt_world w = {.size = 1};
     if (o.tokenizer) rc = dt_world_discover(&w);

@@ -26,7 +26,7 @@ struct dt_prepare_opts {
     const char *tokenizer;
     const char *text_key;  /* JSON Lines: the documents' field ("text") */
     size_t shard_tokens;   /* tokens a shard holds (llm.c: 10^8) */
-    int threads;           /* 0: every core */
+    int threads;           /* 0: every core online */
     const char *doc_token; /* NULL: the tokenizer's BOS, or <|endoftext|> */
     /* ranks (srun, mpirun): each takes the documents that start in its equal share of the input
      * bytes and names its shards train_rNNNN_NNNNNN.bin; barrier waits for every rank */

@@ -517,10 +517,10 @@ dt_status_t dt_prepare_tokenized(const struct dt_prepare_opts *o)
         int version = dt_shard_version(vocab);
         char ranks[32] = "";
         if (o->nranks > 1) snprintf(ranks, sizeof ranks, " on each of %d ranks", o->nranks);
-        DT_INFO(DT_SUB_TRAIN, "prepare: %llu documents, %.1f MB in %.1f s (%.1f MB/s, %d threads%s): %llu training and "
+        DT_INFO(DT_SUB_TRAIN, "prepare: %llu documents, %.1f MB in %.1f s (%.1f MB/s, %d thread%s%s): %llu training and "
                 "%llu validation tokens in %d shards in %s (%s tokenizer, %d ids, document token %d, shard version %d)",
                 (unsigned long long)man.documents, (double)man.bytes / 1e6, el, el > 0 ? (double)man.bytes / 1e6 / el : 0,
-                nthreads, ranks, (unsigned long long)man.train_tokens, (unsigned long long)man.val_tokens, man.nshards,
+                nthreads, nthreads > 1 ? "s" : "", ranks, (unsigned long long)man.train_tokens, (unsigned long long)man.val_tokens, man.nshards,
                 o->out_dir, dt_tokenizer_family(tok), vocab, doc, version);
         DT_INFO(DT_SUB_TRAIN, "prepare: train with data.train=%s/train_*.bin%s%s%s model.vocab_size=%d (or larger)",
                 o->out_dir, man.val_tokens ? " data.val=" : "", man.val_tokens ? o->out_dir : "",
