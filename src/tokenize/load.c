@@ -171,13 +171,15 @@ static dt_status_t vocab(struct loader *L, const struct tj_node *v, const struct
     size_t count = 0;
     for (const struct tj_node *m = tj_child(&L->d, v); m; m = tj_next(&L->d, m), count++) {
         if (m->type != TJ_NUM || m->num < 0 || m->num >= (1 << 22) || m->num != (double)(int64_t)m->num)
-            return dt_error(DT_ERR_DATA, "%s: error: model.vocab[\"%s\"] is not a token id (a whole number from 0 to 4194303)",
+            return dt_error(DT_ERR_DATA, "%s: error: model.vocab[\"%s\"] is not a token id (a whole number from 0 "
+                            "to 4194303)",
                             L->file, tj_key(&L->d, m));
         if ((int64_t)m->num > maxid) maxid = (int64_t)m->num;
     }
     for (const struct tj_node *a = added ? tj_child(&L->d, added) : NULL; a; a = tj_next(&L->d, a), count++) {
         const struct tj_node *id = tj_get(&L->d, a, "id");
-        if (!id || id->type != TJ_NUM || id->num < 0 || id->num >= (1 << 22) || id->num != (double)(int64_t)id->num || !str_of(L, a, "content"))
+        if (!id || id->type != TJ_NUM || id->num < 0 || id->num >= (1 << 22) ||
+            id->num != (double)(int64_t)id->num || !str_of(L, a, "content"))
             return dt_error(DT_ERR_DATA, "%s: error: added_tokens: an entry without a whole \"id\" from 0 to 4194303 or a "
                             "\"content\" string", L->file);
         if ((int64_t)id->num > maxid) maxid = (int64_t)id->num;
@@ -347,7 +349,8 @@ static dt_status_t normalizer(struct loader *L, const struct tj_node *n, bool *s
         else return refuse(L, where, "type \"%s\" with these settings", type_of(L, e));
     }
     if (!prepend || !replace || k != 2)
-        return refuse(L, "normalizer", "%s", "a Sequence other than [Prepend \"\xe2\x96\x81\", Replace \" \" -> \"\xe2\x96\x81\"]");
+        return refuse(L, "normalizer", "%s",
+                      "a Sequence other than [Prepend \"\xe2\x96\x81\", Replace \" \" -> \"\xe2\x96\x81\"]");
     *spm = true;
     return DT_SUCCESS;
 }
@@ -407,7 +410,9 @@ static dt_status_t pre_tokenizer(struct loader *L, const struct tj_node *n, bool
 static dt_status_t decoder(struct loader *L, const struct tj_node *n, bool spm)
 {
     if (!n || n->type == TJ_NULL) return DT_SUCCESS; /* decode then joins the tokens' texts */
-    if (!spm) return is_type(L, n, "ByteLevel") ? DT_SUCCESS : refuse(L, "decoder", "type \"%s\" for a byte-level model", type_of(L, n));
+    if (!spm)
+        return is_type(L, n, "ByteLevel") ? DT_SUCCESS
+                                          : refuse(L, "decoder", "type \"%s\" for a byte-level model", type_of(L, n));
     if (is_type(L, n, "Metaspace")) return DT_SUCCESS;
     if (!is_type(L, n, "Sequence")) return refuse(L, "decoder", "type \"%s\"", type_of(L, n));
     const struct tj_node *list = tj_get(&L->d, n, "decoders");
