@@ -34,6 +34,7 @@
 struct doc {
     const char *p;
     size_t n;
+    uint32_t file, line; /* line > 0: a JSON Lines line, parsed by the thread that tokenizes it */
 };
 
 struct chunk {
@@ -47,6 +48,8 @@ struct chunk {
 /* the work on one input file */
 struct work {
     dt_tokenizer_t tok;
+    char *const *files;
+    const char *key;
     struct doc *docs;
     struct chunk *chunks;
     size_t nchunks;
@@ -101,15 +104,38 @@ static dt_status_t append(struct out *o, const uint32_t *t, size_t n)
 }
 
 /* tokenizes one chunk's documents with the thread's context (NULL: memory ran out) */
+/* A JSON Lines document: its --text-key field, decoded, then encoded. */
+static dt_status_t encode_json(struct work *w, dt_tok_ctx_t c, const struct doc *d, struct dt_tok_ids *ids)
+{
+    struct tj_doc j;
+    char err[256];
+    const char *path = w->files[d->file];
+    if (tj_parse(&j, d->p, d->n, err, sizeof err)) {
+        const char *why = strchr(err, ':'); /* past tjson's "line 1: ", the line is the file's */
+        return dt_error(DT_ERR_DATA, "%s:%u: error: not a JSON object (%s)\n  hint: JSON Lines hold one object a "
+                        "line, e.g. {\"%s\": \"the document\"}", path, d->line, why ? why + 2 : err, w->key);
+    }
+    const struct tj_node *v = tj_get(&j, &j.n[0], w->key);
+    dt_status_t rc = !v || v->type != TJ_STR
+                         ? dt_error(DT_ERR_DATA, "%s:%u: error: no string field \"%s\"\n  hint: name the documents' "
+                                    "field with --text-key", path, d->line, w->key)
+                         : dt_tokenizer_encode(c, tj_str(&j, v), v->len, ids);
+    tj_free(&j);
+    return rc;
+}
+
+/* tokenizes one chunk's documents with the thread's context (NULL: memory ran out) */
 static void run_chunk(struct work *w, dt_tok_ctx_t c, struct chunk *ch)
 {
     size_t bytes = 0;
     for (size_t d = ch->first; d < ch->end && !ch->rc; d++) {
+        const struct doc *doc = &w->docs[d];
         if (!c) ch->rc = dt_error(DT_ERR_NOMEM, "dtrun prepare: error: out of memory for a thread's tokenizer");
-        else ch->rc = dt_tokenizer_encode(c, w->docs[d].p, w->docs[d].n, &ch->ids);
+        else if (doc->line) ch->rc = encode_json(w, c, doc, &ch->ids);
+        else ch->rc = dt_tokenizer_encode(c, doc->p, doc->n, &ch->ids);
         if (ch->rc) snprintf(ch->err, sizeof ch->err, "%s", dt_error_msg());
         ch->ends[d - ch->first] = ch->ids.n;
-        bytes += w->docs[d].n;
+        bytes += doc->n;
     }
     atomic_fetch_add(&w->done_bytes, bytes);
 }
@@ -129,12 +155,12 @@ static bool is_jsonl(const char *path)
     return (n > 6 && !strcmp(path + n - 6, ".jsonl")) || (n > 7 && !strcmp(path + n - 7, ".ndjson"));
 }
 
-/* A JSON Lines file's documents: each non-blank line's key, decoded into arena; only lines that
- * start in [lo, hi) (this rank's share), those before counted in *before. */
-static dt_status_t jsonl_docs(const char *path, const char *buf, size_t n, const char *key, char *arena, size_t lo,
-                              size_t hi, struct doc **docs, size_t *ndocs, uint64_t *before)
+/* A JSON Lines file's documents: its non-blank lines (the threads parse them) that start in
+ * [lo, hi) (this rank's share); those before are counted in *before. */
+static dt_status_t jsonl_docs(const char *path, uint32_t file, const char *buf, size_t n, size_t lo, size_t hi,
+                              struct doc **docs, size_t *ndocs, uint64_t *before)
 {
-    size_t cap = 1024, nd = 0, line = 0, used = 0;
+    size_t cap = 1024, nd = 0, line = 0;
     struct doc *d = malloc(cap * sizeof *d);
     if (!d) return dt_error(DT_ERR_NOMEM, "%s: error: out of memory", path);
     for (const char *s = buf, *end = buf + n; s < end && (size_t)(s - buf) < hi;) {
@@ -145,33 +171,15 @@ static dt_status_t jsonl_docs(const char *path, const char *buf, size_t n, const
         if (q < e && (size_t)(s - buf) < lo) {
             ++*before;
         } else if (q < e) {
-            struct tj_doc j;
-            char err[256];
-            if (tj_parse(&j, s, (size_t)(e - s), err, sizeof err)) {
-                free(d);
-                return dt_error(DT_ERR_DATA, "%s:%zu: error: not a JSON object (%s)\n  hint: JSON Lines hold one "
-                                "object a line, e.g. {\"%s\": \"the document\"}", path, line, err, key);
-            }
-            const struct tj_node *v = tj_get(&j, &j.n[0], key);
-            if (!v || v->type != TJ_STR) {
-                tj_free(&j);
-                free(d);
-                return dt_error(DT_ERR_DATA, "%s:%zu: error: no string field \"%s\"\n  hint: name the documents' field "
-                                "with --text-key", path, line, key);
-            }
             if (nd == cap) {
                 struct doc *nd2 = realloc(d, (cap *= 2) * sizeof *d);
                 if (!nd2) {
-                    tj_free(&j);
                     free(d);
                     return dt_error(DT_ERR_NOMEM, "%s: error: out of memory", path);
                 }
                 d = nd2;
             }
-            memcpy(arena + used, tj_str(&j, v), v->len);
-            d[nd++] = (struct doc){arena + used, v->len};
-            used += v->len; /* a decoded string never outgrows its line */
-            tj_free(&j);
+            d[nd++] = (struct doc){s, (size_t)(e - s), file, (uint32_t)line};
         }
         s = e + 1;
     }
@@ -214,19 +222,18 @@ static void show(struct progress *p, uint64_t bytes, bool final)
 struct batch {
     struct doc *docs;
     size_t nd, cap, bytes;
-    void **mem; /* the files' buffers and arenas the documents point into */
+    void **mem; /* the files' buffers the documents point into */
     size_t nmem, memcap;
 };
 
-static dt_status_t batch_add(struct batch *b, unsigned char *buf, char *arena, const struct doc *docs, size_t nd)
+static dt_status_t batch_add(struct batch *b, unsigned char *buf, const struct doc *docs, size_t nd)
 {
-    if (b->nmem + 2 > b->memcap) {
+    if (b->nmem + 1 > b->memcap) {
         void **m = realloc(b->mem, (b->memcap = b->memcap * 2 + 16) * sizeof *m);
-        if (!m) return free(buf), free(arena), dt_error(DT_ERR_NOMEM, "dtrun prepare: error: out of memory");
+        if (!m) return free(buf), dt_error(DT_ERR_NOMEM, "dtrun prepare: error: out of memory");
         b->mem = m;
     }
     b->mem[b->nmem++] = buf;
-    b->mem[b->nmem++] = arena;
     if (b->nd + nd > b->cap) {
         size_t cap = b->cap * 2 + nd + 64;
         struct doc *d = realloc(b->docs, cap * sizeof *d);
@@ -251,6 +258,8 @@ static void batch_free(struct batch *b)
 /* what the tokenizing threads and the ordered writer share over the whole prepare */
 struct state {
     dt_tokenizer_t tok;
+    char *const *files;
+    const char *key;
     int nthreads;
     struct progress *pr;
     double F;
@@ -264,7 +273,7 @@ static dt_status_t tokenize_batch(struct state *S, struct batch *B)
 {
     dt_status_t rc = DT_SUCCESS;
     /* chunks of whole documents, up to CHUNK_BYTES, and at least four a thread when the batch is small */
-    struct work w = {.tok = S->tok, .docs = B->docs};
+    struct work w = {.tok = S->tok, .files = S->files, .key = S->key, .docs = B->docs};
     size_t chcap = 0, chunk = B->bytes / (4 * (size_t)S->nthreads);
     chunk = chunk > CHUNK_BYTES ? CHUNK_BYTES : chunk < 1024 ? 1024 : chunk;
     for (size_t d = 0; d < B->nd && !rc;) {
@@ -451,14 +460,13 @@ dt_status_t dt_prepare_tokenized(const struct dt_prepare_opts *o)
     struct out val = {o->out_dir, "val", rank_name, vbuf, 0, cap, 0, 0, vocab, &man};
     int nthreads = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (nthreads < 1) nthreads = 1;
-    struct state S = {.tok = tok, .nthreads = nthreads, .pr = &pr, .F = o->val_fraction, .doc = doc,
+    struct state S = {.tok = tok, .files = o->files, .key = o->text_key, .nthreads = nthreads, .pr = &pr, .F = o->val_fraction, .doc = doc,
                       .train = &train, .val = &val};
     struct batch B = {0};
     uint64_t base = 0;
     for (int f = 0; f < o->nfiles && !rc; f++) {
         unsigned char *buf = NULL;
         size_t n = 0, nd = 0;
-        char *arena = NULL;
         struct doc *docs = NULL;
         uint64_t fbase = base, before = 0;
         struct stat st;
@@ -473,18 +481,17 @@ dt_status_t dt_prepare_tokenized(const struct dt_prepare_opts *o)
         if (jsonl) {
             size_t rlo = lo > fbase ? (size_t)(lo - fbase) : 0, rhi = hi - fbase < n ? (size_t)(hi - fbase) : n;
             if (o->nranks == 1) rhi = n;
-            if (!(arena = malloc(n + 1))) rc = dt_error(DT_ERR_NOMEM, "%s: error: out of memory", o->files[f]);
-            else rc = jsonl_docs(o->files[f], (char *)buf, n, o->text_key, arena, rlo, rhi, &docs, &nd, &before);
+            rc = jsonl_docs(o->files[f], (uint32_t)f, (char *)buf, n, rlo, rhi, &docs, &nd, &before);
             S.k0 += before;
         } else if (!(docs = malloc(sizeof *docs))) {
             rc = dt_error(DT_ERR_NOMEM, "%s: error: out of memory", o->files[f]);
         } else {
-            docs[0] = (struct doc){(char *)buf, n};
+            docs[0] = (struct doc){(char *)buf, n, (uint32_t)f, 0};
             nd = 1;
         }
         /* the batch keeps the file's memory until its documents are tokenized and written */
-        if (!rc) rc = batch_add(&B, buf, arena, docs, nd);
-        else free(buf), free(arena);
+        if (!rc) rc = batch_add(&B, buf, docs, nd);
+        else free(buf);
         free(docs);
         if (!rc && B.bytes >= BATCH_BYTES) rc = tokenize_batch(&S, &B);
     }

@@ -75,6 +75,10 @@ run "prepare refuses shards it did not write" 3 "$DTRUN" prepare a.txt --out j2 
 has "prepare refuses shards it did not write: message" "$err" "j2: error: shards that dtrun prepare --tokenizer did not write are here"
 run "prepare: a missing --text-key field" 3 "$DTRUN" prepare b.jsonl --out d2 --tokenizer small.json --text-key body
 has "prepare: a missing --text-key field: where" "$err" "b.jsonl:1: error: no string field \"body\""
+printf '{"text": "ok"}\n{"text": \n' >bad.jsonl
+run "prepare: a line that is not JSON" 3 "$DTRUN" prepare bad.jsonl --out d2 --tokenizer small.json -j 2
+same "prepare: a line that is not JSON: where" "$err" "bad.jsonl:2: error: not a JSON object (unexpected end of file)
+  hint: JSON Lines hold one object a line, e.g. {\"text\": \"the document\"}"
 run "prepare: --doc-token not in the vocabulary" 2 "$DTRUN" prepare a.txt --out d2 --tokenizer small.json --doc-token '<s>'
 has "prepare: --doc-token: message" "$err" "--doc-token: error: \"<s>\" is not a token of small.json"
 run "prepare: an unsupported normalizer refused by name" 3 "$DTRUN" prepare a.txt --out d2 --tokenizer nfkc.json
