@@ -53,7 +53,8 @@ for f in files:
         budget -= 4096
 if not small:
     # one document of 1 MB without a space: one piece for the splitters, one word for SentencePiece
-    docs.append(("".join(rng.choice("abcdefghij日本é") for _ in range(1 << 18))).encode()[: 1 << 20])
+    big = "".join(rng.choice("abcdefghij日本é") for _ in range(700_000)).encode()[: 1 << 20]
+    docs.append(big.decode("utf-8", "ignore").encode())  # 1 MiB, less the end of a cut character
 with open(out, "wb") as o:
     for d in docs:
         o.write(b"%d\n" % len(d) + d + b"\n")
