@@ -53,6 +53,7 @@ static const char usage[] =
     "                                              its node's total, the model state of every ZeRO stage\n"
     "       dtrun check CONFIG --get KEY           one resolved value alone (null: an empty line)\n"
     "       dtrun prepare TEXT... --out DIR        byte-level token shards (llm.c format) from text\n"
+    "       dtrun prepare TEXT... --out DIR --tokenizer PATH   the same with a Hugging Face tokenizer.json\n"
     "       dtrun info                             this process's place in the job (rank, node, source)\n"
     "       dtrun -n 2 bench comm [--max-size MIB] all-reduce bus bandwidth, dtrun's next to plain MPI's\n"
     "       dtrun bench events URL [--events N]    events/s the webhook sender delivers to URL\n"
@@ -525,27 +526,91 @@ static dt_status_t cmd_ckpt(int argc, char **argv)
     return usage_error("%s", how);
 }
 
+/* prepare's ranks wait for each other through PMIx (a day's prepare: no timeout to speak of) */
+static dt_status_t prepare_barrier(void *arg, const char *what)
+{
+    return dt_bootstrap_barrier(arg, what, 7 * 24 * 3600);
+}
+
 static dt_status_t cmd_prepare(int argc, char **argv)
 {
-    const char *out = NULL;
-    double val = 0.1;
-    char *files[256];
+    struct dt_prepare_opts o = {.val_fraction = 0.1, .text_key = "text", .shard_tokens = 100000000};
+    char **files = calloc((size_t)argc + 1, sizeof *files);
+    if (!files) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory");
     int n = 0;
+    const char *how = "usage: dtrun prepare TEXT... --out DIR [--val-fraction 0.1] [--tokenizer PATH [--text-key text] "
+                        "[--shard-tokens N] [-j THREADS] [--doc-token TOKEN]]";
     for (int i = 0; i < argc; i++) {
-        if (!strcmp(argv[i], "--out") && i + 1 < argc) {
-            out = argv[++i];
-        } else if (!strcmp(argv[i], "--val-fraction") && i + 1 < argc) {
-            char *end;
-            val = strtod(argv[++i], &end);
-            if (*end || val < 0 || val >= 1) return usage_error("--val-fraction takes a number in [0, 1)");
-        } else if (argv[i][0] == '-') {
-            return usage_error("prepare: unknown option '%s'", argv[i]);
-        } else if (n < 256) {
+        char *end;
+        const char *a = argv[i];
+        bool has = i + 1 < argc;
+        if (!strcmp(a, "--out") && has) {
+            o.out_dir = argv[++i];
+        } else if (!strcmp(a, "--val-fraction") && has) {
+            o.val_fraction = strtod(argv[++i], &end);
+            if (*end || o.val_fraction < 0 || o.val_fraction >= 1) {
+                free(files);
+                return usage_error("--val-fraction takes a number in [0, 1)");
+            }
+        } else if (!strcmp(a, "--tokenizer") && has) {
+            o.tokenizer = argv[++i];
+        } else if (!strcmp(a, "--text-key") && has) {
+            o.text_key = argv[++i];
+        } else if (!strcmp(a, "--doc-token") && has) {
+            o.doc_token = argv[++i];
+        } else if (!strcmp(a, "--shard-tokens") && has) {
+            long long v = strtoll(argv[++i], &end, 10);
+            if (*end || v < 1 || v > (1ll << 32)) {
+                free(files);
+                return usage_error("--shard-tokens takes a whole number of tokens from 1 to 2^32, e.g. 100000000");
+            }
+            o.shard_tokens = (size_t)v;
+        } else if ((!strcmp(a, "-j") || !strcmp(a, "--threads")) && has) {
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 1 || v > 256) {
+                free(files);
+                return usage_error("%s takes a number of threads from 1 to 256", a);
+            }
+            o.threads = (int)v;
+        } else if (a[0] == '-' && a[1]) {
+            free(files);
+            return usage_error("prepare: unknown option '%s' (or its value is missing)\n  %s", a, how);
+        } else {
             files[n++] = argv[i];
         }
     }
-    if (!out || n == 0) return usage_error("usage: dtrun prepare TEXT... --out DIR [--val-fraction 0.1]");
-    return dt_prepare(n, files, out, val);
+    if (!o.out_dir || n == 0) {
+        free(files);
+        return usage_error("%s", how);
+    }
+    if (!o.tokenizer && (o.doc_token || strcmp(o.text_key, "text") || o.threads || o.shard_tokens != 100000000)) {
+        free(files);
+        return usage_error("prepare: --text-key, --doc-token, --shard-tokens and -j go with --tokenizer PATH; without "
+                           "it prepare writes bytes (vocabulary 256)");
+    }
+    o.nfiles = n;
+    o.files = files;
+    o.nranks = 1;
+    /* every core this process may use: OpenMP's count follows OMP_NUM_THREADS and the CPU set Slurm
+     * or taskset gave it, where sysconf would count the whole node */
+    if (!o.threads) o.threads = dt_kernels_threads();
+    dt_status_t rc = DT_SUCCESS;
+    struct dt_world w = {.size = 1};
+    if (o.tokenizer) rc = dt_world_discover(&w);
+    if (rc == DT_SUCCESS && w.size > 1 && w.source != DT_WORLD_PMIX)
+        rc = dt_error(DT_ERR_USAGE, "dtrun prepare: error: %d ranks, but no PMIx to coordinate them\n  hint: srun "
+                      "--mpi=pmix dtrun prepare ..., or mpirun -n N dtrun prepare ...", w.size);
+    if (rc == DT_SUCCESS && w.size > 1) {
+        dt_log_set_rank(w.rank, w.size);
+        o.rank = w.rank;
+        o.nranks = w.size;
+        o.barrier = prepare_barrier;
+        o.barrier_arg = &w;
+    }
+    if (rc == DT_SUCCESS) rc = o.tokenizer ? dt_prepare_tokenized(&o) : dt_prepare(n, files, o.out_dir, o.val_fraction);
+    free(files);
+    if (w.size > 1) dt_pmix_finalize();
+    return rc;
 }
 
 /* dtrun -n N [command] ...: the job's exit code is the launcher's. */

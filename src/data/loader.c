@@ -1,10 +1,12 @@
 /* loader.c - see loader.h. */
 #include <glob.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/error.h"
 #include "core/rng.h"
 #include "data/loader.h"
+#include "data/prepare_manifest.h"
 
 static dt_status_t open_files(struct dt_dataset *d, const char *pattern, const char *key, int vocab)
 {
@@ -24,7 +26,18 @@ static dt_status_t open_files(struct dt_dataset *d, const char *pattern, const c
         return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory opening %s", key);
     }
     for (size_t i = 0; i < g.gl_pathc; i++) {
-        dt_status_t st = dt_shard_open(&d->shards[i], g.gl_pathv[i], vocab, (size_t)d->T + 1);
+        /* shards from `dtrun prepare --tokenizer` name their tokenizer: its ids must fit the model
+         * (each directory once: a glob may span several) */
+        const char *slash = strrchr(g.gl_pathv[i], '/'), *prev = i ? strrchr(g.gl_pathv[i - 1], '/') : NULL;
+        size_t dl = slash ? (size_t)(slash - g.gl_pathv[i]) : 0;
+        bool same_dir = i > 0 && (prev ? (size_t)(prev - g.gl_pathv[i - 1]) : 0) == dl &&
+                        !strncmp(g.gl_pathv[i], g.gl_pathv[i - 1], dl);
+        dt_status_t st = same_dir ? DT_SUCCESS : dt_prepare_manifest_check(g.gl_pathv[i], vocab, key);
+        if (st != DT_SUCCESS) {
+            globfree(&g);
+            return st;
+        }
+        st = dt_shard_open(&d->shards[i], g.gl_pathv[i], vocab, (size_t)d->T + 1);
         if (st != DT_SUCCESS) {
             globfree(&g);
             return st;

@@ -34,7 +34,7 @@ static bool push(struct tokens *v, const unsigned char *b, size_t n)
     return true;
 }
 
-static dt_status_t read_file(const char *path, unsigned char **buf, size_t *n)
+dt_status_t dt_prepare_read_file(const char *path, unsigned char **buf, size_t *n)
 {
     struct stat st;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
@@ -42,7 +42,10 @@ static dt_status_t read_file(const char *path, unsigned char **buf, size_t *n)
                         "files, e.g. dtrun prepare %s/*.txt --out DIR", path, path);
     FILE *f = fopen(path, "rb");
     if (!f) return dt_error(DT_ERR_DATA, "%s: error: cannot read: %s", path, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
+    /* the file's size and one byte more, so a regular file is read without growing the buffer (a
+     * pipe or a file still growing grows it) */
+    bool sized = fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+    size_t cap = sized ? (size_t)st.st_size + 1 : 1 << 16, len = 0;
     unsigned char *b = malloc(cap);
     for (size_t got; b && (got = fread(b + len, 1, cap - len, f)) > 0;) {
         len += got;
@@ -74,7 +77,7 @@ dt_status_t dt_prepare(int nfiles, char *const *files, const char *out_dir, doub
     for (int i = 0; i < nfiles && rc == DT_SUCCESS; i++) {
         unsigned char *b = NULL;
         size_t n = 0;
-        rc = read_file(files[i], &b, &n);
+        rc = dt_prepare_read_file(files[i], &b, &n);
         if (rc != DT_SUCCESS) break;
         size_t nval = (size_t)((double)n * val_fraction);
         if (!push(&train, b, n - nval) || !push(&val, b + n - nval, nval))

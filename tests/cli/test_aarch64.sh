@@ -19,4 +19,11 @@ run "5 training steps under qemu-aarch64" 0 arm run "${tiny[@]}" run.dir=arm
 "$DTRUN_NATIVE" run "${tiny[@]}" run.dir=x86 2>/dev/null
 d=$(maxrel arm x86)
 within "$d" 1e-5 && ok "the x86-64 build's losses, to $d" || not_ok "aarch64 and x86-64 losses differ: $d"
+# the tokenizers (#40; char is unsigned there): the native build's shards, byte for byte
+for f in gpt2_small llama3_small llama2_small; do
+    tok=$DT_SRCDIR/tests/fuzz/corpus/tokenizer/$f.json
+    run "prepare --tokenizer $f under qemu-aarch64" 0 arm prepare "$DT_SRCDIR/README.md" --out arm_$f --tokenizer "$tok" -j 2
+    "$DTRUN_NATIVE" prepare "$DT_SRCDIR/README.md" --out x86_$f --tokenizer "$tok" >/dev/null 2>&1
+    same "prepare --tokenizer $f: the x86-64 build's shards" "$(cat arm_$f/*.bin | md5sum)" "$(cat x86_$f/*.bin | md5sum)"
+done
 finish
