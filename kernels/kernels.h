@@ -51,6 +51,9 @@ struct dt_adamw_slice {
     float wd, l2;
 };
 
+/* the largest head size attention_cached takes (Llama's and GPT-2's are 64 and 128) */
+#define DT_ATTN_CACHED_HS_MAX 256
+
 struct dt_kernels {
     const char *name;
     /* device: the GPU ordinal the context drives (-1 for the CPU) */
@@ -174,6 +177,15 @@ struct dt_kernels {
     void (*attention_backward)(struct dt_kctx *kc, void *dqkv, const float *dout, const void *qkv, const void *out,
                                const float *att, float *scratch, enum dt_dtype at, int B, int T, int C, int NH,
                                int NKV);
+    /* Attention for generation, over a cache of keys and values: qkv (B, n, W) holds n new tokens at
+     * positions pos .. pos + n - 1 (attention_forward's layout, queries and keys rotated already).
+     * Their key and value heads are first stored into kcache and vcache (B, Tc, NKV, hs), of type
+     * at, at rows [pos, pos + n); then out (B, n, C) holds each new query attended over the keys and
+     * values of positions 0 .. its own, read from the caches: attention_forward's rows for those
+     * queries (scores, softmax and sums in fp32, 16-bit values widened, each result rounded once),
+     * up to the order of the sums. pos + n <= Tc, hs <= DT_ATTN_CACHED_HS_MAX; the caches live as long as the caller keeps them. */
+    void (*attention_cached)(struct dt_kctx *kc, void *out, const void *qkv, void *kcache, void *vcache,
+                             enum dt_dtype at, int B, int n, int pos, int Tc, int C, int NH, int NKV);
     /* GELU, tanh approximation (GPT-2), in fp32 on inp and out of type at; backward writes dinp
      * (=, type at) from the fp32 dout */
     void (*gelu_forward)(struct dt_kctx *kc, void *out, const void *inp, enum dt_dtype at, size_t N);

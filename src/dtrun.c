@@ -34,6 +34,7 @@
 #include "launch/world.h"
 #include "events/events.h"
 #include "report/report.h"
+#include "train/generate_cmd.h"
 #include "train/memory.h"
 #include "train/shapes.h"
 #include "train/signals.h"
@@ -54,6 +55,12 @@ static const char usage[] =
     "       dtrun check CONFIG --get KEY           one resolved value alone (null: an empty line)\n"
     "       dtrun prepare TEXT... --out DIR        byte-level token shards (llm.c format) from text\n"
     "       dtrun prepare TEXT... --out DIR --tokenizer PATH   the same with a Hugging Face tokenizer.json\n"
+    "       dtrun generate SOURCE --prompt TEXT [--max-tokens N] [--temperature T] [--top-k K] [--top-p P]\n"
+    "                      [--seed S] [--ids] [--ignore-eos] [--tokenizer PATH] [--device auto|cpu|cuda]\n"
+    "                                              text from a checkpoint, run.dir, Hugging Face Llama\n"
+    "                                              directory or llm.c model file, with a key/value cache\n"
+    "                                              (temperature 0: greedy; --prompt-ids 1,2,3 and --ids:\n"
+    "                                              token ids in and out)\n"
     "       dtrun info                             this process's place in the job (rank, node, source)\n"
     "       dtrun -n 2 bench comm [--max-size MIB] all-reduce bus bandwidth, dtrun's next to plain MPI's\n"
     "       dtrun bench events URL [--events N]    events/s the webhook sender delivers to URL\n"
@@ -459,28 +466,6 @@ static dt_status_t cmd_report(int argc, char **argv)
     return dt_report(n, argv, out, stdout);
 }
 
-/* The checkpoint a `dtrun ckpt` argument names (ckpt.h: dt_ckpt_resolve). A run.dir is told by the
- * config.yaml its run saved at start, whose checkpoint.dir (relative: under the run.dir) is read here. */
-static dt_status_t ckpt_of(const char *arg, char *path, size_t n)
-{
-    char yaml[4200], manifest[4200], dir[4200];
-    snprintf(yaml, sizeof yaml, "%s/config.yaml", arg);
-    snprintf(manifest, sizeof manifest, "%s/manifest.json", arg);
-    if (!exists(yaml) || exists(manifest)) return dt_ckpt_resolve(arg, NULL, path, n, stderr);
-    struct dt_config cfg;
-    DT_CHECK(dt_config_init(&cfg));
-    dt_status_t rc = dt_config_load(&cfg, NULL, yaml, 0, NULL);
-    if (rc == DT_SUCCESS) {
-        const char *c = cfg.checkpoint.dir ? cfg.checkpoint.dir : "";
-        if (c[0] == '/' || !c[0]) snprintf(dir, sizeof dir, "%s", c);
-        else snprintf(dir, sizeof dir, "%s/%s", arg, c);
-        rc = dt_ckpt_resolve(arg, dir, path, n, stderr);
-    }
-    dt_config_free(&cfg);
-    return rc;
-}
-
-
 /* dtrun ckpt inspect CKPT | consolidate CKPT OUT | export CKPT --format llmc|safetensors --out PATH
  * [--dtype fp32|bf16|fp16] [--max-shard-size SIZE] */
 static dt_status_t cmd_ckpt(int argc, char **argv)
@@ -490,11 +475,11 @@ static dt_status_t cmd_ckpt(int argc, char **argv)
                       "a checkpoint, a checkpoint.dir, its latest file, or a run.dir)";
     char path[4096];
     if (argc == 2 && !strcmp(argv[0], "inspect")) {
-        DT_CHECK(ckpt_of(argv[1], path, sizeof path));
+        DT_CHECK(dt_ckpt_resolve_arg(argv[1], path, sizeof path));
         return dt_ckpt_inspect(path, stdout);
     }
     if (argc == 3 && !strcmp(argv[0], "consolidate")) {
-        DT_CHECK(ckpt_of(argv[1], path, sizeof path));
+        DT_CHECK(dt_ckpt_resolve_arg(argv[1], path, sizeof path));
         return dt_ckpt_consolidate(path, argv[2], stdout);
     }
     if (argc >= 2 && !strcmp(argv[0], "export")) {
@@ -520,7 +505,7 @@ static dt_status_t cmd_ckpt(int argc, char **argv)
         if (!x.format || !x.out) return usage_error("ckpt export needs --format and --out; %s", how);
         if (x.dtype != DT_F32 && strcmp(x.format, "safetensors"))
             return usage_error("ckpt export: --dtype applies to --format safetensors; llm.c's model file is fp32");
-        DT_CHECK(ckpt_of(argv[1], path, sizeof path));
+        DT_CHECK(dt_ckpt_resolve_arg(argv[1], path, sizeof path));
         return dt_ckpt_export(path, &x, stdout);
     }
     return usage_error("%s", how);
@@ -613,6 +598,60 @@ static dt_status_t cmd_prepare(int argc, char **argv)
     return rc;
 }
 
+/* dtrun generate SOURCE --prompt TEXT [options] */
+static dt_status_t cmd_generate(int argc, char **argv)
+{
+    const char *how = "usage: dtrun generate SOURCE [--prompt TEXT | --prompt-file PATH | --prompt-ids 1,2,3] "
+                      "[--max-tokens 256] [--temperature 1] [--top-k 0] [--top-p 0.9] [--seed S] [--ids] [--ignore-eos] "
+                      "[--tokenizer PATH] [--device auto|cpu|cuda] [--precision NAME]";
+    /* llama2.c's run.c: temperature 1, top-p 0.9, 256 steps */
+    struct dt_generate_opts o = {.max_tokens = 256, .device = "auto",
+                                 .sampler = {.temperature = 1.0f, .top_k = 0, .top_p = 0.9f}};
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        bool has = i + 1 < argc;
+        char *end = NULL;
+        if (!strcmp(a, "--prompt") && has) o.prompt = argv[++i];
+        else if (!strcmp(a, "--prompt-file") && has) o.prompt_file = argv[++i];
+        else if (!strcmp(a, "--prompt-ids") && has) o.prompt_ids = argv[++i];
+        else if (!strcmp(a, "--tokenizer") && has) o.tokenizer = argv[++i];
+        else if (!strcmp(a, "--device") && has) o.device = argv[++i];
+        else if (!strcmp(a, "--precision") && has) o.precision = argv[++i];
+        else if (!strcmp(a, "--ids")) o.ids = true;
+        else if (!strcmp(a, "--ignore-eos")) o.ignore_eos = true;
+        else if (!strcmp(a, "--max-tokens") && has) {
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 1 || v > 1 << 24) return usage_error("--max-tokens takes a number of tokens from 1, e.g. 256");
+            o.max_tokens = (int)v;
+        } else if (!strcmp(a, "--temperature") && has) {
+            o.sampler.temperature = strtof(argv[++i], &end);
+            if (*end || !(o.sampler.temperature >= 0) || o.sampler.temperature > 100)
+                return usage_error("--temperature takes a number from 0 (greedy) to 100, e.g. 0.8");
+        } else if (!strcmp(a, "--top-k") && has) {
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 0 || v > 1 << 24) return usage_error("--top-k takes a number of tokens (0: all of them)");
+            o.sampler.top_k = (int)v;
+        } else if (!strcmp(a, "--top-p") && has) {
+            o.sampler.top_p = strtof(argv[++i], &end);
+            if (*end || !(o.sampler.top_p > 0) || o.sampler.top_p > 1)
+                return usage_error("--top-p takes a probability in (0, 1] (1: no nucleus cut), e.g. 0.9");
+        } else if (!strcmp(a, "--seed") && has) {
+            unsigned long long v = strtoull(argv[++i], &end, 10);
+            if (*end || argv[i][0] == '-') return usage_error("--seed takes a whole number, e.g. 1337");
+            o.sampler.seed = v;
+            o.seeded = true;
+        } else if (a[0] == '-' || o.source) {
+            return usage_error("generate: unexpected '%s' (or its value is missing)\n  %s", a, how);
+        } else {
+            o.source = a;
+        }
+    }
+    if (!o.source) return usage_error("%s", how);
+    if ((o.prompt != NULL) + (o.prompt_file != NULL) + (o.prompt_ids != NULL) > 1)
+        return usage_error("generate: give one of --prompt, --prompt-file and --prompt-ids");
+    return dt_generate_main(&o, stdout);
+}
+
 /* dtrun -n N [command] ...: the job's exit code is the launcher's. */
 static int cmd_launch(int argc, char **argv)
 {
@@ -664,6 +703,7 @@ int main(int argc, char **argv)
     else if (cmd && !strcmp(cmd, "run")) rc = cmd_run(argc - 2, argv + 2);
     else if (cmd && !strcmp(cmd, "submit")) rc = cmd_submit(argc - 2, argv + 2);
     else if (cmd && !strcmp(cmd, "prepare")) rc = cmd_prepare(argc - 2, argv + 2);
+    else if (cmd && !strcmp(cmd, "generate")) rc = cmd_generate(argc - 2, argv + 2);
     else if (cmd && !strcmp(cmd, "info")) rc = cmd_info();
     else if (cmd && !strcmp(cmd, "bench")) rc = cmd_bench(argc - 2, argv + 2);
     else if (cmd && !strcmp(cmd, "events")) rc = cmd_events(argc - 2, argv + 2);

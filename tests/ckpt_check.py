@@ -12,6 +12,10 @@
                                         onto tests/reference/gpt_torch.py's GPT, and the mean loss
                                         over the first N batches of B windows of T+1 tokens of the
                                         llm.c token shard SHARD, as dtrun's validation takes them
+  ckpt_check.py greedy-llama|greedy-gpt DIR IDS N
+                                        N ids chosen greedily after the prompt IDS (1,2,3) by the
+                                        reference model of a Hugging Face directory (as the loaders
+                                        below read it), the whole sequence recomputed each step
   ckpt_check.py safetensors-llama DIR SHARD T B N
                                         the same for a Llama: DIR's config.json builds
                                         tests/reference/llama_torch.py's Llama, and its tensors (one
@@ -89,7 +93,8 @@ def mean_loss(model, tokens, T, B, N):
     return sum(losses) / len(losses)
 
 
-def safetensors_loss(d, shard, T, B, N):
+def load_gpt(d):
+    """DIR's GPT-2 (config.json, model.safetensors) as the reference GPT"""
     import torch
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference"))
     from gpt_torch import GPT
@@ -117,11 +122,16 @@ def safetensors_loss(d, shard, T, B, N):
                                                  "ln_2.weight", "ln_2.bias", "mlp.c_fc.weight", "mlp.c_fc.bias",
                                                  "mlp.c_proj.weight", "mlp.c_proj.bias")}
     assert set(t) == expected, sorted(set(t) ^ expected)
-    print(f"{mean_loss(model, shard_tokens(shard), T, B, N):.6f}")
+    return model
+
+
+def safetensors_loss(d, shard, T, B, N):
+    print(f"{mean_loss(load_gpt(d), shard_tokens(shard), T, B, N):.6f}")
     return 0
 
 
-def safetensors_llama_loss(d, shard, T, B, N):
+def load_llama(d):
+    """DIR's Llama (config.json, one file or shards) as the reference Llama"""
     import torch
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "reference"))
     from llama_torch import Llama
@@ -144,7 +154,28 @@ def safetensors_llama_loss(d, shard, T, B, N):
     with torch.no_grad():
         for name, p in params.items():
             p.copy_(t[name])
-    print(f"{mean_loss(model, shard_tokens(shard), T, B, N):.6f}")
+    return model
+
+
+def safetensors_llama_loss(d, shard, T, B, N):
+    print(f"{mean_loss(load_llama(d), shard_tokens(shard), T, B, N):.6f}")
+    return 0
+
+
+def greedy(kind, d, prompt, n):
+    """n tokens chosen greedily after the comma-separated prompt ids, each from a forward over the whole
+    sequence (no cache): Hugging Face generate's do_sample=False, the ids printed as dtrun generate --ids"""
+    import torch
+    model = load_llama(d) if kind == "llama" else load_gpt(d)
+    ids = [int(x) for x in prompt.split(",")]
+    out = []
+    with torch.no_grad():
+        for _ in range(n):
+            logits = model(torch.tensor([ids]))
+            t = int(torch.argmax(logits[0, -1]))
+            ids.append(t)
+            out.append(t)
+    print(" ".join(map(str, out)))
     return 0
 
 
@@ -153,6 +184,8 @@ def main(argv):
         return compare(argv[2], argv[3], int(argv[4]), int(argv[5]))
     if argv[1] == "safetensors":
         return safetensors_loss(argv[2], argv[3], int(argv[4]), int(argv[5]), int(argv[6]))
+    if argv[1] in ("greedy-llama", "greedy-gpt"):
+        return greedy(argv[1][7:], argv[2], argv[3], int(argv[4]))
     if argv[1] == "safetensors-llama":
         return safetensors_llama_loss(argv[2], argv[3], int(argv[4]), int(argv[5]), int(argv[6]))
     print(__doc__)

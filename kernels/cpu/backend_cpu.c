@@ -104,6 +104,7 @@ const struct dt_kernels dt_kernels_cpu = {
     .swiglu_backward = dt_cpu_swiglu_backward,
     .attention_forward = dt_cpu_attention_forward,
     .attention_backward = dt_cpu_attention_backward,
+    .attention_cached = dt_cpu_attention_cached,
     .gelu_forward = dt_cpu_gelu_forward,
     .gelu_backward = dt_cpu_gelu_backward,
     .residual_forward = dt_cpu_residual_forward,

@@ -103,6 +103,8 @@ void dt_cpu_swiglu_backward(struct dt_kctx *kc, void *dinp, const void *inp, con
 void dt_cpu_attention_forward(struct dt_kctx *kc, void *out, float *att, const void *qkv, enum dt_dtype at, int B, int T,
                               int C, int NH, int NKV);
 size_t dt_cpu_attention_saved(int B, int NH, int T);
+void dt_cpu_attention_cached(struct dt_kctx *kc, void *out, const void *qkv, void *kcache, void *vcache,
+                             enum dt_dtype at, int B, int n, int pos, int Tc, int C, int NH, int NKV);
 size_t dt_cpu_attention_scratch(int B, int T, int C, int NH, int NKV, enum dt_dtype at);
 void dt_cpu_attention_backward(struct dt_kctx *kc, void *dqkv, const float *dout, const void *qkv, const void *out,
                                const float *att, float *scratch, enum dt_dtype at, int B, int T, int C, int NH,

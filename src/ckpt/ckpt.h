@@ -124,6 +124,9 @@ dt_status_t dt_ckpt_describe(const struct dt_ckpt *c, FILE *out);
  * checkpoint; log, when not NULL, is told which one was chosen. None found: an error saying what was
  * looked for, and where. */
 dt_status_t dt_ckpt_resolve(const char *arg, const char *run_ckpt_dir, char *path, size_t n, FILE *log);
+/* The same for any argument: a run.dir is told by the config.yaml its run saved at start, whose
+ * checkpoint.dir (relative: under the run.dir) is read here; the choice is said on stderr. */
+dt_status_t dt_ckpt_resolve_arg(const char *arg, char *path, size_t n);
 
 /* ---- tools.c: `dtrun ckpt ...` on one checkpoint (path from dt_ckpt_resolve); every file is checked
  * first. */
@@ -131,6 +134,11 @@ dt_status_t dt_ckpt_inspect(const char *path, FILE *out);
 /* One file holding every array whole: OUT/step-<N>/, a checkpoint of world 1 (DeepSpeed's
  * zero_to_fp32, and resumable). */
 dt_status_t dt_ckpt_consolidate(const char *path, const char *out, FILE *log);
+/* The model a checkpoint holds, from its model line: *llama says which of gc and lc it fills; false
+ * when the line is neither a GPT's nor a Llama's (an MLP). Activations fp32. */
+struct dt_gpt_config;
+struct dt_llama_config;
+bool dt_ckpt_shape(const struct dt_run_state *s, struct dt_gpt_config *gc, struct dt_llama_config *lc, bool *llama);
 /* format "llmc": llm.c's gpt2 model file at out (model.init_from reads it; a GPT only);
  * "safetensors": a Hugging Face model directory out/ (config.json, model.safetensors or shards of at
  * most shard_bytes with their index; tensors stored as dtype) with GPT-2's or Llama's names and

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "ckpt/ckpt.h"
+#include "config/config.h"
 #include "core/error.h"
 
 static bool is_dir(const char *p)
@@ -100,4 +101,23 @@ dt_status_t dt_ckpt_resolve(const char *arg, const char *run_ckpt_dir, char *pat
     if (log) fprintf(log, "dtrun: ckpt: %s is a run.dir: its checkpoint.dir %s holds the newest valid checkpoint %s\n",
                      arg, run_ckpt_dir, path);
     return DT_SUCCESS;
+}
+
+dt_status_t dt_ckpt_resolve_arg(const char *arg, char *path, size_t n)
+{
+    char yaml[4200], manifest[4200], dir[4200];
+    snprintf(yaml, sizeof yaml, "%s/config.yaml", arg);
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", arg);
+    if (access(yaml, F_OK) != 0 || access(manifest, F_OK) == 0) return dt_ckpt_resolve(arg, NULL, path, n, stderr);
+    struct dt_config cfg;
+    DT_CHECK(dt_config_init(&cfg));
+    dt_status_t rc = dt_config_load(&cfg, NULL, yaml, 0, NULL);
+    if (rc == DT_SUCCESS) {
+        const char *c = cfg.checkpoint.dir ? cfg.checkpoint.dir : "";
+        if (c[0] == '/' || !c[0]) snprintf(dir, sizeof dir, "%s", c);
+        else snprintf(dir, sizeof dir, "%s/%s", arg, c);
+        rc = dt_ckpt_resolve(arg, dir, path, n, stderr);
+    }
+    dt_config_free(&cfg);
+    return rc;
 }

@@ -66,24 +66,28 @@ dt_status_t dt_ckpt_consolidate(const char *path, const char *out, FILE *log)
 
 /* ---- export */
 
+bool dt_ckpt_shape(const struct dt_run_state *s, struct dt_gpt_config *gc, struct dt_llama_config *lc, bool *llama)
+{
+    *gc = (struct dt_gpt_config){.activations = DT_F32};
+    *lc = (struct dt_llama_config){.activations = DT_F32};
+    *llama = dt_llama_parse(s->model, lc);
+    return *llama || sscanf(s->model, "gpt n_layer=%d n_head=%d n_embd=%d vocab_size=%d seq_len=%d", &gc->n_layer,
+                            &gc->n_head, &gc->n_embd, &gc->vocab_size, &gc->max_seq_len) == 5;
+}
+
 /* The model a checkpoint holds, built on the CPU (for its layout and names: batch 1 of 1 token) in
  * kc; *llama says which family. */
 static dt_status_t model_of(const struct dt_ckpt *c, const char *path, struct dt_kctx *kc, struct dt_gpt_config *gc,
                             bool *llama, struct dt_model **m)
 {
     const struct dt_run_state *s = dt_ckpt_state(c);
-    *gc = (struct dt_gpt_config){.activations = DT_F32};
-    struct dt_llama_config lc = {.activations = DT_F32};
-    *llama = dt_llama_parse(s->model, &lc);
-    if (*llama) {
-        DT_CHECK(dt_llama_create(&lc, &dt_kernels_cpu, kc, 1, 1, m));
-    } else if (sscanf(s->model, "gpt n_layer=%d n_head=%d n_embd=%d vocab_size=%d seq_len=%d", &gc->n_layer,
-                      &gc->n_head, &gc->n_embd, &gc->vocab_size, &gc->max_seq_len) == 5) {
-        DT_CHECK(dt_gpt_create(gc, &dt_kernels_cpu, kc, 1, 1, m));
-    } else {
+    struct dt_llama_config lc;
+    if (!dt_ckpt_shape(s, gc, &lc, llama)) {
         return dt_error(DT_ERR_USAGE, "%s: error: the checkpoint holds %s, which has no GPT-2 or Llama layout to "
                         "export\n  hint: dtrun ckpt consolidate gives its whole fp32 state", path, s->model);
     }
+    if (*llama) DT_CHECK(dt_llama_create(&lc, &dt_kernels_cpu, kc, 1, 1, m));
+    else DT_CHECK(dt_gpt_create(gc, &dt_kernels_cpu, kc, 1, 1, m));
     if ((*m)->nparams != (size_t)s->nparams) {
         dt_model_free(*m);
         return dt_error(DT_ERR_CKPT, "%s: error: %lld parameters, but a %s has %zu", path, (long long)s->nparams,

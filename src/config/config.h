@@ -85,6 +85,7 @@ struct dt_config {
         } rope_scaling; /* llama: Llama 3.1's scaled rotary frequencies */
         bool activation_checkpointing;
         char *init_from;
+        char *tokenizer;
         struct {
             struct dt_floats hidden; /* layer widths */
             int task;                /* enum dt_mlp_task */
@@ -152,6 +153,9 @@ struct dt_config {
         char *jsonl;
         char *prometheus;
         struct dt_duration interval;
+        struct dt_duration sample_interval;
+        char *sample_prompt;
+        int64_t sample_tokens;
         bool wall_clock_breakdown;
         double peak_tflops;
         struct {

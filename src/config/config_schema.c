@@ -136,6 +136,10 @@ static const struct dt_key keys[] = {
     K("model.init_from", DT_T_STR, model.init_from, NULL, 0, 0, DT_F_NULLABLE,
       "initial weights: a Hugging Face Llama directory (config.json, safetensors) or llm.c's GPT-2 model file; "
       "the model keys left unset are taken from it; null: random init"),
+    K("model.tokenizer", DT_T_STR, model.tokenizer, NULL, 0, 0, DT_F_NULLABLE,
+      "the tokenizer of the model's ids (a tokenizer.json or its directory), which dtrun generate and "
+      "events.sample_interval decode with; unset: the one prepare.json records beside data.train's shards, else "
+      "model.init_from's tokenizer.json; none: bytes (vocabulary 256)"),
     {.path = "model.mlp.hidden", .type = DT_T_FLOATS, .offset = OFF(model.mlp.hidden), .def = "[64, 64]", .min = 1,
      .max = 65536, .help = "mlp: widths of the hidden layers (GELU between layers)"},
     E("model.mlp.task", model.mlp.task, "classification", mlp_tasks, 0,
@@ -285,6 +289,13 @@ static const struct dt_key keys[] = {
       "latest metrics for node_exporter's textfile collector, rewritten every events.interval (a .prom file; "
       "relative: under run.dir); null: none"),
     D("events.interval", events.interval, "10ba", DT_UNITS_TRAIN, "metrics every this long"),
+    D("events.sample_interval", events.sample_interval, "0ba", DT_UNITS_INTERVAL,
+      "generate a sample from the current weights every this long (llm.c's every 20 steps), printed and sent as a "
+      "sample event; 0ba: never"),
+    K("events.sample_prompt", DT_T_STR, events.sample_prompt, NULL, 0, 0, DT_F_NULLABLE,
+      "the text a sample continues; null: the tokenizer's document token alone, as llm.c starts"),
+    K("events.sample_tokens", DT_T_INT, events.sample_tokens, "64", 1, 1048576, 0,
+      "tokens a sample generates at most (temperature 1, seed 1337 every time, as llm.c samples)"),
     K("events.wall_clock_breakdown", DT_T_BOOL, events.wall_clock_breakdown, "false", 0, 0, 0,
       "time forward/backward/comm/optimizer separately, and every kernel op"),
     K("events.peak_tflops", DT_T_FLOAT, events.peak_tflops, "0", 0, 1e6, 0,

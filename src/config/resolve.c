@@ -488,6 +488,7 @@ dt_status_t dt_config_resolve(struct dt_config *cfg, const struct dt_geometry *g
     check_model(cfg, &d);
     resolve_llama(cfg, &d);
     check_data(cfg, &d);
+    dt_resolve_tokenizer(cfg);
     resolve_strategy(cfg, &d);
     resolve_zero(cfg);
     DT_CHECK(dt_diag_finish(&d));

@@ -20,5 +20,8 @@ struct dt_loc dt_resolve_loc(const struct dt_config *cfg, const char *path);
 
 /* model.init_from's architecture into the model keys the config leaves unset (init_from.c) */
 void dt_resolve_init_from(struct dt_config *cfg, struct dt_diags *d);
+/* model.tokenizer left unset: the one data.train's prepare.json or model.init_from's directory has
+ * (tokenizer_auto.c) */
+void dt_resolve_tokenizer(struct dt_config *cfg);
 
 #endif

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include "core/error.h"
 #include "core/log.h"
@@ -18,6 +19,21 @@ static void end_line(struct console *c)
 {
     if (c->open_line) fputc('\n', stderr);
     c->open_line = false;
+}
+
+/* A sample's text for a terminal: control characters (a young byte-level model's output) shown as
+ * \xNN, so that they neither move the cursor nor end the line; newlines and tabs kept. NULL: no memory. */
+static char *printable(const char *t)
+{
+    size_t n = strlen(t), o = 0;
+    char *out = malloc(4 * n + 1);
+    for (size_t i = 0; out && i < n; i++) {
+        unsigned char ch = (unsigned char)t[i];
+        if ((ch < 0x20 && ch != '\n' && ch != '\t') || ch == 0x7f) o += (size_t)sprintf(out + o, "\\x%02x", ch);
+        else out[o++] = (char)ch;
+    }
+    if (out) out[o] = 0;
+    return out;
 }
 
 static dt_status_t console_emit(struct dt_sink *s, const struct dt_event *e)
@@ -40,6 +56,11 @@ static dt_status_t console_emit(struct dt_sink *s, const struct dt_event *e)
     if (e->type == DT_EV_EVAL) {
         end_line(c);
         DT_INFO(DT_SUB_TRAIN, "step %lld: validation loss %.4f", (long long)e->step, e->value);
+    } else if (e->type == DT_EV_SAMPLE) {
+        end_line(c);
+        char *t = printable(e->text);
+        DT_INFO(DT_SUB_TRAIN, "step %lld: sample: %s", (long long)e->step, t ? t : e->text);
+        free(t);
     } else if (e->type == DT_EV_RUN_FAILED || e->type == DT_EV_RUN_FINISHED) {
         end_line(c);
     }

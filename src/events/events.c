@@ -20,7 +20,7 @@
 #endif
 
 static const char *const type_names[DT_EV_NTYPES] = {
-    "run_started", "metrics", "eval", "checkpoint_saved", "checkpoint_failed", "preempted", "run_finished", "run_failed",
+    "run_started", "metrics", "eval", "checkpoint_saved", "checkpoint_failed", "preempted", "run_finished", "run_failed", "sample",
 };
 
 const char *dt_event_type_str(enum dt_event_type t) { return t < DT_EV_NTYPES ? type_names[t] : "?"; }
@@ -308,6 +308,16 @@ dt_status_t dt_events_eval(struct dt_events *ev, int64_t step, double val_loss)
     dt_json_int(&ev->json, "step", step);
     dt_json_num(&ev->json, "val_loss", val_loss);
     return send(ev, &(struct dt_event){.type = DT_EV_EVAL, .step = step, .value = val_loss});
+}
+
+dt_status_t dt_events_sample(struct dt_events *ev, int64_t step, const char *prompt, const char *text, int64_t tokens)
+{
+    head(ev, DT_EV_SAMPLE);
+    dt_json_int(&ev->json, "step", step);
+    dt_json_str(&ev->json, "prompt", prompt);
+    dt_json_str(&ev->json, "text", text);
+    dt_json_int(&ev->json, "tokens", tokens);
+    return send(ev, &(struct dt_event){.type = DT_EV_SAMPLE, .step = step, .text = text});
 }
 
 dt_status_t dt_events_checkpoint_saved(struct dt_events *ev, int64_t step, const char *path, int64_t bytes,

@@ -34,6 +34,7 @@ enum dt_event_type {
     DT_EV_PREEMPTED,
     DT_EV_RUN_FINISHED,
     DT_EV_RUN_FAILED,
+    DT_EV_SAMPLE,
     DT_EV_NTYPES
 };
 const char *dt_event_type_str(enum dt_event_type t);
@@ -78,6 +79,7 @@ struct dt_event {
     const struct dt_metrics *metrics; /* DT_EV_METRICS */
     int64_t step;
     double value;                     /* DT_EV_EVAL: the validation loss */
+    const char *text;                 /* DT_EV_SAMPLE: the generated text */
 };
 
 struct dt_sink {
@@ -118,6 +120,9 @@ void dt_events_close(struct dt_events *ev);
 dt_status_t dt_events_run_started(struct dt_events *ev, const struct dt_run_info *info);
 dt_status_t dt_events_metrics(struct dt_events *ev, const struct dt_metrics *m);
 dt_status_t dt_events_eval(struct dt_events *ev, int64_t step, double val_loss);
+/* A sample generated from the weights after step (events.sample_interval): the prompt, the new text,
+ * and the new tokens' count. */
+dt_status_t dt_events_sample(struct dt_events *ev, int64_t step, const char *prompt, const char *text, int64_t tokens);
 /* bytes of every rank's file, seconds from the copy to the commit (mb_per_s follows) */
 dt_status_t dt_events_checkpoint_saved(struct dt_events *ev, int64_t step, const char *path, int64_t bytes,
                                        double seconds);

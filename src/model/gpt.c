@@ -203,42 +203,54 @@ static size_t pair_weight(const struct gpt *g, int pair) { return g->in_block[2 
 static const float *P(struct gpt *g, int l, int pair) { return dt_model_params(&g->base, pair_unit(g, l, pair)); }
 static void done(struct gpt *g, int l, int pair) { dt_model_params_done(&g->base, pair_unit(g, l, pair)); }
 
-/* out = linear(inp) with pair's weight and bias, activations in and out */
-static void linear(struct gpt *g, int l, int pair, void *out, const void *inp, int C, int OC)
+/* The rows a forward runs on: a training batch's B x T, or generation's n new tokens at positions pos
+ * .. pos + n - 1 of the first row, attending through the cache. */
+struct rows {
+    int B, T, pos;
+    bool cached;
+};
+
+static struct rows batch_rows(const struct gpt *g) { return (struct rows){g->B, g->T, 0, false}; }
+
+/* out = linear(inp) with pair's weight and bias, activations in and out, over BT rows */
+static void linear(struct gpt *g, int l, int pair, void *out, const void *inp, int C, int OC, int BT)
 {
     int u = pair_unit(g, l, pair);
     struct dt_wref w = dt_model_params_any(&g->base, u);
-    dt_mm_forward(&g->base, out, g->at, inp, w, true, g->B * g->T, C, OC);
+    dt_mm_forward(&g->base, out, g->at, inp, w, true, BT, C, OC);
     dt_model_params_any_done(&g->base, u, w);
 }
 
-static void norm(struct gpt *g, int l, int pair, void *out, float *mean, float *rstd, const float *inp)
+static void norm(struct gpt *g, int l, int pair, void *out, float *mean, float *rstd, const float *inp, int BT)
 {
     const float *w = P(g, l, pair);
     int C = g->c.n_embd;
-    g->base.k->layernorm_forward(g->base.kc, out, g->at, mean, rstd, inp, w, w + C, g->B * g->T, C);
+    g->base.k->layernorm_forward(g->base.kc, out, g->at, mean, rstd, inp, w, w + C, BT, C);
     done(g, l, pair);
 }
 
 /* x: block l's input, out its output; out NULL: recomputing the block's internals for backward,
  * whose output the next block's input already holds */
-static void block_forward(struct gpt *g, int l, const float *x, float *out)
+static void block_forward(struct gpt *g, int l, const float *x, float *out, struct rows r)
 {
     const struct dt_kernels *k = g->base.k;
     struct dt_kctx *kc = g->base.kc;
-    int B = g->B, T = g->T, C = g->c.n_embd, NH = g->c.n_head;
-    size_t BTC = (size_t)B * T * C;
+    int B = r.B, T = r.T, BT = B * T, C = g->c.n_embd, NH = g->c.n_head;
+    size_t BTC = (size_t)BT * C;
     struct block *b = &g->blk[l];
-    norm(g, l, P_LN1, b->ln1, b->ln1_mean, b->ln1_rstd, x);
-    linear(g, l, P_QKV, b->qkv, b->ln1, C, 3 * C);
-    k->attention_forward(kc, b->atty, b->att, b->qkv, g->at, B, T, C, NH, NH);
-    linear(g, l, P_ATTPROJ, g->proj, b->atty, C, C);
+    norm(g, l, P_LN1, b->ln1, b->ln1_mean, b->ln1_rstd, x, BT);
+    linear(g, l, P_QKV, b->qkv, b->ln1, C, 3 * C, BT);
+    if (r.cached)
+        k->attention_cached(kc, b->atty, b->qkv, dt_kv_keys(&g->mem.kv, l), dt_kv_values(&g->mem.kv, l), g->at, B, T,
+                            r.pos, g->T, C, NH, NH);
+    else k->attention_forward(kc, b->atty, b->att, b->qkv, g->at, B, T, C, NH, NH);
+    linear(g, l, P_ATTPROJ, g->proj, b->atty, C, C, BT);
     k->residual_forward(kc, b->res2, x, g->proj, g->at, BTC);
-    norm(g, l, P_LN2, b->ln2, b->ln2_mean, b->ln2_rstd, b->res2);
-    linear(g, l, P_FC, b->fch, b->ln2, C, 4 * C);
+    norm(g, l, P_LN2, b->ln2, b->ln2_mean, b->ln2_rstd, b->res2, BT);
+    linear(g, l, P_FC, b->fch, b->ln2, C, 4 * C, BT);
     k->gelu_forward(kc, b->fch_gelu, b->fch, g->at, 4 * BTC);
     if (!out) return;
-    linear(g, l, P_FCPROJ, g->proj, b->fch_gelu, 4 * C, C);
+    linear(g, l, P_FCPROJ, g->proj, b->fch_gelu, 4 * C, C, BT);
     k->residual_forward(kc, out, b->res2, g->proj, g->at, BTC);
 }
 
@@ -302,11 +314,38 @@ static float gpt_forward(struct dt_model *m, const struct dt_batch *batch, float
     k->position_forward(kc, g->resid[0], dt_model_params(m, g->u_wpe), B, T, C);
     dt_model_params_done(m, g->u_wpe);
     dt_embed_forward(m, &g->voc, 0, g->resid[0], g->mem.inputs, BT, C);
-    for (int l = 0; l < L; l++) block_forward(g, l, g->resid[l], g->resid[l + 1]);
+    for (int l = 0; l < L; l++) block_forward(g, l, g->resid[l], g->resid[l + 1], batch_rows(g));
     const float *ln = dt_model_params(m, g->u_lnf);
     k->layernorm_forward(kc, g->lnf, g->at, g->lnf_mean, g->lnf_rstd, g->resid[L], ln, ln + C, BT, C);
     dt_model_params_done(m, g->u_lnf);
     return dt_lm_head_forward(m, &g->head, g->lnf, grad_scale);
+}
+
+static dt_status_t gpt_decode(struct dt_model *m, const int32_t *tokens, int n, int pos, float *logits)
+{
+    struct gpt *g = m->impl;
+    const struct dt_kernels *k = m->k;
+    struct dt_kctx *kc = m->kc;
+    int C = g->c.n_embd, L = g->c.n_layer;
+    DT_CHECK(dt_decode_check(n, pos, g->T, C / g->c.n_head));
+    DT_CHECK(dt_kv_cache_get(m, &g->mem.kv, L, g->T, g->c.n_head, C / g->c.n_head));
+    k->copy(kc, g->mem.inputs, tokens, (size_t)n * sizeof(int32_t), DT_COPY_TO_DEVICE);
+    k->position_forward(kc, g->resid[0], dt_model_params(m, g->u_wpe) + (size_t)pos * C, 1, n, C);
+    dt_model_params_done(m, g->u_wpe);
+    dt_embed_forward(m, &g->voc, 0, g->resid[0], g->mem.inputs, n, C);
+    for (int l = 0; l < L; l++) block_forward(g, l, g->resid[l], g->resid[l + 1], (struct rows){1, n, pos, true});
+    const float *ln = dt_model_params(m, g->u_lnf);
+    k->layernorm_forward(kc, g->lnf, g->at, g->lnf_mean, g->lnf_rstd, g->resid[L] + (size_t)(n - 1) * C, ln, ln + C,
+                         1, C);
+    dt_model_params_done(m, g->u_lnf);
+    dt_lm_head_row(m, &g->head, g->lnf, logits);
+    return DT_SUCCESS;
+}
+
+static void gpt_decode_end(struct dt_model *m)
+{
+    struct gpt *g = m->impl;
+    dt_kv_cache_free(m, &g->mem.kv);
 }
 
 static void gpt_backward(struct dt_model *m)
@@ -325,7 +364,7 @@ static void gpt_backward(struct dt_model *m)
     dt_model_grads_done(m, g->u_lnf);
     dt_model_params_done(m, g->u_lnf);
     for (int l = L - 1; l >= 0; l--) {
-        if (g->c.activation_checkpointing) block_forward(g, l, g->resid[l], NULL);
+        if (g->c.activation_checkpointing) block_forward(g, l, g->resid[l], NULL, batch_rows(g));
         block_backward(g, l, g->resid[l]);
     }
     k->position_backward(kc, dt_model_grads_added(m, g->u_wpe), g->dres, B, T, C);
@@ -414,7 +453,8 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     g->B = B;
     g->T = T;
     struct dt_model *m = &g->base;
-    m->iface = (struct dt_model_i){.forward = gpt_forward, .backward = gpt_backward, .free = gpt_free};
+    m->iface = (struct dt_model_i){.forward = gpt_forward, .backward = gpt_backward, .decode = gpt_decode,
+                                   .decode_end = gpt_decode_end, .free = gpt_free};
     m->impl = g;
     m->k = k;
     m->kc = kc;

@@ -212,41 +212,53 @@ static dt_status_t layout(struct llama *g)
 
 static int part_unit(const struct llama *g, int l, int part) { return g->u_block0 + l * NPART + part; }
 
-/* out = inp @ W^T with the part's weight, activations in and out */
-static void linear(struct llama *g, int l, int part, void *out, const void *inp, int C, int OC)
+/* The rows a forward runs on: a training batch's B x T, or generation's n new tokens at positions pos
+ * .. pos + n - 1 of the first row, attending through the cache. */
+struct rows {
+    int B, T, pos;
+    bool cached;
+};
+
+static struct rows batch_rows(const struct llama *g) { return (struct rows){g->B, g->T, 0, false}; }
+
+/* out = inp @ W^T with the part's weight, activations in and out, over BT rows */
+static void linear(struct llama *g, int l, int part, void *out, const void *inp, int C, int OC, int BT)
 {
     int u = part_unit(g, l, part);
     struct dt_wref w = dt_model_params_any(&g->base, u);
-    dt_mm_forward(&g->base, out, g->at, inp, w, false, g->B * g->T, C, OC);
+    dt_mm_forward(&g->base, out, g->at, inp, w, false, BT, C, OC);
     dt_model_params_any_done(&g->base, u, w);
 }
 
-static void norm(struct llama *g, int u, void *out, float *rstd, const float *inp)
+static void norm(struct llama *g, int u, void *out, float *rstd, const float *inp, int BT)
 {
     const float *w = dt_model_params(&g->base, u);
-    g->base.k->rmsnorm_forward(g->base.kc, out, g->at, rstd, inp, w, g->c.rms_eps, g->B * g->T, g->c.n_embd);
+    g->base.k->rmsnorm_forward(g->base.kc, out, g->at, rstd, inp, w, g->c.rms_eps, BT, g->c.n_embd);
     dt_model_params_done(&g->base, u);
 }
 
 /* x: block l's input, out its output; out NULL: recomputing the block's internals for backward */
-static void block_forward(struct llama *g, int l, const float *x, float *out)
+static void block_forward(struct llama *g, int l, const float *x, float *out, struct rows r)
 {
     const struct dt_kernels *k = g->base.k;
     struct dt_kctx *kc = g->base.kc;
-    int B = g->B, T = g->T, C = g->c.n_embd, NH = g->c.n_head, NKV = g->c.n_kv_head, H = g->H;
-    size_t BTC = (size_t)B * T * C;
+    int B = r.B, T = r.T, BT = B * T, C = g->c.n_embd, NH = g->c.n_head, NKV = g->c.n_kv_head, H = g->H;
+    size_t BTC = (size_t)BT * C;
     struct block *b = &g->blk[l];
-    norm(g, part_unit(g, l, P_ATTN_NORM), b->ln1, b->ln1_rstd, x);
-    linear(g, l, P_QKV, b->qkv, b->ln1, C, g->W);
-    k->rope_forward(kc, b->qkv, g->at, g->cs, B, T, NH, NKV, g->hs);
-    k->attention_forward(kc, b->atty, b->att, b->qkv, g->at, B, T, C, NH, NKV);
-    linear(g, l, P_O, g->proj, b->atty, C, C);
+    norm(g, part_unit(g, l, P_ATTN_NORM), b->ln1, b->ln1_rstd, x, BT);
+    linear(g, l, P_QKV, b->qkv, b->ln1, C, g->W, BT);
+    k->rope_forward(kc, b->qkv, g->at, g->cs + (size_t)r.pos * g->hs, B, T, NH, NKV, g->hs);
+    if (r.cached)
+        k->attention_cached(kc, b->atty, b->qkv, dt_kv_keys(&g->mem.kv, l), dt_kv_values(&g->mem.kv, l), g->at, B, T,
+                            r.pos, g->T, C, NH, NKV);
+    else k->attention_forward(kc, b->atty, b->att, b->qkv, g->at, B, T, C, NH, NKV);
+    linear(g, l, P_O, g->proj, b->atty, C, C, BT);
     k->residual_forward(kc, b->res2, x, g->proj, g->at, BTC);
-    norm(g, part_unit(g, l, P_MLP_NORM), b->ln2, b->ln2_rstd, b->res2);
-    linear(g, l, P_GATEUP, b->gu, b->ln2, C, 2 * H);
-    k->swiglu_forward(kc, b->sw, b->gu, g->at, B * T, H);
+    norm(g, part_unit(g, l, P_MLP_NORM), b->ln2, b->ln2_rstd, b->res2, BT);
+    linear(g, l, P_GATEUP, b->gu, b->ln2, C, 2 * H, BT);
+    k->swiglu_forward(kc, b->sw, b->gu, g->at, BT, H);
     if (!out) return;
-    linear(g, l, P_DOWN, g->proj, b->sw, H, C);
+    linear(g, l, P_DOWN, g->proj, b->sw, H, C, BT);
     k->residual_forward(kc, out, b->res2, g->proj, g->at, BTC);
 }
 
@@ -304,9 +316,30 @@ static float llama_forward(struct dt_model *m, const struct dt_batch *batch, flo
     dt_lm_tokens_in(m, &g->mem, batch, B, T);
     k->zero(kc, g->resid[0], (size_t)BT * C * sizeof(float));
     dt_embed_forward(m, &g->voc, 0, g->resid[0], g->mem.inputs, BT, C);
-    for (int l = 0; l < L; l++) block_forward(g, l, g->resid[l], g->resid[l + 1]);
-    norm(g, g->u_norm, g->lnf, g->lnf_rstd, g->resid[L]);
+    for (int l = 0; l < L; l++) block_forward(g, l, g->resid[l], g->resid[l + 1], batch_rows(g));
+    norm(g, g->u_norm, g->lnf, g->lnf_rstd, g->resid[L], BT);
     return dt_lm_head_forward(m, &g->head, g->lnf, grad_scale);
+}
+
+static dt_status_t llama_decode(struct dt_model *m, const int32_t *tokens, int n, int pos, float *logits)
+{
+    struct llama *g = m->impl;
+    int C = g->c.n_embd, L = g->c.n_layer;
+    DT_CHECK(dt_decode_check(n, pos, g->T, g->hs));
+    DT_CHECK(dt_kv_cache_get(m, &g->mem.kv, L, g->T, g->c.n_kv_head, g->hs));
+    m->k->copy(m->kc, g->mem.inputs, tokens, (size_t)n * sizeof(int32_t), DT_COPY_TO_DEVICE);
+    m->k->zero(m->kc, g->resid[0], (size_t)n * C * sizeof(float));
+    dt_embed_forward(m, &g->voc, 0, g->resid[0], g->mem.inputs, n, C);
+    for (int l = 0; l < L; l++) block_forward(g, l, g->resid[l], g->resid[l + 1], (struct rows){1, n, pos, true});
+    norm(g, g->u_norm, g->lnf, g->lnf_rstd, g->resid[L] + (size_t)(n - 1) * C, 1);
+    dt_lm_head_row(m, &g->head, g->lnf, logits);
+    return DT_SUCCESS;
+}
+
+static void llama_decode_end(struct dt_model *m)
+{
+    struct llama *g = m->impl;
+    dt_kv_cache_free(m, &g->mem.kv);
 }
 
 static void llama_backward(struct dt_model *m)
@@ -317,7 +350,7 @@ static void llama_backward(struct dt_model *m)
     dt_lm_head_backward(m, &g->head, g->lnf, g->dln);
     norm_backward(g, g->u_norm, g->dln, g->resid[L], g->lnf_rstd);
     for (int l = L - 1; l >= 0; l--) {
-        if (g->c.activation_checkpointing) block_forward(g, l, g->resid[l], NULL);
+        if (g->c.activation_checkpointing) block_forward(g, l, g->resid[l], NULL, batch_rows(g));
         block_backward(g, l, g->resid[l]);
     }
     /* An untied embedding's units have no gradient but their rows (the tied one's are the head's) */
@@ -411,7 +444,8 @@ dt_status_t dt_llama_create(const struct dt_llama_config *c, const struct dt_ker
     g->W = c->n_embd + 2 * c->n_kv_head * g->hs;
     g->H = c->intermediate_size;
     struct dt_model *m = &g->base;
-    m->iface = (struct dt_model_i){.forward = llama_forward, .backward = llama_backward, .free = llama_free};
+    m->iface = (struct dt_model_i){.forward = llama_forward, .backward = llama_backward, .decode = llama_decode,
+                                   .decode_end = llama_decode_end, .free = llama_free};
     m->impl = g;
     m->k = k;
     m->kc = kc;

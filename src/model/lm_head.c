@@ -74,6 +74,47 @@ void dt_lm_head_logits(const struct dt_model *m, const struct dt_lm_head *h, flo
     }
 }
 
+void dt_lm_head_row(struct dt_model *m, const struct dt_lm_head *h, const void *x, float *out)
+{
+    struct dt_lm_head one = *h;
+    one.BT = 1; /* one row's block-major logits are row-major */
+    for (int c = 0; c < one.voc.nchunks; c++) {
+        struct dt_wref w = dt_model_params_any(m, one.u0 + c);
+        dt_mm_forward(m, logits_block(&one, c), one.at, x, w, false, 1, one.C, dt_vocab_rows(&one.voc, c));
+        dt_model_params_any_done(m, one.u0 + c, w);
+    }
+    dt_lm_head_logits(m, &one, out);
+}
+
+dt_status_t dt_kv_cache_get(struct dt_model *m, struct dt_kv_cache *c, int L, int T, int NKV, int hs)
+{
+    if (c->buf) return DT_SUCCESS;
+    c->layer = (size_t)T * NKV * hs * dt_dtype_size(m->compute);
+    c->buf = m->k->alloc(m->kc, 2 * (size_t)L * c->layer);
+    if (!c->buf)
+        return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the key/value cache of generation (%.1f MiB: "
+                        "%d layers x %d positions x %d heads x %d, keys and values)\n  hint: ask for fewer tokens "
+                        "(prompt and new ones)", 2.0 * (double)L * (double)c->layer / 1048576, L, T, NKV, hs);
+    return DT_SUCCESS;
+}
+
+void dt_kv_cache_free(struct dt_model *m, struct dt_kv_cache *c)
+{
+    if (c->buf) m->k->free(m->kc, c->buf);
+    c->buf = NULL;
+}
+
+dt_status_t dt_decode_check(int n, int pos, int T, int hs)
+{
+    if (hs > DT_ATTN_CACHED_HS_MAX)
+        return dt_error(DT_ERR_CONFIG, "dtrun: error: generation takes heads of at most %d channels; this model's have "
+                        "%d", DT_ATTN_CACHED_HS_MAX, hs);
+    if (n < 1 || pos < 0 || pos + n > T)
+        return dt_error(DT_ERR_INTERNAL, "dtrun: error: decode of %d tokens at position %d: the model holds %d "
+                        "positions", n, pos, T);
+    return DT_SUCCESS;
+}
+
 dt_status_t dt_lm_mem_alloc(struct dt_model *m, struct dt_lm_mem *a, size_t arena_bytes, int B, int T)
 {
     const struct dt_kernels *k = m->k;
@@ -92,6 +133,7 @@ void dt_lm_mem_free(struct dt_model *m, struct dt_lm_mem *a)
     m->k->free(m->kc, a->arena);
     m->k->free(m->kc, a->inputs);
     m->k->free(m->kc, a->targets);
+    dt_kv_cache_free(m, &a->kv);
 }
 
 void dt_lm_tokens_in(struct dt_model *m, const struct dt_lm_mem *a, const struct dt_batch *batch, int B, int T)

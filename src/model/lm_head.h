@@ -48,11 +48,29 @@ void dt_lm_head_backward(struct dt_model *m, const struct dt_lm_head *h, const v
 /* the logits of the last forward with grad_scale 0, (BT, V) row-major fp32, 16-bit ones widened */
 void dt_lm_head_logits(const struct dt_model *m, const struct dt_lm_head *h, float *out);
 
+/* The logits (V, fp32, host) of one row x (C, of type at) through the head: generation's last token. */
+void dt_lm_head_row(struct dt_model *m, const struct dt_lm_head *h, const void *x, float *out);
+
+/* The keys and values generation keeps (model.h's decode): per layer a key cache and a value cache
+ * (T, NKV, hs) of the activation type, in one allocation made at the first decode. */
+struct dt_kv_cache {
+    char *buf;
+    size_t layer; /* bytes of one layer's key (or value) cache */
+};
+/* c allocated for L layers of T positions, unless it is; an error says how much it wanted */
+dt_status_t dt_kv_cache_get(struct dt_model *m, struct dt_kv_cache *c, int L, int T, int NKV, int hs);
+static inline void *dt_kv_keys(const struct dt_kv_cache *c, int l) { return c->buf + 2 * (size_t)l * c->layer; }
+static inline void *dt_kv_values(const struct dt_kv_cache *c, int l) { return c->buf + (2 * (size_t)l + 1) * c->layer; }
+void dt_kv_cache_free(struct dt_model *m, struct dt_kv_cache *c);
+/* decode's arguments checked against the model's T and head size (an error names them) */
+dt_status_t dt_decode_check(int n, int pos, int T, int hs);
+
 /* What a language model allocates (its parameters are a strategy's, or dt_model_own_buffers'): the
- * activation arena, and the (B, T) token inputs and targets. */
+ * activation arena, the (B, T) token inputs and targets, and generation's cache. */
 struct dt_lm_mem {
     char *arena;
     int32_t *inputs, *targets;
+    struct dt_kv_cache kv; /* generation's, from its first decode */
 };
 /* all of it, or an error that says how to fit (the caller frees what was made with dt_lm_mem_free) */
 dt_status_t dt_lm_mem_alloc(struct dt_model *m, struct dt_lm_mem *a, size_t arena_bytes, int B, int T);

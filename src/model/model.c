@@ -104,6 +104,33 @@ dt_status_t dt_model_own_buffers(struct dt_model *m)
     return DT_SUCCESS;
 }
 
+static const void *own_stored(void *ctx, int u)
+{
+    struct dt_model *m = ctx;
+    return (const char *)m->params_lp + m->units[u].offset * dt_dtype_size(m->compute);
+}
+
+dt_status_t dt_model_own_weights(struct dt_model *m)
+{
+    m->params = m->k->alloc(m->kc, m->nparams * sizeof(float));
+    if (m->compute != DT_F32) m->params_lp = m->k->alloc(m->kc, m->nparams * dt_dtype_size(m->compute));
+    if (!m->params || (m->compute != DT_F32 && !m->params_lp)) {
+        dt_model_drop_buffers(m);
+        return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the model's %zu parameters (%.1f MiB)",
+                        m->nparams, (double)m->nparams * (4 + (m->compute != DT_F32 ? 2 : 0)) / 1048576);
+    }
+    m->mem = (struct dt_model_mem_i){.params = own_params, .params_done = own_done,
+                                     .stored = m->params_lp ? own_stored : NULL};
+    m->mem_ctx = m;
+    return DT_SUCCESS;
+}
+
+void dt_model_weights_ready(struct dt_model *m, bool round)
+{
+    if (round) m->k->round_lp(m->kc, m->params, m->params, m->nparams, m->compute);
+    if (m->params_lp) m->k->convert(m->kc, m->params_lp, m->compute, m->params, DT_F32, m->nparams);
+}
+
 dt_status_t dt_model_fill_own(struct dt_model *m, struct dt_param_source *s)
 {
     if (!s->ctx) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory opening %s", s->what);
@@ -123,5 +150,7 @@ void dt_model_drop_buffers(struct dt_model *m)
 {
     m->k->free(m->kc, m->params);
     m->k->free(m->kc, m->grads);
+    m->k->free(m->kc, m->params_lp);
     m->params = m->grads = NULL;
+    m->params_lp = NULL;
 }

@@ -95,6 +95,13 @@ struct dt_model_i {
     float (*forward)(struct dt_model *m, const struct dt_batch *b, float grad_scale);
     /* grads += d(grad_scale * mean loss)/d params */
     void (*backward)(struct dt_model *m);
+    /* Generation (a language model's; NULL: an MLP): the logits (V, fp32, host memory) of the last of
+     * n tokens (host) at positions pos .. pos + n - 1, each layer's keys and values kept in a cache
+     * for the calls that follow: the prompt at pos 0, then one token a step. The cache (allocated
+     * by the first call, until decode_end) holds the T positions the model was created for: pos + n
+     * <= T. The forward's arithmetic on the first row of its arena, in its activation type. */
+    dt_status_t (*decode)(struct dt_model *m, const int32_t *tokens, int n, int pos, float *logits);
+    void (*decode_end)(struct dt_model *m);
     void (*free)(struct dt_model *m);
 };
 
@@ -112,6 +119,7 @@ struct dt_model {
     /* Its own fp32 buffers, only without a strategy (dt_model_own_buffers): a strategy keeps the
      * state, a rank's share of it, and serves the units through mem; a model never allocates them. */
     float *params, *grads;
+    void *params_lp; /* generation's copy of params in the 16-bit compute type (dt_model_own_weights) */
     size_t activation_bytes; /* the activation arena, measured as allocated */
     double flops_per_token;  /* forward + backward, 6N plus attention (PaLM appendix B) */
     /* the operands of every matmul and the type activations are stored in between ops: DT_F32, or
@@ -210,7 +218,13 @@ static inline void dt_source_close(struct dt_param_source *s)
  * buffers m->params and m->grads (zeroed), which it then uses for every unit; filled from a source. */
 dt_status_t dt_model_own_buffers(struct dt_model *m);
 dt_status_t dt_model_fill_own(struct dt_model *m, struct dt_param_source *s);
-/* Free m->params and m->grads. */
+/* A model for generation: its own parameters and no gradients, and with a 16-bit compute type a copy
+ * of them in that type, which the matmuls read as they are (mem.stored), made by
+ * dt_model_weights_ready once they are filled (dt_model_fill_own); round: the fp32 ones rounded to the
+ * 16-bit type first (bf16-true's parameters). */
+dt_status_t dt_model_own_weights(struct dt_model *m);
+void dt_model_weights_ready(struct dt_model *m, bool round);
+/* Free m->params, m->grads and m->params_lp. */
 void dt_model_drop_buffers(struct dt_model *m);
 
 static inline void dt_model_free(struct dt_model *m)

@@ -43,6 +43,7 @@ static const char style[] =
     "svg .rule{stroke:#666;stroke-dasharray:4 3;fill:none}\n"
     "svg .rulelabel{font-size:10px;fill:#555}\n"
     "section{padding:0 16px 24px}\n"
+    "td.sample{white-space:pre-wrap;font-family:monospace}\n"
     "table{border-collapse:collapse}\n"
     "td,th{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}\n"
     "tr.bad td{color:#a00}\n"

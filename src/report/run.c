@@ -231,6 +231,21 @@ static void eval(struct reader *rd, const struct dt_ynode *m)
     r->eval_loss[r->neval++] = loss;
 }
 
+static void sample(struct reader *rd, const struct dt_ynode *m)
+{
+    struct dt_report_run *r = rd->r;
+    const char *prompt = str(m, "prompt"), *text = str(m, "text");
+    if (!text || !grow(rd, (void **)&r->samples, &r->samples_cap, r->nsamples + 1, sizeof *r->samples)) return;
+    struct dt_report_sample *s = &r->samples[r->nsamples];
+    *s = (struct dt_report_sample){num(m, "step"), strdup(prompt ? prompt : ""), strdup(text)};
+    if (!s->prompt || !s->text) {
+        free(s->prompt), free(s->text);
+        rd->oom = true;
+        return;
+    }
+    r->nsamples++;
+}
+
 static void event(struct reader *rd, enum dt_report_kind kind, double step, int life, bool bad, char *what)
 {
     struct dt_report_run *r = rd->r;
@@ -296,6 +311,8 @@ static void record(struct reader *rd, const struct dt_ynode *m)
         metrics(rd, m, life);
     } else if (!strcmp(type, "eval")) {
         eval(rd, m);
+    } else if (!strcmp(type, "sample")) {
+        sample(rd, m);
     } else if (!strcmp(type, "run_started")) {
         started(rd, m, life);
     } else if (!strcmp(type, "checkpoint_saved")) {
@@ -543,6 +560,8 @@ void dt_report_run_free(struct dt_report_run *r)
     for (int k = 0; k < 2; k++)
         for (int i = 0; i < g[k]->n; i++) free(g[k]->name[i]), free(g[k]->col[i]);
     free(r->eval_step), free(r->eval_loss);
+    for (size_t i = 0; i < r->nsamples; i++) free(r->samples[i].prompt), free(r->samples[i].text);
+    free(r->samples);
     for (size_t i = 0; i < r->nev; i++) free(r->ev[i].what);
     free(r->ev);
     for (int i = 0; i < r->nlives; i++) free(r->life[i].started), free(r->life[i].ended);

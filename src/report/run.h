@@ -54,6 +54,11 @@ struct dt_report_life {
     char *ended;       /* how it ended, as its last record says (NULL: no record says) */
 };
 
+struct dt_report_sample {
+    double step;
+    char *prompt, *text;
+};
+
 struct dt_report_run {
     char *dir, *events_path;
     char *name; /* run_name of its records */
@@ -64,6 +69,9 @@ struct dt_report_run {
     /* the eval records */
     size_t neval, eval_cap;
     double *eval_step, *eval_loss;
+    /* the sample records (events.sample_interval): step, prompt and text, in the order written */
+    struct dt_report_sample *samples;
+    size_t nsamples, samples_cap;
     struct dt_report_event *ev;
     size_t nev, ev_cap;
     struct dt_report_life *life;

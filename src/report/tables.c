@@ -1,6 +1,6 @@
 /*
  * tables.c - the report's sections under the charts: each run's lives (where each start ran, the
- * steps it trained, how it ended), every lifecycle event (folded away: a long run has many), and
+ * steps it trained, how it ended), its samples by step (events.sample_interval), every lifecycle event (folded away: a long run has many), and
  * the resolved config (config.yaml as the run saved it; for several runs first the keys whose
  * values differ).
  */
@@ -36,6 +36,28 @@ static void lives(const struct dt_report_page *p, struct dt_out *o)
             dt_out_printf(o, "<td>%lld to %lld</td>", (long long)l->from_step, (long long)l->last_step);
             cell(o, l->ended ? l->ended : "no end recorded: still running, or killed");
             dt_out_printf(o, "</tr>\n");
+        }
+    dt_out_printf(o, "</table>\n");
+}
+
+/* the samples of every run by step (events.sample_interval), the prompt in its own cell */
+static void samples(const struct dt_report_page *p, struct dt_out *o)
+{
+    size_t total = 0;
+    for (int r = 0; r < p->nruns; r++) total += p->runs[r].nsamples;
+    if (!total) return;
+    dt_out_printf(o, "<h2>Samples (%zu)</h2>\n<table><tr><th>run</th><th>step</th><th>prompt</th><th>text</th>"
+                  "</tr>\n", total);
+    for (int r = 0; r < p->nruns; r++)
+        for (size_t i = 0; i < p->runs[r].nsamples; i++) {
+            const struct dt_report_sample *s = &p->runs[r].samples[i];
+            dt_out_printf(o, "<tr><td>");
+            swatch(p, r, o);
+            dt_out_printf(o, "</td><td>%.0f</td>", s->step);
+            cell(o, s->prompt);
+            dt_out_printf(o, "<td class=\"sample\">");
+            dt_out_text(o, s->text);
+            dt_out_printf(o, "</td></tr>\n");
         }
     dt_out_printf(o, "</table>\n");
 }
@@ -134,6 +156,7 @@ void dt_report_tables(const struct dt_report_page *p, struct dt_out *o)
 {
     dt_out_printf(o, "<section>\n");
     lives(p, o);
+    samples(p, o);
     events(p, o);
     config(p, o);
     dt_out_printf(o, "</section>\n");

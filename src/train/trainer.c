@@ -197,6 +197,7 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
                         dt_dataset_windows(&tr->train), (long long)cfg->resolved.global_batch);
     tr->steps = dt_duration_steps(cfg->run.max_duration, &u, 0);
     tr->eval_every = dt_duration_steps(cfg->run.eval_interval, &u, tr->steps);
+    tr->sample_every = dt_duration_steps(cfg->events.sample_interval, &u, tr->steps);
     tr->log_every = dt_duration_steps(cfg->events.interval, &u, tr->steps);
     if (tr->log_every < 1) tr->log_every = 1;
     dt_sched_from_config(&tr->sched, cfg, &u, tr->steps);
@@ -227,6 +228,7 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     if (!tr->resumed[0]) DT_CHECK(initial_params(tr));
     DT_CHECK(dt_train_ckpt_load(tr));
     DT_CHECK(dt_train_ckpt_prepare(tr, &tr->ckpt_bytes));
+    DT_CHECK(dt_train_samples_open(tr));
     tr->tokens = malloc((size_t)tr->B * (tr->T + 1) * sizeof(int32_t)); /* GPT; small for an MLP */
     if (!tr->tokens) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the batch");
     return DT_SUCCESS;
@@ -245,6 +247,7 @@ static void teardown(struct trainer *tr, bool clean)
     dt_dataset_close(&tr->val);
     if (tr->events_open) dt_events_close(&tr->events);
     dt_dirlock_release(&tr->lock); /* after the events: their spool lives in run.dir */
+    dt_train_samples_close(tr);
     free(tr->tokens);
     free(tr->hog);
     free(tr->labels);
@@ -526,6 +529,13 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
                 if (tr->rank == 0) DT_CHECK(dt_events_eval(&tr->events, step + 1, res->val_loss));
                 since += dt_now() - t0; /* validation is not training time */
             }
+        }
+        if (tr->sample_every > 0 && ((step + 1) % tr->sample_every == 0 || last)) {
+            double t0 = dt_now();
+            untimed(tr, true);
+            DT_CHECK(dt_train_sample(tr, step + 1));
+            untimed(tr, false);
+            since += dt_now() - t0; /* sampling is not training time */
         }
         if (last) step_starts(tr, tr->steps + 1);
         bool stop = v[1] > 0;

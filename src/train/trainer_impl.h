@@ -16,6 +16,7 @@
 #include "precision/policy.h"
 #include "strategy/strategy.h"
 #include "train/memory.h"
+#include "tokenize/tokenizer.h"
 #include "train/trainer.h"
 
 /* what each rank tells rank 0 of its checkpoint file */
@@ -71,6 +72,12 @@ struct trainer {
     bool began;   /* its copy and writer started (else begin_error says why) */
     char begin_error[420];
     struct dt_run_state pending_state;
+    /* samples (events.sample_interval): every this many steps (0: never), the tokenizer (NULL: bytes),
+     * the prompt's ids */
+    int64_t sample_every;
+    dt_tokenizer_t sample_tok;
+    int32_t *sample_prompt;
+    int sample_n;
 };
 
 /* checkpoint.c */
@@ -90,5 +97,13 @@ void dt_train_ckpt_begin(struct trainer *tr);
  * Fails when the save did (every rank gets the same status). fatal: the caller ends the run on that
  * failure, so its error is the one message; otherwise rank 0 warns and training goes on. */
 dt_status_t dt_train_ckpt_finish(struct trainer *tr, bool fatal);
+
+/* samples.c */
+/* The tokenizer and the prompt's ids, when events.sample_interval asks for samples. */
+dt_status_t dt_train_samples_open(struct trainer *tr);
+/* Collective (a sharded model's units are gathered as its forward uses them): a sample from the
+ * weights after step, printed and sent by rank 0. */
+dt_status_t dt_train_sample(struct trainer *tr, int64_t step);
+void dt_train_samples_close(struct trainer *tr);
 
 #endif

@@ -227,12 +227,12 @@ has "(e) ... the step and the error" "$(tail -1 f/events.jsonl)" \
     '"step":3,"error":"dtrun: error: step 3: the gradients overflow fp16 at the minimum loss scale 1 (1 steps skipped so far)\n  hint:'
 "$DTRUN" events example >example.jsonl
 same "(e) dtrun events example: one of each type" "$(sed 's/.*"type":"\([a-z_]*\)".*/\1/' example.jsonl | sort | tr '\n' ' ')" \
-    "checkpoint_failed checkpoint_saved eval metrics preempted run_failed run_finished run_started "
+    "checkpoint_failed checkpoint_saved eval metrics preempted run_failed run_finished run_started sample "
 schema=$DT_SRCDIR/src/events/events.schema.json
 run "(e) validate written and received events" 0 $PY "$DT_SRCDIR/tests/validate_events.py" "$schema" example.jsonl \
     a/events.jsonl a.jsonl f/events.jsonl
 same "(e) every type valid" "$(sed 's/ (.*//' <<<"$out" | tr '\n' ' ')" \
-    "checkpoint_failed ok checkpoint_saved ok eval ok metrics ok preempted ok run_failed ok run_finished ok run_started ok "
+    "checkpoint_failed ok checkpoint_saved ok eval ok metrics ok preempted ok run_failed ok run_finished ok run_started ok sample ok "
 sed -n 2p example.jsonl | sed 's/"loss":[0-9.]*,//' >broken.jsonl
 run "(e) the validator catches a record without its loss" 1 $PY "$DT_SRCDIR/tests/validate_events.py" "$schema" \
     broken.jsonl
