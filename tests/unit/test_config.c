@@ -66,7 +66,7 @@ static void nested_suggestion(void **state)
                                         "  hint: its keys are: type, n_layer, n_head, n_embd, vocab_size, seq_len, "
                                         "preset, n_kv_head, intermediate_size, max_position_embeddings, norm_eps, "
                                         "rope_theta, rope_scaling, "
-                                        "tie_embeddings, activation_checkpointing, init_from, mlp");
+                                        "tie_embeddings, activation_checkpointing, init_from, tokenizer, mlp");
     dt_config_free(&cfg);
 }
 
