@@ -275,6 +275,11 @@ static void attention_backward(struct dt_kctx *kc, void *dqkv, const float *dout
 {
     CALL(kc, attention_backward, dqkv, dout, qkv, out, att, scratch, (int)at, B, T, Ch, NH, NKV);
 }
+static void attention_cached(struct dt_kctx *kc, void *out, const void *qkv, void *kcache, void *vcache,
+                             enum dt_dtype at, int B, int n, int pos, int Tc, int Ch, int NH, int NKV)
+{
+    CALL(kc, attention_cached, out, qkv, kcache, vcache, (int)at, B, n, pos, Tc, Ch, NH, NKV);
+}
 static void gelu_forward(struct dt_kctx *kc, void *out, const void *inp, enum dt_dtype at, size_t N)
 {
     CALL(kc, gelu_forward, out, inp, (int)at, N);
@@ -436,6 +441,7 @@ const struct dt_kernels dt_kernels_cuda = {
     .attention_scratch = attention_scratch,
     .attention_forward = attention_forward,
     .attention_backward = attention_backward,
+    .attention_cached = attention_cached,
     .gelu_forward = gelu_forward,
     .gelu_backward = gelu_backward,
     .residual_forward = residual_forward,

@@ -27,6 +27,7 @@ enum {
     OP_swiglu_backward,
     OP_attention_forward,
     OP_attention_backward,
+    OP_attention_cached,
     OP_gelu_forward,
     OP_gelu_backward,
     OP_residual_forward,
@@ -72,6 +73,7 @@ static const char *const op_names[OP_N] = {
     "swiglu_backward",
     "attention_forward",
     "attention_backward",
+    "attention_cached",
     "gelu_forward",
     "gelu_backward",
     "residual_forward",
@@ -247,6 +249,13 @@ static void p_attention_backward(struct dt_kctx *kc, void *dqkv, const float *do
     double t0 = start(kc);
     P(kc)->k->attention_backward(P(kc)->inner, dqkv, dout, qkv, out, att, scratch, at, B, T, C, NH, NKV);
     took(kc, OP_attention_backward, t0);
+}
+static void p_attention_cached(struct dt_kctx *kc, void *out, const void *qkv, void *kcache, void *vcache,
+                               enum dt_dtype at, int B, int n, int pos, int Tc, int C, int NH, int NKV)
+{
+    double t0 = start(kc);
+    P(kc)->k->attention_cached(P(kc)->inner, out, qkv, kcache, vcache, at, B, n, pos, Tc, C, NH, NKV);
+    took(kc, OP_attention_cached, t0);
 }
 static void p_gelu_forward(struct dt_kctx *kc, void *out, const void *inp, enum dt_dtype at, size_t N)
 {
@@ -476,6 +485,7 @@ dt_status_t dt_kprofile_wrap(const struct dt_kernels **k, struct dt_kctx **kc)
     t->swiglu_backward = p_swiglu_backward;
     t->attention_forward = p_attention_forward;
     t->attention_backward = p_attention_backward;
+    t->attention_cached = p_attention_cached;
     t->gelu_forward = p_gelu_forward;
     t->gelu_backward = p_gelu_backward;
     t->residual_forward = p_residual_forward;

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 /* Raise when this struct changes. */
-#define DT_CUDA_MODULE_ABI 8
+#define DT_CUDA_MODULE_ABI 9
 #define DT_CUDA_MODULE_SYMBOL "dt_cuda_module"
 #define DT_CUDA_MODULE_FILE "dtrun_cuda.so"
 
@@ -151,6 +151,12 @@ struct dt_cuda_ops {
     int (*attention_backward_ref)(void *ctx, float *dqkv, const float *dout, const float *qkv, const float *att,
                                   float *scratch, int B, int T, int C, int NH, int NKV);
     size_t (*attention_ref_scratch)(int NH, int T);
+    /* Attention for generation (kernels.h's attention_cached): the key and value heads of qkv's n
+     * new rows (B,n,W) stored into kcache and vcache (B,Tc,NKV,hs) at rows [pos, pos + n), then out
+     * (B,n,C) each new query attended over the cached rows 0 .. its own; of type at, computed in
+     * fp32; head size up to 256, pos + n <= Tc. */
+    int (*attention_cached)(void *out, const void *qkv, void *kcache, void *vcache, int at, int B, int n, int pos,
+                            int Tc, int C, int NH, int NKV);
 };
 
 /* What `dtrun info` says about one GPU (cudaGetDeviceProperties, the PCI bus id, sysfs' NUMA node). */

@@ -131,6 +131,16 @@ int dt_cuda_attention_forward_ref(struct dt_cuda_ctx *c, float *out, float *att,
 int dt_cuda_attention_backward_ref(struct dt_cuda_ctx *c, float *dqkv, const float *dout, const float *qkv,
                                    const float *att, float *scratch, int B, int T, int C, int NH, int NKV);
 size_t dt_cuda_attention_ref_scratch(int NH, int T);
+/*
+ * attention_cached.cu: attention for generation over a cache of keys and values (kernels.h's
+ * attention_cached): the key and value heads of the n new rows of qkv (B,n,W) stored into kcache and
+ * vcache (B,Tc,NKV,hs) at rows [pos, pos + n), then out (B,n,C) the new queries attended over the
+ * cached rows 0 .. their own; all of type at, computed in fp32, out rounded once. Head size C/NH up
+ * to DT_CUDA_ATTN_CACHED_HS_MAX; pos + n <= Tc (other shapes: cudaErrorInvalidValue).
+ */
+#define DT_CUDA_ATTN_CACHED_HS_MAX 256
+cudaError_t dt_cuda_attention_cached(void *out, const void *qkv, void *kcache, void *vcache, int at, int B, int n,
+                                     int pos, int Tc, int C, int NH, int NKV);
 
 #ifdef __cplusplus
 }
@@ -138,7 +148,7 @@ size_t dt_cuda_attention_ref_scratch(int NH, int T);
 
 #ifdef __CUDACC__
 /*
- * Device side, for ops.cu and attention.cu: activations stored as S (float, __nv_bfloat16, __half;
+ * Device side, for ops.cu and the attention kernels: activations stored as S (float, __nv_bfloat16, __half;
  * the kernels are templates on it), widened to fp32 as read and rounded to nearest even as stored,
  * both through core/half.h, the CPU kernels' own conversions, so a 16-bit store holds the CPU's bits
  * for the same fp32 value.

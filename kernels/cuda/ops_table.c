@@ -1,5 +1,5 @@
 /*
- * ops_table.c - module.h's table of device memory and the kernels of ops.cu and attention.cu:
+ * ops_table.c - module.h's table of device memory and the kernels of ops.cu and the attention .cu files:
  * cudaError_t carried as int, so that dtrun and the tests include no CUDA header. Part of the CUDA
  * module.
  */
@@ -239,6 +239,11 @@ static int attention_backward_ref(void *ctx, float *dqkv, const float *dout, con
 {
     return dt_cuda_attention_backward_ref(ctx, dqkv, dout, qkv, att, scratch, B, T, C, NH, NKV);
 }
+static int attention_cached(void *out, const void *qkv, void *kcache, void *vcache, int at, int B, int n, int pos,
+                            int Tc, int C, int NH, int NKV)
+{
+    return (int)dt_cuda_attention_cached(out, qkv, kcache, vcache, at, B, n, pos, Tc, C, NH, NKV);
+}
 
 const struct dt_cuda_ops dt_cuda_ops = {
     .error_string = dt_cuda_error_string,
@@ -297,4 +302,5 @@ const struct dt_cuda_ops dt_cuda_ops = {
     .attention_forward_ref = attention_forward_ref,
     .attention_backward_ref = attention_backward_ref,
     .attention_ref_scratch = dt_cuda_attention_ref_scratch,
+    .attention_cached = attention_cached,
 };

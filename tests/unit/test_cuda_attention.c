@@ -8,8 +8,10 @@
  * backward sums a key/value head's gradient over its group (plan.h's dt_attn_kv_splits: in one
  * block, split in part, split per query head), and the fp32 kernels against the reference's
  * multi-head attention on the key/value heads repeated (Hugging Face's repeat_kv), the gradient
- * summed back over each group. Backward's bits the same on a second run, everywhere. Speaks TAP;
- * exits 77 where no module or GPU is (`make check-gpu` runs it on a GPU node).
+ * summed back over each group. Backward's bits the same on a second run, everywhere. And the
+ * attention of generation over a cache of keys and values (attention_cached.cu) against the CPU's,
+ * a prompt then a token a step, and its rows against the forward's on the whole sequence. Speaks
+ * TAP; exits 77 where no module or GPU is (`make check-gpu` runs it on a GPU node).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -508,11 +510,96 @@ static void attention_shapes(void)
     gpu->ctx_destroy(ctx);
 }
 
+/*
+ * Generation over a cache of keys and values (attention_cached, kernels.h) against the CPU kernel on
+ * the same inputs, as a model calls it: a prompt of PROMPT rows at position 0, then one row a step
+ * up to the cache's TC rows (past the kernel's 32-key tiles twice). After every call, out within
+ * the forward's tolerances (act_diff: 1e-5 in fp32, one ulp more in 16 bits; the two sum in other
+ * orders) and both caches the CPU's bits, rows not yet written still zero. Then the rows of every
+ * step together against the CPU's attention_forward on the whole sequence: the same queries over
+ * the same keys, up to the order of the sums.
+ */
+#define PROMPT 7
+#define TC 70
+
+static void attention_cached(int B, int NH, int NKV, int hs, enum dt_dtype t)
+{
+    int C = NH * hs, W = dt_attn_width(C, NH, NKV);
+    size_t esz = dt_dtype_size(t), nqkv = (size_t)B * TC * W, nout = (size_t)B * TC * C;
+    size_t ncache = (size_t)B * TC * NKV * hs;
+    char shape[112], what[224];
+    snprintf(shape, sizeof shape, "%s B %d NH %d NKV %d head size %d, a prompt of %d then one a step to %d",
+             dt_dtype_str(t), B, NH, NKV, hs, PROMPT, TC);
+    float *x = randn(nqkv, 59);
+    for (size_t i = 0; i < nqkv; i++) x[i] *= 0.5f; /* scores of about a unit, as attention_f32's */
+    char *qkv = typed(x, nqkv, t), *step = malloc((size_t)B * PROMPT * W * esz);
+    char *kcpu = calloc(ncache, esz), *vcpu = calloc(ncache, esz), *ocpu = malloc((size_t)B * PROMPT * C * esz);
+    char *rows = malloc(nout * esz), *ref = malloc(nout * esz);
+    float *lse = malloc((size_t)B * NH * TC * sizeof *lse);
+    void *gq = dev(NULL, (size_t)B * PROMPT * W * esz), *go = dev(NULL, (size_t)B * PROMPT * C * esz);
+    void *gk = dev(NULL, ncache * esz), *gv = dev(NULL, ncache * esz);
+    double d = 0;
+    int caches_differ = 0;
+    for (int pos = 0, n = PROMPT; pos < TC; pos += n, n = 1) {
+        /* the call's qkv (B,n,W): rows pos .. pos + n - 1 of each batch row's sequence */
+        for (int b = 0; b < B; b++)
+            memcpy(step + (size_t)b * n * W * esz, qkv + ((size_t)b * TC + pos) * W * esz, (size_t)n * W * esz);
+        CK(gpu->to_device(gq, step, (size_t)B * n * W * esz));
+        CK(gpu->attention_cached(go, gq, gk, gv, (int)t, B, n, pos, TC, C, NH, NKV));
+        dt_kernels_cpu.attention_cached(kc, ocpu, step, kcpu, vcpu, t, B, n, pos, TC, C, NH, NKV);
+        char *o = back_typed(go, (size_t)B * n * C, t), *k = back_typed(gk, ncache, t), *v = back_typed(gv, ncache, t);
+        d = fmax(d, act_diff(o, ocpu, (size_t)B * n * C, t));
+        caches_differ += memcmp(k, kcpu, ncache * esz) != 0 || memcmp(v, vcpu, ncache * esz) != 0;
+        for (int b = 0; b < B; b++)
+            memcpy(rows + ((size_t)b * TC + pos) * C * esz, o + (size_t)b * n * C * esz, (size_t)n * C * esz);
+        free(o), free(k), free(v);
+    }
+    snprintf(what, sizeof what, "attention cached %s: out vs the CPU at every step", shape);
+    report(d < 1e-5, what, d);
+    snprintf(what, sizeof what, "attention cached %s: the key and value caches the CPU's bits at every step", shape);
+    report(!caches_differ, what, (double)caches_differ);
+    dt_kernels_cpu.attention_forward(kc, ref, lse, qkv, t, B, TC, C, NH, NKV);
+    d = act_diff(rows, ref, nout, t);
+    snprintf(what, sizeof what, "attention cached %s: the steps' rows vs the CPU's attention_forward on the sequence",
+             shape);
+    report(d < 1e-5, what, d);
+    void *all[] = {gq, go, gk, gv};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
+    free(x), free(qkv), free(step), free(kcpu), free(vcpu), free(ocpu), free(rows), free(ref), free(lse);
+}
+
+/* fp32, bf16 and fp16; B 1 and 2; multi-head, multi-query and grouped-query heads at head sizes 16,
+ * 64 and 128 (a warp's columns partly idle, whole, several), and 200 and 256 (the second column of
+ * a thread, partly and whole); then the shapes it refuses */
+static void attention_cached_cases(void)
+{
+    static const int heads[][2] = {{4, 4}, {4, 1}, {8, 2}}, hss[] = {16, 64, 128};
+    for (int k = 0; k < 3; k++) {
+        for (int B = 1; B <= 2; B++)
+            for (int i = 0; i < 3; i++)
+                for (int j = 0; j < 3; j++) attention_cached(B, heads[i][0], heads[i][1], hss[j], act_types[k]);
+        attention_cached(1, 4, 2, 200, act_types[k]);
+        attention_cached(2, 2, 1, 256, act_types[k]);
+    }
+    /* refused before any launch, so no buffers */
+    int e[4] = {gpu->attention_cached(NULL, NULL, NULL, NULL, (int)DT_F32, 1, 1, 0, 4, 544, 2, 2),
+                gpu->attention_cached(NULL, NULL, NULL, NULL, (int)DT_BF16, 1, 2, 3, 4, 256, 4, 4),
+                gpu->attention_cached(NULL, NULL, NULL, NULL, (int)DT_F16, 1, 1, 0, 4, 256, 4, 3),
+                gpu->attention_cached(NULL, NULL, NULL, NULL, 7, 1, 1, 0, 4, 256, 4, 4)};
+    int accepted = 0;
+    for (int i = 0; i < 4; i++) accepted += e[i] == 0;
+    report(!accepted,
+           "attention cached refuses head size 272, pos + n past the cache, key/value heads not dividing the query "
+           "heads, an unknown type",
+           (double)accepted);
+}
+
 int main(void)
 {
     int rc = cuda_check_start();
     if (rc) return rc;
     attention_shapes();
     attention_tc_cases();
+    attention_cached_cases();
     return cuda_check_finish();
 }
