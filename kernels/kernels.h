@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "core/dtype.h"
+#include "core/fp8.h"
 #include "core/status.h"
 
 /*
@@ -49,6 +50,23 @@ struct dt_adamw_slice {
     void *plp;
     size_t n;
     float wd, l2;
+};
+
+/* How an FP8 matmul quantises one of its operands (fp8-mixed, Transformer Engine's per-tensor
+ * scaling): each value, first rounded to bf16 as the 16-bit matmuls round it (an fp32 dout, an fp32
+ * weight), is multiplied by the tensor's scale in fp32 and converted to fmt (core/fp8.h: nearest even,
+ * saturating); the product of two quantised operands is accumulated in fp32 and multiplied by the
+ * inverses of both scales (1.0f / scale each, their product rounded once).
+ *   delayed (current false): scale is *scale (tensor memory, written by fp8_update between optimizer
+ *       steps), and the tensor's amax (the largest |value| after the bf16 rounding; NaNs ignored) is
+ *       folded into *amax (*amax = max(*amax, amax)); amax NULL: not recorded (the forward did).
+ *   current: the scale comes from this tensor's own amax, dt_fp8_scale(amax, 1, fmt, 0); scale unused,
+ *       amax recorded as above when not NULL. */
+struct dt_fp8_q {
+    const float *scale;
+    float *amax;
+    enum dt_fp8_fmt fmt;
+    bool current;
 };
 
 /* the largest head size attention_cached takes (Llama's and GPT-2's are 64 and 128) */
@@ -118,6 +136,33 @@ struct dt_kernels {
     void (*matmul_backward_lp)(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const void *dout,
                                enum dt_dtype dt, const void *inp, const void *weight, enum dt_dtype wt, int BT, int C,
                                int OC, enum dt_dtype lp, unsigned set);
+    /* The linear layers of fp8-mixed: matmul_forward_lp's arguments and meaning with lp = DT_BF16 (inp
+     * of type DT_BF16, weight and bias of type wt, the bias rounded to bf16 and added in fp32, out of
+     * type ot), the operands quantised as qx (inp) and qw (weight) say (struct dt_fp8_q). */
+    void (*matmul_forward_fp8)(struct dt_kctx *kc, void *out, enum dt_dtype ot, const void *inp, const void *weight,
+                               const void *bias, enum dt_dtype wt, int BT, int C, int OC, const struct dt_fp8_q *qx,
+                               const struct dt_fp8_q *qw);
+    /* matmul_backward_lp's with lp = DT_BF16: dout (type dt) quantised as qg, inp and weight as qx and
+     * qw (the forward's scales; their amax NULL), dinp = dout @ weight and dweight = dout^T @ inp on
+     * the quantised operands; dbias the column sums of dout rounded to bf16, unquantised (Transformer
+     * Engine's bgrad) */
+    void (*matmul_backward_fp8)(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const void *dout,
+                                enum dt_dtype dt, const void *inp, const void *weight, enum dt_dtype wt, int BT, int C,
+                                int OC, const struct dt_fp8_q *qx, const struct dt_fp8_q *qw,
+                                const struct dt_fp8_q *qg, unsigned set);
+    /* Delayed scaling's update after an optimizer step, Transformer Engine's amax_and_scale_update for
+     * n tensors: hist (len, n) holds each tensor's amax history, row 0 the amaxes of the step just
+     * done (where the matmuls fold them). Each tensor's history is rolled (row i takes row i + 1, row
+     * len - 1 the step's amax, row 0 zero again), its amax taken as the largest of the history before
+     * the roll (most_recent: the step's), and scale[i] = dt_fp8_scale(amax, scale[i], fmt, margin),
+     * fmt E4M3 for tensors 3j and 3j + 1 (linear j's input and weight), gfmt for 3j + 2 (its output
+     * gradient). *saturated (fp32) grows by the number of tensors whose step amax times the scale they
+     * were quantised with exceeded their format's largest value: their largest values were clipped. */
+    void (*fp8_update)(struct dt_kctx *kc, float *hist, float *scale, int n, int len, bool most_recent, float margin,
+                       enum dt_fp8_fmt gfmt, float *saturated);
+    /* NULL, or DT_SUCCESS when this device multiplies FP8 (the CPU emulates it: NULL); otherwise an
+     * error that names the device and what it lacks (CUDA: compute capability 8.9 or newer). */
+    dt_status_t (*fp8_supported)(struct dt_kctx *kc);
     /* fp32 <-> bf16/fp16 (t), round to nearest even; round_lp: dst = src rounded to t, kept in fp32 */
     void (*cast_to_lp)(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t);
     void (*cast_from_lp)(struct dt_kctx *kc, float *dst, const uint16_t *src, size_t n, enum dt_dtype t);

@@ -14,6 +14,9 @@ enum {
     OP_matmul_backward,
     OP_matmul_forward_lp,
     OP_matmul_backward_lp,
+    OP_matmul_forward_fp8,
+    OP_matmul_backward_fp8,
+    OP_fp8_update,
     OP_cast_to_lp,
     OP_cast_from_lp,
     OP_round_lp,
@@ -60,6 +63,9 @@ static const char *const op_names[OP_N] = {
     "matmul_backward",
     "matmul_forward_lp",
     "matmul_backward_lp",
+    "matmul_forward_fp8",
+    "matmul_backward_fp8",
+    "fp8_update",
     "cast_to_lp",
     "cast_from_lp",
     "round_lp",
@@ -159,6 +165,34 @@ static void p_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight
     double t0 = start(kc);
     P(kc)->k->matmul_backward_lp(P(kc)->inner, dinp, dweight, dbias, dout, dt, inp, weight, wt, BT, C, OC, lp, set);
     took(kc, OP_matmul_backward_lp, t0);
+}
+
+static void p_matmul_forward_fp8(struct dt_kctx *kc, void *out, enum dt_dtype ot, const void *inp, const void *weight,
+                                 const void *bias, enum dt_dtype wt, int BT, int C, int OC, const struct dt_fp8_q *qx,
+                                 const struct dt_fp8_q *qw)
+{
+    double t0 = start(kc);
+    P(kc)->k->matmul_forward_fp8(P(kc)->inner, out, ot, inp, weight, bias, wt, BT, C, OC, qx, qw);
+    took(kc, OP_matmul_forward_fp8, t0);
+}
+
+static void p_matmul_backward_fp8(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const void *dout,
+                                  enum dt_dtype dt, const void *inp, const void *weight, enum dt_dtype wt, int BT,
+                                  int C, int OC, const struct dt_fp8_q *qx, const struct dt_fp8_q *qw,
+                                  const struct dt_fp8_q *qg, unsigned set)
+{
+    double t0 = start(kc);
+    P(kc)->k->matmul_backward_fp8(P(kc)->inner, dinp, dweight, dbias, dout, dt, inp, weight, wt, BT, C, OC, qx, qw, qg,
+                                  set);
+    took(kc, OP_matmul_backward_fp8, t0);
+}
+
+static void p_fp8_update(struct dt_kctx *kc, float *hist, float *scale, int n, int len, bool most_recent, float margin,
+                         enum dt_fp8_fmt gfmt, float *saturated)
+{
+    double t0 = start(kc);
+    P(kc)->k->fp8_update(P(kc)->inner, hist, scale, n, len, most_recent, margin, gfmt, saturated);
+    took(kc, OP_fp8_update, t0);
 }
 static void p_cast_to_lp(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t)
 {
@@ -442,6 +476,7 @@ static uint64_t p_copy_async(struct dt_kctx *kc, void *dst, const void *src, siz
 {
     return P(kc)->k->copy_async(P(kc)->inner, dst, src, bytes, kind);
 }
+static dt_status_t p_fp8_supported(struct dt_kctx *kc) { return P(kc)->k->fp8_supported(P(kc)->inner); }
 static void p_copy_wait(struct dt_kctx *kc, uint64_t ticket, bool host) { P(kc)->k->copy_wait(P(kc)->inner, ticket, host); }
 
 dt_status_t dt_kprofile_wrap(const struct dt_kernels **k, struct dt_kctx **kc)
@@ -463,6 +498,7 @@ dt_status_t dt_kprofile_wrap(const struct dt_kernels **k, struct dt_kctx **kc)
     t->synchronize = p_synchronize;
     t->wait = p_wait;
     t->device_memory = (*k)->device_memory ? p_device_memory : NULL;
+    t->fp8_supported = (*k)->fp8_supported ? p_fp8_supported : NULL;
     t->describe = p_describe;
     t->zero = p_zero;
     t->copy = p_copy;
@@ -472,6 +508,9 @@ dt_status_t dt_kprofile_wrap(const struct dt_kernels **k, struct dt_kctx **kc)
     t->matmul_backward = p_matmul_backward;
     t->matmul_forward_lp = p_matmul_forward_lp;
     t->matmul_backward_lp = p_matmul_backward_lp;
+    t->matmul_forward_fp8 = p_matmul_forward_fp8;
+    t->matmul_backward_fp8 = p_matmul_backward_fp8;
+    t->fp8_update = p_fp8_update;
     t->cast_to_lp = p_cast_to_lp;
     t->cast_from_lp = p_cast_from_lp;
     t->round_lp = p_round_lp;

@@ -73,6 +73,16 @@ void dt_cpu_matmul_forward_lp(struct dt_kctx *kc, void *out, enum dt_dtype ot, c
 void dt_cpu_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const void *dout,
                                enum dt_dtype dt, const void *inp, const void *weight, enum dt_dtype wt, int BT, int C,
                                int OC, enum dt_dtype t, unsigned set);
+/* fp8-mixed's (matmul_fp8.c): scratch slots 0-3 */
+void dt_cpu_matmul_forward_fp8(struct dt_kctx *kc, void *out, enum dt_dtype ot, const void *inp, const void *weight,
+                               const void *bias, enum dt_dtype wt, int BT, int C, int OC, const struct dt_fp8_q *qx,
+                               const struct dt_fp8_q *qw);
+void dt_cpu_matmul_backward_fp8(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const void *dout,
+                                enum dt_dtype dt, const void *inp, const void *weight, enum dt_dtype wt, int BT, int C,
+                                int OC, const struct dt_fp8_q *qx, const struct dt_fp8_q *qw,
+                                const struct dt_fp8_q *qg, unsigned set);
+void dt_cpu_fp8_update(struct dt_kctx *kc, float *hist, float *scale, int n, int len, bool most_recent, float margin,
+                       enum dt_fp8_fmt gfmt, float *saturated);
 void dt_cpu_cast_to_lp(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t);
 void dt_cpu_cast_from_lp(struct dt_kctx *kc, float *dst, const uint16_t *src, size_t n, enum dt_dtype t);
 /* dst = src rounded to t, kept in fp32 (one pass) */
