@@ -157,7 +157,10 @@ struct dt_kernels {
      * the roll (most_recent: the step's), and scale[i] = dt_fp8_scale(amax, scale[i], fmt, margin),
      * fmt E4M3 for tensors 3j and 3j + 1 (linear j's input and weight), gfmt for 3j + 2 (its output
      * gradient). *saturated (fp32) grows by the number of tensors whose step amax times the scale they
-     * were quantised with exceeded their format's largest value: their largest values were clipped. */
+     * were quantised with exceeded twice their format's largest value: values a binade or more beyond
+     * the range were clipped, a jump the history did not foresee (a tensor growing slowly, as weights
+     * do, is clipped a little at most steps under delayed scaling, Transformer Engine's included:
+     * not counted). */
     void (*fp8_update)(struct dt_kctx *kc, float *hist, float *scale, int n, int len, bool most_recent, float margin,
                        enum dt_fp8_fmt gfmt, float *saturated);
     /* NULL, or DT_SUCCESS when this device multiplies FP8 (the CPU emulates it: NULL); otherwise an

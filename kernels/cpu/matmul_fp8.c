@@ -102,7 +102,7 @@ void dt_cpu_fp8_update(struct dt_kctx *kc, float *hist, float *scale, int n, int
         for (int r = 0; r + 1 < len; r++) hist[(size_t)r * n + i] = hist[(size_t)(r + 1) * n + i];
         if (len > 1) hist[(size_t)(len - 1) * n + i] = last;
         hist[i] = 0.0f;
-        if (last * scale[i] > dt_fp8_max(f)) sat += 1.0f;
+        if (last * scale[i] > 2.0f * dt_fp8_max(f)) sat += 1.0f;
         scale[i] = dt_fp8_scale(most_recent ? last : amax, scale[i], f, margin);
     }
     *saturated += sat;

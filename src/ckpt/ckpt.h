@@ -54,6 +54,10 @@ struct dt_run_state {
     char strategy[48], precision[16];
     int stage, world, restart;
     char saved_at[32];
+    /* fp8-mixed's scaling state, rank 0's file fp8.bin (precision/fp8.h): its tensors, history length
+     * and checksum; tensors 0: none */
+    int fp8_tensors, fp8_history;
+    uint64_t fp8_xxh64;
 };
 
 /* One rank's file, as the manifest lists it. */
@@ -87,6 +91,10 @@ dt_status_t dt_ckpt_begin(struct dt_ckpt_writer *w, int64_t step, const char *ta
 bool dt_ckpt_busy(struct dt_ckpt_writer *w);
 /* Wait for the file; its entry for the manifest, and the seconds since begin. */
 dt_status_t dt_ckpt_wait(struct dt_ckpt_writer *w, struct dt_ckpt_file *f, double *seconds);
+/* Rank 0, before the commit: a small file of the save's own beside the ranks' (fp8.bin), written whole
+ * and synced into the save's partial directory (the writers made it). */
+dt_status_t dt_ckpt_write_extra(const char *dir, int64_t step, const char *tag, const char *name, const void *data,
+                                size_t n);
 /* Rank 0, once every rank's file is written: the manifest, the rename to step-<N>, `latest`, and the
  * pruning. path gets the checkpoint's directory. */
 dt_status_t dt_ckpt_commit(const char *dir, const char *tag, const struct dt_run_state *meta,
@@ -110,6 +118,8 @@ const char *dt_ckpt_path(const struct dt_ckpt *c);
 /* Elements [off, off + n) of an array, from whichever files hold them. */
 dt_status_t dt_ckpt_read(const struct dt_ckpt *c, int array, size_t off, size_t n, float *dst);
 void dt_ckpt_close(struct dt_ckpt *c);
+/* A file dt_ckpt_write_extra wrote: exactly n bytes whose XXH64 is xxh64, or an error naming it. */
+dt_status_t dt_ckpt_read_extra(const struct dt_ckpt *c, const char *name, void *dst, size_t n, uint64_t xxh64);
 /* Which checkpoint a run resumes from: resume "none" (none), "auto" (the newest valid one under dir,
  * skipping and naming the others; none is no error), or a path (it must be valid). *found says
  * whether there is one; path gets it. */

@@ -219,6 +219,28 @@ dt_status_t dt_ckpt_read(const struct dt_ckpt *c, int array, size_t off, size_t 
     return DT_SUCCESS;
 }
 
+dt_status_t dt_ckpt_read_extra(const struct dt_ckpt *c, const char *name, void *dst, size_t n, uint64_t xxh64)
+{
+    char path[4600];
+    snprintf(path, sizeof path, "%s/%s", c->path, name);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return dt_error(DT_ERR_CKPT, "%s: error: cannot open it: %s (the manifest lists it)\n  hint: the checkpoint "
+                        "is incomplete; resume from another (checkpoint.resume: PATH)", path, strerror(errno));
+    struct stat st;
+    dt_status_t rc = fstat(fd, &st) != 0 || (size_t)st.st_size != n
+                         ? dt_error(DT_ERR_CKPT, "%s: error: %lld bytes, the manifest's state needs %zu\n  hint: the "
+                                    "checkpoint is damaged; resume from another (checkpoint.resume: PATH)", path,
+                                    (long long)st.st_size, n)
+                         : read_exact(fd, dst, n, 0, path);
+    close(fd);
+    uint64_t h;
+    if (rc == DT_SUCCESS && (h = dt_xxh64(dst, n, 0)) != xxh64)
+        rc = dt_error(DT_ERR_CKPT, "%s: error: checksum %016" PRIx64 ", the manifest says %016" PRIx64 "\n  hint: the "
+                      "checkpoint is damaged; resume from another (checkpoint.resume: PATH)", path, h, xxh64);
+    return rc;
+}
+
 void dt_ckpt_close(struct dt_ckpt *c)
 {
     if (!c) return;

@@ -54,6 +54,14 @@ char *dt_manifest_text(const struct dt_run_state *m, const struct dt_ckpt_file *
     dt_json_int(&j, "last_overflow_iter", m->scaler.last_overflow_iter);
     dt_json_int(&j, "skipped", m->scaler.skipped);
     dt_json_close(&j);
+    if (m->fp8_tensors) {
+        dt_json_obj(&j, "fp8");
+        dt_json_int(&j, "tensors", m->fp8_tensors);
+        dt_json_int(&j, "amax_history_len", m->fp8_history);
+        snprintf(hex, sizeof hex, "%016" PRIx64, m->fp8_xxh64);
+        dt_json_str(&j, "xxh64", hex);
+        dt_json_close(&j);
+    }
     dt_json_obj(&j, "files");
     for (int i = 0; i < nfiles; i++) {
         dt_json_obj(&j, files[i].name);
@@ -160,6 +168,13 @@ dt_status_t dt_manifest_read(const char *dir, struct dt_run_state *m, struct dt_
     m->scaler.cur_iter = integer(sc, "cur_iter", &bad);
     m->scaler.last_overflow_iter = integer(sc, "last_overflow_iter", &bad);
     m->scaler.skipped = integer(sc, "skipped", &bad);
+    const struct dt_ynode *f8 = get(r, "fp8");
+    if (f8) {
+        m->fp8_tensors = (int)integer(f8, "tensors", &bad);
+        m->fp8_history = (int)integer(f8, "amax_history_len", &bad);
+        m->fp8_xxh64 = strtoull(text(f8, "xxh64", &bad), NULL, 16);
+        if (!bad && (m->fp8_tensors < 1 || m->fp8_history < 0)) bad = "fp8";
+    }
     if (!bad && (!fl || fl->kind != DT_Y_MAP || fl->n == 0)) bad = "files";
     if (!bad && (m->narrays < 1 || m->narrays > 16)) bad = "arrays";
     if (!bad && (m->step < 0 || m->world < 1 || m->nparams < 1)) bad = m->step < 0 ? "step" : m->world < 1 ? "world" : "params";

@@ -309,19 +309,32 @@ void dt_ckpt_writer_close(struct dt_ckpt_writer *w)
 
 /* ---- rank 0's commit */
 
-static dt_status_t write_small(const char *dir, const char *name, const char *text)
+static dt_status_t write_bytes(const char *dir, const char *name, const void *data, size_t n)
 {
     char tmp[4600], final[4600];
     snprintf(final, sizeof final, "%s/%s", dir, name);
     snprintf(tmp, sizeof tmp, "%s.tmp", final);
     int fd = create_exclusive(tmp);
     if (fd < 0) return sys_error(tmp, "cannot create");
-    dt_status_t rc = write_all(fd, text, strlen(text), tmp, NULL);
+    dt_status_t rc = write_all(fd, data, n, tmp, NULL);
     if (rc == DT_SUCCESS && fsync(fd) != 0) rc = sys_error(tmp, "syncing failed");
     if (close(fd) != 0 && rc == DT_SUCCESS) rc = sys_error(tmp, "closing failed");
     if (rc == DT_SUCCESS && rename(tmp, final) != 0) rc = sys_error(final, "cannot rename");
     if (rc != DT_SUCCESS) unlink(tmp);
     return rc;
+}
+
+static dt_status_t write_small(const char *dir, const char *name, const char *text)
+{
+    return write_bytes(dir, name, text, strlen(text));
+}
+
+dt_status_t dt_ckpt_write_extra(const char *dir, int64_t step, const char *tag, const char *name, const void *data,
+                                size_t n)
+{
+    char partial[4400];
+    snprintf(partial, sizeof partial, "%s/step-%08lld.partial-%s", dir, (long long)step, tag);
+    return write_bytes(partial, name, data, n);
 }
 
 /* A checkpoint directory and its files (no subdirectories are made in one); a symlink in its place

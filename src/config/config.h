@@ -19,7 +19,11 @@
 enum dt_model_type { DT_MODEL_GPT, DT_MODEL_MLP, DT_MODEL_LLAMA };
 enum dt_rope_type { DT_ROPE_NONE, DT_ROPE_LLAMA3 };
 enum dt_device { DT_DEVICE_AUTO, DT_DEVICE_CPU, DT_DEVICE_CUDA };
-enum dt_precision { DT_PREC_32_TRUE, DT_PREC_16_MIXED, DT_PREC_BF16_MIXED, DT_PREC_BF16_TRUE };
+enum dt_precision { DT_PREC_32_TRUE, DT_PREC_16_MIXED, DT_PREC_BF16_MIXED, DT_PREC_BF16_TRUE, DT_PREC_FP8_MIXED };
+/* compute.fp8 (Transformer Engine's DelayedScaling / Float8CurrentScaling recipes) */
+enum dt_fp8_format { DT_FP8_HYBRID, DT_FP8_ALL_E4M3 };
+enum dt_fp8_scaling { DT_FP8_DELAYED, DT_FP8_CURRENT };
+enum dt_fp8_amax_algo { DT_FP8_AMAX_MAX, DT_FP8_AMAX_MOST_RECENT };
 enum dt_strategy {
     DT_STRAT_AUTO,
     DT_STRAT_SINGLE,
@@ -137,6 +141,13 @@ struct dt_config {
             bool consecutive_hysteresis;
             double min_loss_scale;
         } loss_scaler;
+        struct {
+            int format;           /* enum dt_fp8_format */
+            int scaling;          /* enum dt_fp8_scaling */
+            int64_t amax_history_len;
+            int amax_compute_algo; /* enum dt_fp8_amax_algo */
+            double margin;
+        } fp8;
     } compute;
     struct {
         char *dir;

@@ -20,6 +20,15 @@ static const struct dt_enum_name model_types[] = {
 
 static const struct dt_enum_name rope_types[] = {{"none", DT_ROPE_NONE, NULL}, {"llama3", DT_ROPE_LLAMA3, NULL}, {0}};
 
+static const struct dt_enum_name fp8_formats[] = {
+    {"hybrid", DT_FP8_HYBRID, NULL}, {"HYBRID", DT_FP8_HYBRID, NULL}, {"e4m3", DT_FP8_ALL_E4M3, NULL},
+    {"E4M3", DT_FP8_ALL_E4M3, NULL}, {"e5m2", -1, "E5M2 forward loses too much precision; use hybrid (E4M3 forward, E5M2 gradients) or e4m3"},
+    {0}};
+static const struct dt_enum_name fp8_scalings[] = {
+    {"delayed", DT_FP8_DELAYED, NULL}, {"current", DT_FP8_CURRENT, NULL}, {0}};
+static const struct dt_enum_name fp8_amax_algos[] = {
+    {"max", DT_FP8_AMAX_MAX, NULL}, {"most_recent", DT_FP8_AMAX_MOST_RECENT, NULL}, {0}};
+
 static const struct dt_enum_name devices[] = {
     {"auto", DT_DEVICE_AUTO, NULL}, {"cpu", DT_DEVICE_CPU, NULL}, {"cuda", DT_DEVICE_CUDA, NULL},
     {"gpu", DT_DEVICE_CUDA, NULL},  {0}};
@@ -33,10 +42,12 @@ const struct dt_enum_name dt_precision_names[] = {
     {"bf16-mixed", DT_PREC_BF16_MIXED, NULL},
     {"bf16", DT_PREC_BF16_MIXED, NULL},
     {"bf16-true", DT_PREC_BF16_TRUE, NULL},
+    {"fp8-mixed", DT_PREC_FP8_MIXED, NULL},
+    {"transformer-engine", DT_PREC_FP8_MIXED, NULL},
+    {"fp8", DT_PREC_FP8_MIXED, NULL},
     {"64", -1, "dtrun has no float64 training; use 32-true"},
     {"64-true", -1, "dtrun has no float64 training; use 32-true"},
     {"16-true", -1, "pure fp16 training diverges without fp32 master weights; use 16-mixed or bf16-true"},
-    {"transformer-engine", -1, "Transformer Engine (fp8) is not part of dtrun; use bf16-mixed"},
     {0}};
 
 const struct dt_enum_name dt_strategy_names[] = {
@@ -256,6 +267,17 @@ static const struct dt_key keys[] = {
       0, 0, "dynamic: refill hysteresis on every clean step"),
     K("compute.loss_scaler.min_loss_scale", DT_T_FLOAT, compute.loss_scaler.min_loss_scale, "1", 0, 1e30,
       DT_F_MIN_EXCL, "dynamic: lowest scale; overflowing there stops the run"),
+
+    E("compute.fp8.format", compute.fp8.format, "hybrid", fp8_formats, 0,
+      "fp8-mixed: hybrid (inputs and weights E4M3, gradients E5M2) or e4m3 (all E4M3)"),
+    E("compute.fp8.scaling", compute.fp8.scaling, "delayed", fp8_scalings, 0,
+      "fp8-mixed: delayed (scales from the amax history) or current (from each tensor's own amax)"),
+    K("compute.fp8.amax_history_len", DT_T_INT, compute.fp8.amax_history_len, "1024", 1, 65536, 0,
+      "fp8-mixed, delayed: optimizer steps of amaxes each scale is chosen from"),
+    E("compute.fp8.amax_compute_algo", compute.fp8.amax_compute_algo, "max", fp8_amax_algos, 0,
+      "fp8-mixed, delayed: max (the largest of the history) or most_recent (the last step's)"),
+    K("compute.fp8.margin", DT_T_FLOAT, compute.fp8.margin, "0", 0, 64, 0,
+      "fp8-mixed: scales lowered by 2^margin below what the amax allows"),
 
     K("checkpoint.dir", DT_T_STR, checkpoint.dir, "ckpt", 0, 0, DT_F_NULLABLE,
       "checkpoint directory (relative: under run.dir); null: no checkpoints"),

@@ -376,13 +376,14 @@ static void merge_precision(struct merge *m)
     int want = *p;
     const char *why = NULL;
     if (f16) want = DT_PREC_16_MIXED, why = "fp16.enabled";
-    else if (bf16) want = *p == DT_PREC_BF16_TRUE ? DT_PREC_BF16_TRUE : DT_PREC_BF16_MIXED, why = "bf16.enabled";
+    else if (bf16) /* fp8-mixed is bf16-mixed with FP8 linear layers: the JSON's bf16 block agrees with it */
+        want = *p == DT_PREC_BF16_TRUE || *p == DT_PREC_FP8_MIXED ? *p : DT_PREC_BF16_MIXED, why = "bf16.enabled";
     else if (f16x && *p == DT_PREC_16_MIXED) want = DT_PREC_32_TRUE, why = "fp16.enabled";
-    else if (bf16x && (*p == DT_PREC_BF16_MIXED || *p == DT_PREC_BF16_TRUE)) want = DT_PREC_32_TRUE, why = "bf16.enabled";
+    else if (bf16x && (*p == DT_PREC_BF16_MIXED || *p == DT_PREC_BF16_TRUE || *p == DT_PREC_FP8_MIXED)) want = DT_PREC_32_TRUE, why = "bf16.enabled";
     else if (f16x && bf16x) want = DT_PREC_32_TRUE, why = "fp16.enabled";
     /* what "auto" means in the JSON, for `dtrun check` */
     m->ds->fp16.enabled = want == DT_PREC_16_MIXED;
-    m->ds->bf16.enabled = want == DT_PREC_BF16_MIXED || want == DT_PREC_BF16_TRUE;
+    m->ds->bf16.enabled = want == DT_PREC_BF16_MIXED || want == DT_PREC_BF16_TRUE || want == DT_PREC_FP8_MIXED;
     if (!why || want == *p) {
         if (why) set_dt_origin(m, ti, ds_origin(m->ds, why));
         return;

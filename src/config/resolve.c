@@ -408,6 +408,28 @@ static void check_model(struct dt_config *cfg, struct dt_diags *d)
                 where(cfg, "model.n_head", w2, sizeof w2));
 }
 
+/* fp8-mixed: the linear layers of a transformer (an MLP's are its whole model, and its last one the
+ * loss's input, which Transformer Engine's recipes keep in 16 bits); compute.fp8's keys mean nothing
+ * under another precision, so setting them there is a mistake worth saying */
+static void check_fp8(struct dt_config *cfg, struct dt_diags *d)
+{
+    static const char *const keys[] = {"compute.fp8.format", "compute.fp8.scaling", "compute.fp8.amax_history_len",
+                                       "compute.fp8.amax_compute_algo", "compute.fp8.margin"};
+    char w[256];
+    if (cfg->compute.precision != DT_PREC_FP8_MIXED) {
+        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+            if (user_set(origin(cfg, keys[i])))
+                dt_diag(d, loc_of(cfg, keys[i]), "set compute.precision: fp8-mixed, or remove the key",
+                        "%s (%s) configures fp8-mixed, and compute.precision is %s", keys[i],
+                        where(cfg, keys[i], w, sizeof w), dt_enum_str(dt_precision_names, cfg->compute.precision));
+        return;
+    }
+    if (cfg->model.type == DT_MODEL_MLP)
+        dt_diag(d, loc_of(cfg, "compute.precision"), "use bf16-mixed for an mlp", "compute.precision fp8-mixed (%s) "
+                "quantises a transformer's linear layers, and model.type is mlp",
+                where(cfg, "compute.precision", w, sizeof w));
+}
+
 /* ZeRO-Offload: the optimizer's state and fp32 master weights on the host (any stage, any device),
  * and under zero3 the 16-bit weights too; what it cannot carry is refused by name */
 static void check_offload(struct dt_config *cfg, struct dt_diags *d)
@@ -500,6 +522,7 @@ dt_status_t dt_config_resolve(struct dt_config *cfg, const struct dt_geometry *g
     }
     /* the offload settings, wherever they came from (a DeepSpeed JSON's win) */
     check_offload(cfg, &d);
+    check_fp8(cfg, &d);
     DT_CHECK(dt_diag_finish(&d));
     resolve_stage(cfg);
     resolve_schedule(cfg);

@@ -14,7 +14,7 @@
 
 static const char *const names[] = {
     "grad_inf", "kill", "stop", "stall", "enospc", "eio", "kill_save", "stop_save", "stall_save", "spool_enospc",
-    "spool_eio", "clock_fwd", "clock_back", "slow", "nomem", "hog"};
+    "spool_eio", "clock_fwd", "clock_back", "slow", "nomem", "hog", "fp8_jump"};
 _Static_assert(sizeof names / sizeof names[0] == DT_FAULT_NKINDS, "a name for every enum dt_fault");
 static struct {
     enum dt_fault kind;

@@ -38,6 +38,9 @@
  *                with the error that names it and the bytes
  *   hog          the rank takes 256 MiB of host memory more than it planned as the step starts
  *                (a leak, a library's buffers): the run's end says its peak passed the plan
+ *   fp8_jump     fp8-mixed: every FP8 scale of the rank is multiplied by 2^12 as the step starts,
+ *                so that the step's tensors overflow their ranges (a loss spike's activations meeting
+ *                delayed scaling): the run must clip, say so, and recover its scales
  * A malformed value is refused at start (exit 2), never ignored.
  */
 #ifndef DT_FAULT_H
@@ -50,7 +53,8 @@
 enum dt_fault {
     DT_FAULT_GRAD_INF, DT_FAULT_KILL, DT_FAULT_STOP, DT_FAULT_STALL, DT_FAULT_ENOSPC, DT_FAULT_EIO,
     DT_FAULT_KILL_SAVE, DT_FAULT_STOP_SAVE, DT_FAULT_STALL_SAVE, DT_FAULT_SPOOL_ENOSPC, DT_FAULT_SPOOL_EIO,
-    DT_FAULT_CLOCK_FWD, DT_FAULT_CLOCK_BACK, DT_FAULT_SLOW, DT_FAULT_NOMEM, DT_FAULT_HOG, DT_FAULT_NKINDS
+    DT_FAULT_CLOCK_FWD, DT_FAULT_CLOCK_BACK, DT_FAULT_SLOW, DT_FAULT_NOMEM, DT_FAULT_HOG, DT_FAULT_FP8_JUMP,
+    DT_FAULT_NKINDS
 };
 
 /* Read DTRUN_FAULT (once, at start). */

@@ -277,6 +277,7 @@ dt_status_t dt_events_metrics(struct dt_events *ev, const struct dt_metrics *m)
     dt_json_num(j, "grad_norm", m->grad_norm);
     dt_json_num(j, "loss_scale", m->loss_scale);
     dt_json_int(j, "skipped_steps", m->skipped_steps);
+    if (m->fp8) dt_json_int(j, "fp8_overflows", m->fp8_overflows);
     dt_json_num(j, "tokens_per_s", m->tokens_per_s);
     dt_json_num(j, "samples_per_s", m->samples_per_s);
     dt_json_num(j, "mfu", m->mfu);

@@ -42,6 +42,8 @@ const char *dt_event_type_str(enum dt_event_type t);
 /* One metrics record; NaN where a value does not exist (null in JSON). */
 struct dt_metrics {
     int64_t step, steps, epoch, tokens, samples, skipped_steps;
+    bool fp8;              /* fp8-mixed: fp8_overflows is reported */
+    int64_t fp8_overflows; /* tensors that overflowed their delayed scale so far (kernels.h, fp8_update) */
     double loss, lr, grad_norm, loss_scale;
     double tokens_per_s, samples_per_s, mfu, eta_s;
     double step_ms; /* the slowest rank's */

@@ -191,6 +191,7 @@ static dt_status_t layout(struct gpt *g)
     m->units = g->units;
     m->nunits = nunits;
     m->views = g->views;
+    m->n_linear = 4 * L;
     m->nviews = nv;
     m->nparams = off + 2 * (size_t)C;
     return DT_SUCCESS;
@@ -202,6 +203,10 @@ static size_t pair_weight(const struct gpt *g, int pair) { return g->in_block[2 
 
 static const float *P(struct gpt *g, int l, int pair) { return dt_model_params(&g->base, pair_unit(g, l, pair)); }
 static void done(struct gpt *g, int l, int pair) { dt_model_params_done(&g->base, pair_unit(g, l, pair)); }
+
+/* the index fp8-mixed knows block l's linear layer pair by (model.h): four a block, in the order the
+ * forward runs them */
+static int fp8_linear(int l, int pair) { return 4 * l + pair - 1 - (pair > P_LN2); }
 
 /* The rows a forward runs on: a training batch's B x T, or generation's n new tokens at positions pos
  * .. pos + n - 1 of the first row, attending through the cache. */
@@ -217,7 +222,7 @@ static void linear(struct gpt *g, int l, int pair, void *out, const void *inp, i
 {
     int u = pair_unit(g, l, pair);
     struct dt_wref w = dt_model_params_any(&g->base, u);
-    dt_mm_forward(&g->base, out, g->at, inp, w, true, BT, C, OC);
+    dt_mm_forward(&g->base, out, g->at, inp, w, true, BT, C, OC, fp8_linear(l, pair));
     dt_model_params_any_done(&g->base, u, w);
 }
 
@@ -264,7 +269,7 @@ static void linear_backward(struct gpt *g, int l, int pair, float *dinp, const v
     bool fresh;
     float *dw = dt_model_grads(&g->base, u, &fresh);
     dt_mm_backward(&g->base, dinp, dw, dw + pair_weight(g, pair), dout, dt, inp, w, g->B * g->T, C, OC,
-                   DT_SET_DINP | (fresh ? DT_SET_DPARAMS : 0));
+                   DT_SET_DINP | (fresh ? DT_SET_DPARAMS : 0), fp8_linear(l, pair));
     dt_model_grads_done(&g->base, u);
     dt_model_params_any_done(&g->base, u, w);
 }

@@ -206,11 +206,16 @@ static dt_status_t layout(struct llama *g)
     m->units = g->units;
     m->nunits = nunits;
     m->views = g->views;
+    m->n_linear = 4 * g->c.n_layer;
     m->nviews = nv;
     return DT_SUCCESS;
 }
 
 static int part_unit(const struct llama *g, int l, int part) { return g->u_block0 + l * NPART + part; }
+
+/* the index fp8-mixed knows block l's linear layer part by (model.h): four a block, in the order the
+ * forward runs them */
+static int fp8_linear(int l, int part) { return 4 * l + part - 1 - (part > P_MLP_NORM); }
 
 /* The rows a forward runs on: a training batch's B x T, or generation's n new tokens at positions pos
  * .. pos + n - 1 of the first row, attending through the cache. */
@@ -226,7 +231,7 @@ static void linear(struct llama *g, int l, int part, void *out, const void *inp,
 {
     int u = part_unit(g, l, part);
     struct dt_wref w = dt_model_params_any(&g->base, u);
-    dt_mm_forward(&g->base, out, g->at, inp, w, false, BT, C, OC);
+    dt_mm_forward(&g->base, out, g->at, inp, w, false, BT, C, OC, fp8_linear(l, part));
     dt_model_params_any_done(&g->base, u, w);
 }
 
@@ -271,7 +276,7 @@ static void linear_backward(struct llama *g, int l, int part, float *dinp, const
     bool fresh;
     float *dw = dt_model_grads(&g->base, u, &fresh);
     dt_mm_backward(&g->base, dinp, dw, NULL, dout, dt, inp, w, g->B * g->T, C, OC,
-                   DT_SET_DINP | (fresh ? DT_SET_DPARAMS : 0));
+                   DT_SET_DINP | (fresh ? DT_SET_DPARAMS : 0), fp8_linear(l, part));
     dt_model_grads_done(&g->base, u);
     dt_model_params_any_done(&g->base, u, w);
 }

@@ -31,7 +31,7 @@ float dt_lm_head_forward(struct dt_model *m, const struct dt_lm_head *h, const v
     const struct dt_kernels *k = m->k;
     for (int c = 0; c < h->voc.nchunks; c++) {
         struct dt_wref w = dt_model_params_any(m, h->u0 + c);
-        dt_mm_forward(m, logits_block(h, c), h->at, x, w, false, h->BT, h->C, dt_vocab_rows(&h->voc, c));
+        dt_mm_forward(m, logits_block(h, c), h->at, x, w, false, h->BT, h->C, dt_vocab_rows(&h->voc, c), -1);
         dt_model_params_any_done(m, h->u0 + c, w);
     }
     float dloss = grad_scale / (float)h->BT;
@@ -49,7 +49,7 @@ void dt_lm_head_backward(struct dt_model *m, const struct dt_lm_head *h, const v
         bool fresh;
         float *dw = dt_model_grads(m, u, &fresh);
         dt_mm_backward(m, dx, dw, NULL, logits_block(h, c), h->at, x, w, h->BT, h->C, dt_vocab_rows(&h->voc, c),
-                       (c == 0 ? DT_SET_DINP : 0) | (fresh ? DT_SET_DPARAMS : 0));
+                       (c == 0 ? DT_SET_DINP : 0) | (fresh ? DT_SET_DPARAMS : 0), -1);
         dt_model_grads_done(m, u);
         dt_model_params_any_done(m, u, w);
     }
@@ -80,7 +80,7 @@ void dt_lm_head_row(struct dt_model *m, const struct dt_lm_head *h, const void *
     one.BT = 1; /* one row's block-major logits are row-major */
     for (int c = 0; c < one.voc.nchunks; c++) {
         struct dt_wref w = dt_model_params_any(m, one.u0 + c);
-        dt_mm_forward(m, logits_block(&one, c), one.at, x, w, false, 1, one.C, dt_vocab_rows(&one.voc, c));
+        dt_mm_forward(m, logits_block(&one, c), one.at, x, w, false, 1, one.C, dt_vocab_rows(&one.voc, c), -1);
         dt_model_params_any_done(m, one.u0 + c, w);
     }
     dt_lm_head_logits(m, &one, out);

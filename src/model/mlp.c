@@ -42,7 +42,7 @@ static float mlp_forward(struct dt_model *m, const struct dt_batch *b, float gra
     const void *in = p->x;
     for (int l = 0; l < L; l++) {
         struct dt_wref w = dt_model_params_any(m, l); /* the weight (width[l+1], width[l]), then the bias */
-        dt_mm_forward(m, p->pre[l], l + 1 < L ? at : DT_F32, in, w, true, B, p->width[l], p->width[l + 1]);
+        dt_mm_forward(m, p->pre[l], l + 1 < L ? at : DT_F32, in, w, true, B, p->width[l], p->width[l + 1], -1);
         dt_model_params_any_done(m, l, w);
         if (l + 1 < L) {
             k->gelu_forward(kc, p->post[l], p->pre[l], at, (size_t)B * p->width[l + 1]);
@@ -75,7 +75,7 @@ static void mlp_backward(struct dt_model *m)
         bool fresh;
         float *dw = dt_model_grads(m, l, &fresh);
         dt_mm_backward(m, p->dpost, dw, dw + nw, dcur, dt, in, w, B, p->width[l], p->width[l + 1],
-                       DT_SET_DINP | (fresh ? DT_SET_DPARAMS : 0));
+                       DT_SET_DINP | (fresh ? DT_SET_DPARAMS : 0), -1);
         dt_model_grads_done(m, l);
         dt_model_params_any_done(m, l, w);
         if (l == 0) break;

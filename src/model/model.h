@@ -87,6 +87,17 @@ struct dt_model_mem_i {
     const void *(*stored)(void *ctx, int u);
 };
 
+/* fp8-mixed's per-tensor scaling state (the trainer's, precision/fp8.h), which the linear layers quantise
+ * with: linear j's input, weight and output gradient are tensors 3j, 3j + 1 and 3j + 2, scale[i] each
+ * one's scale and amax[i] where its amax of this optimizer step is folded in (kernels.h, struct
+ * dt_fp8_q); amax NULL: none recorded (current scaling, or an evaluation). gfmt: the gradients'
+ * format (E5M2 under the hybrid format). All of it in tensor memory. */
+struct dt_fp8_meta {
+    float *scale, *amax;
+    enum dt_fp8_fmt gfmt;
+    bool current;
+};
+
 struct dt_model;
 
 struct dt_model_i {
@@ -126,6 +137,10 @@ struct dt_model {
      * DT_BF16 / DT_F16 (mixed precision: 16-bit activations, products accumulated in fp32), set by
      * the model's config at creation */
     enum dt_dtype compute;
+    /* the linear layers fp8-mixed quantises (a transformer's four a block; not the LM head), and their
+     * scaling state: NULL, or set by the trainer under fp8-mixed (compute DT_BF16) */
+    int n_linear;
+    const struct dt_fp8_meta *fp8;
     void *impl;
 };
 
@@ -151,25 +166,42 @@ static inline void dt_model_params_any_done(struct dt_model *m, int u, struct dt
     if (w.t == DT_F32) dt_model_params_done(m, u);
 }
 
+/* How linear j's tensor i (0 input, 1 weight, 2 output gradient) is quantised; record: its amax folded
+ * into the step's */
+static inline struct dt_fp8_q dt_fp8_q_of(const struct dt_fp8_meta *f, int j, int i, bool record)
+{
+    int t = 3 * j + i;
+    return (struct dt_fp8_q){f->scale + t, record && f->amax ? f->amax + t : NULL, i == 2 ? f->gfmt : DT_FP8_E4M3,
+                             f->current};
+}
+
 /* out = inp @ w^T (+ the bias that follows the OC x C weight in the unit, when bias). inp holds
  * activations of the model's compute type (fp32, or mixed precision's 16-bit type); out is of type
- * ot: the compute type, or fp32 where a loss reads it (fp32 compute: both fp32). */
+ * ot: the compute type, or fp32 where a loss reads it (fp32 compute: both fp32). fp8: the linear
+ * layer's index (0 .. n_linear - 1), quantised under fp8-mixed; -1: never quantised. */
 static inline void dt_mm_forward(const struct dt_model *m, void *out, enum dt_dtype ot, const void *inp,
-                                 struct dt_wref w, bool bias, int BT, int C, int OC)
+                                 struct dt_wref w, bool bias, int BT, int C, int OC, int fp8)
 {
     const void *b = bias ? (const char *)w.p + (size_t)OC * C * dt_dtype_size(w.t) : NULL;
     if (m->compute == DT_F32) m->k->matmul_forward(m->kc, out, inp, w.p, b, BT, C, OC);
-    else m->k->matmul_forward_lp(m->kc, out, ot, inp, w.p, b, w.t, BT, C, OC, m->compute);
+    else if (fp8 >= 0 && m->fp8) {
+        struct dt_fp8_q qx = dt_fp8_q_of(m->fp8, fp8, 0, true), qw = dt_fp8_q_of(m->fp8, fp8, 1, true);
+        m->k->matmul_forward_fp8(m->kc, out, ot, inp, w.p, b, w.t, BT, C, OC, &qx, &qw);
+    } else m->k->matmul_forward_lp(m->kc, out, ot, inp, w.p, b, w.t, BT, C, OC, m->compute);
 }
 
 /* dout of type dt (the compute type, or fp32: a residual stream's or a loss's gradient); dinp, dw
- * and db fp32; set: the DT_SET_* outputs to overwrite (kernels.h) */
+ * and db fp32; set: the DT_SET_* outputs to overwrite (kernels.h); fp8 as dt_mm_forward's */
 static inline void dt_mm_backward(const struct dt_model *m, float *dinp, float *dw, float *db, const void *dout,
                                   enum dt_dtype dt, const void *inp, struct dt_wref w, int BT, int C, int OC,
-                                  unsigned set)
+                                  unsigned set, int fp8)
 {
     if (m->compute == DT_F32) m->k->matmul_backward(m->kc, dinp, dw, db, dout, inp, w.p, BT, C, OC, set);
-    else m->k->matmul_backward_lp(m->kc, dinp, dw, db, dout, dt, inp, w.p, w.t, BT, C, OC, m->compute, set);
+    else if (fp8 >= 0 && m->fp8) {
+        struct dt_fp8_q qx = dt_fp8_q_of(m->fp8, fp8, 0, false), qw = dt_fp8_q_of(m->fp8, fp8, 1, false),
+                        qg = dt_fp8_q_of(m->fp8, fp8, 2, true);
+        m->k->matmul_backward_fp8(m->kc, dinp, dw, db, dout, dt, inp, w.p, w.t, BT, C, OC, &qx, &qw, &qg, set);
+    } else m->k->matmul_backward_lp(m->kc, dinp, dw, db, dout, dt, inp, w.p, w.t, BT, C, OC, m->compute, set);
 }
 static inline float *dt_model_grads(struct dt_model *m, int u, bool *fresh) { return m->mem.grads(m->mem_ctx, u, fresh); }
 /* unit u's gradients, zeroed when fresh: for the ops that only add */

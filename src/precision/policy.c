@@ -21,6 +21,14 @@ dt_status_t dt_precision_from_config(const struct dt_config *cfg, struct dt_prec
                                                    cfg->compute.loss_scaler.consecutive_hysteresis,
                                                    cfg->compute.loss_scaler.min_loss_scale};
         break;
+    case DT_PREC_FP8_MIXED:
+        p->compute = DT_BF16;
+        p->fp8 = true;
+        p->fp8r = (struct dt_fp8_recipe){
+            cfg->compute.fp8.format == DT_FP8_HYBRID ? DT_FP8_E5M2 : DT_FP8_E4M3,
+            cfg->compute.fp8.scaling == DT_FP8_CURRENT, (int)cfg->compute.fp8.amax_history_len,
+            cfg->compute.fp8.amax_compute_algo == DT_FP8_AMAX_MOST_RECENT, (float)cfg->compute.fp8.margin};
+        break;
     case DT_PREC_BF16_TRUE:
         p->compute = DT_BF16;
         p->bf16_params = true;

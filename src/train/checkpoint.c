@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "comm/comm.h"
 #include "config/schema.h"
+#include "core/checksum.h"
 #include "core/clock.h"
 #include "core/error.h"
 #include "core/fault.h"
@@ -142,6 +143,36 @@ dt_status_t dt_train_ckpt_choose(struct trainer *tr, const char *shape)
     return DT_SUCCESS;
 }
 
+/* fp8-mixed's scales and histories as the checkpoint left them (the same bits: the run goes on
+ * exactly); a checkpoint of another precision, or of another history length, gives what it can */
+static dt_status_t load_fp8(struct trainer *tr, const struct dt_ckpt *c)
+{
+    const struct dt_run_state *s = dt_ckpt_state(c);
+    struct dt_fp8_state *f = &tr->fp8;
+    if (!tr->prec.fp8 || !s->fp8_tensors) {
+        if (tr->rank == 0 && (tr->prec.fp8 || s->fp8_tensors))
+            DT_INFO(DT_SUB_TRAIN, "%s: %s; fp8-mixed's scales start afresh (1, empty histories)", tr->resumed,
+                    tr->prec.fp8 ? "saved without fp8-mixed's state" : "its fp8 scales are not used by this precision");
+        return DT_SUCCESS;
+    }
+    if (s->fp8_tensors != f->n)
+        return dt_error(DT_ERR_CKPT, "%s: error: fp8 state for %d tensors, this model quantises %d\n  hint: resume "
+                        "with the model that wrote it", tr->resumed, s->fp8_tensors, f->n);
+    size_t saved = (size_t)s->fp8_tensors * (1 + (size_t)s->fp8_history);
+    float *host = malloc(saved * sizeof(float));
+    if (!host) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory resuming fp8-mixed's state");
+    dt_status_t rc = dt_ckpt_read_extra(c, "fp8.bin", host, saved * sizeof(float), s->fp8_xxh64);
+    if (rc == DT_SUCCESS && s->fp8_history == f->len) dt_fp8_restore(f, host);
+    else if (rc == DT_SUCCESS) { /* the scales go on; the histories start empty */
+        f->k->copy(f->kc, f->scale, host, (size_t)f->n * sizeof(float), DT_COPY_TO_DEVICE);
+        if (tr->rank == 0)
+            DT_INFO(DT_SUB_TRAIN, "%s: fp8 amax histories of %d steps, compute.fp8.amax_history_len is %d here: the "
+                    "scales go on, the histories start empty", tr->resumed, s->fp8_history, f->len);
+    }
+    free(host);
+    return rc;
+}
+
 dt_status_t dt_train_ckpt_load(struct trainer *tr)
 {
     if (!tr->resumed[0]) return DT_SUCCESS;
@@ -167,6 +198,7 @@ dt_status_t dt_train_ckpt_load(struct trainer *tr)
             }
     free(r);
     if (buf) tr->k->host_free(tr->kc, buf);
+    if (rc == DT_SUCCESS) rc = load_fp8(tr, c);
     dt_ckpt_close(c);
     dt_status_t done = dt_engine_loaded(e, tr->state.opt_steps); /* collective */
     DT_CHECK(rc);
@@ -231,6 +263,12 @@ static void describe(struct trainer *tr, struct dt_run_state *s)
     s->world = tr->world;
     s->restart = tr->strategy->w->restarts;
     dt_events_iso_now(s->saved_at, sizeof s->saved_at);
+    if (tr->prec.fp8) { /* taken now, at the step boundary; written by rank 0 at the commit */
+        s->fp8_tensors = tr->fp8.n;
+        s->fp8_history = tr->fp8.len;
+        dt_fp8_save(&tr->fp8, tr->fp8_pending);
+        s->fp8_xxh64 = dt_xxh64(tr->fp8_pending, dt_fp8_floats(&tr->fp8) * sizeof(float), 0);
+    }
 }
 
 void dt_train_ckpt_begin(struct trainer *tr)
@@ -307,6 +345,12 @@ dt_status_t dt_train_ckpt_finish(struct trainer *tr, bool fatal)
             if (all[i].seconds > secs) secs = all[i].seconds;
         }
         double t0 = dt_now();
+        if (status && s->fp8_tensors &&
+            dt_ckpt_write_extra(tr->ckpt_dir, s->step, tr->tag, "fp8.bin", tr->fp8_pending,
+                                dt_fp8_floats(&tr->fp8) * sizeof(float)) != DT_SUCCESS) {
+            status = 0;
+            snprintf(why, sizeof why, "rank 0: %s", dt_error_msg());
+        }
         if (status &&
             dt_ckpt_commit(tr->ckpt_dir, tr->tag, s, files, tr->world, (int)tr->cfg->checkpoint.keep, tr->resumed,
                            path, sizeof path) != DT_SUCCESS) {

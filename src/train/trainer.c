@@ -222,6 +222,12 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
         dt_shapes_gpt(cfg, tr->prec.compute, &gc);
         DT_CHECK(dt_gpt_create(&gc, tr->k, tr->kc, tr->B, tr->T, &tr->model));
     }
+    if (tr->prec.fp8) {
+        DT_CHECK(dt_fp8_open(&tr->fp8, &tr->prec.fp8r, tr->model->n_linear, tr->k, tr->kc));
+        tr->model->fp8 = &tr->fp8.meta;
+        tr->fp8_pending = malloc(dt_fp8_floats(&tr->fp8) * sizeof(float));
+        if (!tr->fp8_pending) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for fp8-mixed's state");
+    }
     struct dt_optim_config oc;
     dt_shapes_optim(cfg, &oc);
     DT_CHECK(dt_strategy_attach(tr->strategy, tr->model, &oc));
@@ -242,6 +248,8 @@ static void teardown(struct trainer *tr, bool clean)
     dt_dirlock_release(&tr->ckpt_lock);
     dt_strategy_free(tr->strategy, clean);
     dt_model_free(tr->model);
+    dt_fp8_close(&tr->fp8);
+    free(tr->fp8_pending);
     if (tr->kc) tr->k->ctx_destroy(tr->kc);
     dt_dataset_close(&tr->train);
     dt_dataset_close(&tr->val);
@@ -280,10 +288,12 @@ static dt_status_t evaluate(struct trainer *tr, double *out)
         int64_t max = (int64_t)dt_dataset_windows(&tr->val) / ((int64_t)tr->B * tr->world);
         if (n > max) n = (int)max;
     }
+    if (tr->model->fp8) tr->model->fp8 = &tr->fp8.quiet; /* validation leaves the amaxes as training made them */
     for (int i = 0; i < n; i++) {
         struct dt_batch b = fill(tr, &tr->val, ((int64_t)i * tr->world + tr->rank) * tr->B);
         sum += tr->model->iface.forward(tr->model, &b, 0.0f);
     }
+    if (tr->model->fp8) tr->model->fp8 = &tr->fp8.meta;
     *out = n ? sum / n : NAN;
     return dt_strategy_mean(tr->strategy, out, 1);
 }
@@ -328,6 +338,37 @@ static dt_status_t apply_step(struct trainer *tr, int64_t step, float *norm, dou
     return dt_engine_step(e, (float)*lr, f / (float)scale);
 }
 
+/* fp8-mixed, delayed scaling: the step's amaxes, the largest over the ranks, roll into the histories
+ * and the scales follow (on the device) */
+static dt_status_t fp8_step(struct trainer *tr)
+{
+    size_t n;
+    float *amax = dt_fp8_amax(&tr->fp8, &n);
+    if (!n) return DT_SUCCESS;
+    struct dt_comm *comm = tr->strategy->comm;
+    if (comm) DT_CHECK(dt_comm_do(comm, dt_coll_allreduce(amax, n, DT_F32, DT_RED_MAX, "fp8 amaxes")));
+    dt_fp8_update(&tr->fp8);
+    return DT_SUCCESS;
+}
+
+/* fp8-mixed: tensors whose amax overflowed their scale since the last record (twice the format's range
+ * or more: delayed scaling meeting a jump; kernels.h, fp8_update); their largest values were clipped,
+ * the scales have already come down for the next step, as Transformer Engine's do, and the log says
+ * so once per record that saw it */
+static void fp8_clipped(struct trainer *tr, int64_t step)
+{
+    if (!tr->fp8.hist) return;
+    int64_t k = dt_fp8_take_saturated(&tr->fp8);
+    if (!k) return;
+    tr->fp8_overflows += k;
+    if (tr->rank == 0)
+        DT_WARN("step %lld: fp8: %lld tensor(s) overflowed their scale since the last record (an amax twice the "
+                "range or more: values clipped at the format's largest, 448 for E4M3, 57344 for E5M2); the scales "
+                "came down from the new amaxes for the steps that follow (%lld overflows so far)\n  hint: if it "
+                "repeats, raise compute.fp8.margin or use compute.fp8.scaling: current", (long long)step + 1,
+                (long long)k, (long long)tr->fp8_overflows);
+}
+
 /* The metrics record of the steps since the last one: the loss of this step (already the mean
  * over ranks), throughput over the interval, the slowest rank's step time and largest memory. */
 static dt_status_t report(struct trainer *tr, int64_t step, double loss, double lr, float norm, double scale,
@@ -344,6 +385,7 @@ static dt_status_t report(struct trainer *tr, int64_t step, double loss, double 
      * end-of-run table */
     bool warmup = step + 1 == interval_steps && interval_steps == 1 && tr->steps > 1;
     if (ops) dt_breakdown_interval(tr->kc, interval_steps, op_ms, !warmup);
+    fp8_clipped(tr, step);
     if (!warmup) {
         tr->train_s += interval_s;
         tr->train_steps += interval_steps;
@@ -353,6 +395,7 @@ static dt_status_t report(struct trainer *tr, int64_t step, double loss, double 
     struct dt_metrics m = {
         .step = step + 1, .steps = tr->steps, .epoch = tr->steps_per_epoch ? step / tr->steps_per_epoch : 0,
         .tokens = tr->state.tokens, .samples = tr->state.samples, .skipped_steps = tr->state.scaler.skipped,
+        .fp8 = tr->prec.fp8, .fp8_overflows = tr->fp8_overflows,
         .loss = loss, .lr = lr, .grad_norm = norm, .loss_scale = scale,
         .tokens_per_s = interval_steps * samples_per_step * tr->T / interval_s,
         .samples_per_s = interval_steps * samples_per_step / interval_s,
@@ -484,6 +527,7 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
         tr->step = step;
         step_starts(tr, step + 1);
         dt_engine_begin_step(st->engine, step);
+        if (tr->prec.fp8 && dt_fault_hit(DT_FAULT_FP8_JUMP, step + 1, tr->rank)) dt_fp8_jump(&tr->fp8, 4096.0f);
         double t = dt_now();
         /* the loss's all-reduce carries the step boundary's decisions: a signal seen by any rank, a
          * wall-clock save due on rank 0, a save still being written anywhere */
@@ -502,6 +546,7 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
         float norm;
         double lr, scale = tr->state.scaler.scale;
         DT_CHECK(apply_step(tr, step, &norm, &lr));
+        DT_CHECK(fp8_step(tr));
         DT_CHECK(tr->k->synchronize(tr->kc, step + 1)); /* a GPU op's failure surfaces here, with its step */
         tr->t_optimizer += (t1 = dt_now()) - t;
         struct dt_run_state *s = &tr->state;
@@ -533,7 +578,10 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
         if (tr->sample_every > 0 && ((step + 1) % tr->sample_every == 0 || last)) {
             double t0 = dt_now();
             untimed(tr, true);
-            DT_CHECK(dt_train_sample(tr, step + 1));
+            if (tr->model->fp8) tr->model->fp8 = &tr->fp8.quiet; /* a sample records no amax */
+            dt_status_t rc = dt_train_sample(tr, step + 1);
+            if (tr->model->fp8) tr->model->fp8 = &tr->fp8.meta;
+            DT_CHECK(rc);
             untimed(tr, false);
             since += dt_now() - t0; /* sampling is not training time */
         }

@@ -13,6 +13,7 @@
 #include "events/events.h"
 #include "model/model.h"
 #include "optim/sched.h"
+#include "precision/fp8.h"
 #include "precision/policy.h"
 #include "strategy/strategy.h"
 #include "train/memory.h"
@@ -38,6 +39,9 @@ struct trainer {
     struct dt_dataset train, val;
     struct dt_strat *strategy;
     struct dt_prec_policy prec;
+    struct dt_fp8_state fp8; /* fp8-mixed's scales (n 0 otherwise) */
+    int64_t fp8_overflows;   /* tensors that overflowed their scale so far (metrics: fp8_overflows) */
+    float *fp8_pending;      /* a save's copy of the fp8 state, taken at its step boundary (host) */
     struct dt_run_state state; /* step, samples, tokens, run id, loss scaler, last validation */
     int rank, world, B, T, gas;
     int64_t steps, eval_every, log_every, steps_per_epoch;
