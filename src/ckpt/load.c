@@ -183,6 +183,13 @@ dt_status_t dt_ckpt_open(const char *path, bool check, struct dt_ckpt **out)
     }
     for (int i = 0; rc == DT_SUCCESS && i < c->nfiles; i++) rc = open_file(c, i, check);
     if (rc == DT_SUCCESS) rc = check_cover(c);
+    if (rc == DT_SUCCESS && check && c->meta.fp8_tensors) { /* fp8-mixed's state, checked as the ranks' files */
+        size_t n = (size_t)c->meta.fp8_tensors * (1 + (size_t)c->meta.fp8_history) * sizeof(float);
+        void *buf = malloc(n);
+        rc = buf ? dt_ckpt_read_extra(c, "fp8.bin", buf, n, c->meta.fp8_xxh64)
+                 : dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory checking %s", path);
+        free(buf);
+    }
     if (rc != DT_SUCCESS) {
         dt_ckpt_close(c);
         return rc;

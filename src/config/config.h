@@ -141,7 +141,7 @@ struct dt_config {
             bool consecutive_hysteresis;
             double min_loss_scale;
         } loss_scaler;
-        struct {
+        struct dt_fp8_config {
             int format;           /* enum dt_fp8_format */
             int scaling;          /* enum dt_fp8_scaling */
             int64_t amax_history_len;

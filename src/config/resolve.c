@@ -410,15 +410,19 @@ static void check_model(struct dt_config *cfg, struct dt_diags *d)
 
 /* fp8-mixed: the linear layers of a transformer (an MLP's are its whole model, and its last one the
  * loss's input, which Transformer Engine's recipes keep in 16 bits); compute.fp8's keys mean nothing
- * under another precision, so setting them there is a mistake worth saying */
+ * under another precision, so setting one there to other than its default is a mistake worth saying
+ * (its default is what `dtrun check` prints, and that must read back) */
 static void check_fp8(struct dt_config *cfg, struct dt_diags *d)
 {
     static const char *const keys[] = {"compute.fp8.format", "compute.fp8.scaling", "compute.fp8.amax_history_len",
                                        "compute.fp8.amax_compute_algo", "compute.fp8.margin"};
+    const struct dt_fp8_config *f = &cfg->compute.fp8;
+    bool other[] = {f->format != DT_FP8_HYBRID, f->scaling != DT_FP8_DELAYED, f->amax_history_len != 1024,
+                    f->amax_compute_algo != DT_FP8_AMAX_MAX, f->margin != 0};
     char w[256];
     if (cfg->compute.precision != DT_PREC_FP8_MIXED) {
         for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
-            if (user_set(origin(cfg, keys[i])))
+            if (other[i] && user_set(origin(cfg, keys[i])))
                 dt_diag(d, loc_of(cfg, keys[i]), "set compute.precision: fp8-mixed, or remove the key",
                         "%s (%s) configures fp8-mixed, and compute.precision is %s", keys[i],
                         where(cfg, keys[i], w, sizeof w), dt_enum_str(dt_precision_names, cfg->compute.precision));

@@ -64,7 +64,7 @@ same "wrong types: message" "$err" "types.yaml:2:7: error: optimizer.lr: expecte
 types.yaml:3:13: error: optimizer.nesterov: expected true or false, got 'yes'
 types.yaml:5:9: error: run.seed: expected a whole number, got '1.5'
 types.yaml:6:9: error: run.name: needs a value: a string
-types.yaml:9:14: error: compute.precision: 'auto' is not one of 32-true, 16-mixed, bf16-mixed, bf16-true"
+types.yaml:9:14: error: compute.precision: 'auto' is not one of 32-true, 16-mixed, bf16-mixed, bf16-true, fp8-mixed"
 
 # check output is YAML that reads back to the same values
 "$DTRUN" check optimizer.lr=2e-3 compute.num_devices=3 >first.yaml 2>/dev/null

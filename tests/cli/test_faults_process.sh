@@ -10,7 +10,7 @@
 for bad in stall nosuch@3 kill@0 kill@3: kill@3x kill@-1 stop@3:-1 "kill@3,"; do
     DTRUN_FAULT=$bad run "DTRUN_FAULT='$bad' is refused" 2 "$DTRUN" run "${tiny[@]}" run.dir="$TMP/bad"
 done
-has "... saying what it accepts" "$err" "hint: KIND@STEP[:RANK], comma-separated; KIND is grad_inf, kill, stop, stall, enospc, eio, kill_save, stop_save, stall_save, spool_enospc, spool_eio, clock_fwd, clock_back, slow, nomem or hog (src/core/fault.h)"
+has "... saying what it accepts" "$err" "hint: KIND@STEP[:RANK], comma-separated; KIND is grad_inf, kill, stop, stall, enospc, eio, kill_save, stop_save, stall_save, spool_enospc, spool_eio, clock_fwd, clock_back, slow, nomem, hog or fp8_jump (src/core/fault.h)"
 [ ! -e "$TMP/bad" ] && ok "... before run.dir is made" || not_ok "a refused DTRUN_FAULT made $TMP/bad"
 
 # ---- processes: SIGKILL, SIGSTOP, a collective that never returns. A save's file is written in the

@@ -45,7 +45,7 @@ static void precision_names(void **state)
     dt_config_free(&cfg);
     assert_int_equal(dt_test_config(&cfg, NULL, "compute: {precision: bf16_mixed}\n", NULL), DT_ERR_CONFIG);
     assert_string_equal(dt_error_msg(), "t.yaml:1:22: error: compute.precision: 'bf16_mixed' is not one of 32-true, "
-                                        "16-mixed, bf16-mixed, bf16-true (did you mean 'bf16-mixed'?)");
+                                        "16-mixed, bf16-mixed, bf16-true, fp8-mixed (did you mean 'bf16-mixed'?)");
     dt_config_free(&cfg);
 }
 
