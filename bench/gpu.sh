@@ -11,12 +11,14 @@
 #   sheets, as src/train/peak.c has them), or PEAK_TFLOPS=... for a device not in it.
 # usage: bench/gpu.sh [BUILD_DIR]   env: BS ("4 16 64") T (1024) STEPS (30) LLMC PEAK_TFLOPS
 #   TORCH (python3 with torch on CUDA; "none" skips the peer)
+#   PRECISIONS ("bf16-mixed"; "bf16-mixed fp8-mixed": a dtrun row for each, and each one's per-op
+#   times: fp8-mixed's speedup over bf16-mixed in the same run; its MFU still over the bf16 peak)
 # Medians over the steps after the first five. Where no GPU is, it says so and exits 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
 dtrun=$build/src/dtrun
-BS=${BS:-${B:-4 16 64}} T=${T:-1024} STEPS=${STEPS:-30} TORCH=${TORCH:-python3}
+BS=${BS:-${B:-4 16 64}} T=${T:-1024} STEPS=${STEPS:-30} TORCH=${TORCH:-python3} PRECISIONS=${PRECISIONS:-bf16-mixed}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 median() { sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
@@ -42,13 +44,14 @@ fi
 L=12 C=768 V=50257
 params=$((V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C))
 flops_per_token=$((6 * params + 12 * L * C * T))
-echo "device: $name, peak dense bf16 $peak TFLOP/s; GPT-2 124M shape, T$T, bf16-mixed, $STEPS steps, B in $BS"
+echo "device: $name, peak dense bf16 $peak TFLOP/s; GPT-2 124M shape, T$T, $PRECISIONS, $STEPS steps, B in $BS"
 
-# dtrun at micro-batch $1 (extra overrides after it): ms/step median into $ms, its run dir bench-$1
+# dtrun at micro-batch $1 in precision $prec (extra overrides after it): ms/step median into $ms, its
+# run dir bench-$prec-$1
 dtrun_at() {
-    local b=$1 dir=bench-$1${2:+-profiled}
+    local b=$1 dir=bench-$prec-$1${2:+-profiled}
     shift
-    (cd "$tmp" && "$OLDPWD/$dtrun" run compute.device=cuda compute.precision=bf16-mixed model.n_layer=$L model.n_head=12 \
+    (cd "$tmp" && "$OLDPWD/$dtrun" run compute.device=cuda compute.precision="$prec" model.n_layer=$L model.n_head=12 \
         model.n_embd=$C model.vocab_size=$V model.seq_len="$T" data.micro_batch_size="$b" run.max_duration="$STEPS"ba \
         run.eval_interval=0ba events.interval=1ba checkpoint.dir=null run.dir="$dir" "$@" >"$tmp/dtrun.log" 2>&1) ||
         { cat "$tmp/dtrun.log" >&2; exit 1; }
@@ -60,18 +63,21 @@ mfu_of() { awk -v tps="$1" -v f="$flops_per_token" -v p="$peak" 'BEGIN { printf 
 declare -A tps_at
 printf '%-22s %4s %10s %11s %6s %s\n' "" B "ms/step" "tokens/s" "MFU" "peak GPU memory (allocated / reserved)"
 for b in $BS; do
-    dtrun_at "$b"
-    tps=$(tps_of "$ms" "$b")
-    tps_at[$b]=$tps
-    mem=$(sed -n 's/.*"device_peak_allocated_bytes":\([0-9]*\).*"device_reserved_bytes":\([0-9]*\).*/\1 \2/p' \
-        "$tmp/bench-$b/events.jsonl" | tail -n 1 | awk '{ printf "%.0f / %.0f MiB", $1 / 1048576, $2 / 1048576 }')
-    printf '%-22s %4s %10.2f %11s %5s%% %s\n' "dtrun" "$b" "$ms" "$tps" "$(mfu_of "$tps" "$b")" "$mem"
+    for prec in $PRECISIONS; do
+        dtrun_at "$b"
+        tps=$(tps_of "$ms" "$b")
+        [ -n "${tps_at[$b]:-}" ] || tps_at[$b]=$tps
+        mem=$(sed -n 's/.*"device_peak_allocated_bytes":\([0-9]*\).*"device_reserved_bytes":\([0-9]*\).*/\1 \2/p' \
+            "$tmp/bench-$prec-$b/events.jsonl" | tail -n 1 | awk '{ printf "%.0f / %.0f MiB", $1 / 1048576, $2 / 1048576 }')
+        printf '%-22s %4s %10.2f %11s %5s%% %s%s\n' "dtrun $prec" "$b" "$ms" "$tps" "$(mfu_of "$tps" "$b")" "$mem" \
+            "$(awk -v a="$tps" -v f="${tps_at[$b]}" 'BEGIN { if (a != f) printf "; / the first precision = %.2f", a / f }')"
+    done
     [ "$TORCH" = none ] && continue
     for mode in eager compile; do
         if line=$("$TORCH" bench/torch_gpt2_gpu.py "$mode" $L 12 $C $V "$T" "$b" "$STEPS" 2>"$tmp/torch.log"); then
             read -r _ _ _ pms ptps palloc preserved <<<"$line"
-            printf '%-22s %4s %10.2f %11s %5s%% %s / %s MiB; dtrun / this = %s\n' "PyTorch $mode" "$b" "$pms" "$ptps" \
-                "$(mfu_of "$ptps" "$b")" "$palloc" "$preserved" "$(awk -v a="$tps" -v p="$ptps" 'BEGIN { printf "%.2f", a / p }')"
+            printf '%-22s %4s %10.2f %11s %5s%% %s / %s MiB; dtrun (the first precision) / this = %s\n' "PyTorch $mode" "$b" "$pms" "$ptps" \
+                "$(mfu_of "$ptps" "$b")" "$palloc" "$preserved" "$(awk -v a="${tps_at[$b]}" -v p="$ptps" 'BEGIN { printf "%.2f", a / p }')"
         else
             echo "PyTorch $mode at B=$b failed: $(tail -n 1 "$tmp/torch.log")"
         fi
@@ -79,9 +85,11 @@ for b in $BS; do
 done
 
 b=${BS%% *}
-dtrun_at "$b" events.wall_clock_breakdown=true
-echo "dtrun's device time per op at B=$b (ops serialized while profiled: $ms ms/step):"
-sed -n '/wall clock per step by op/,/(outside the ops)/p' "$tmp/dtrun.log" | sed 's/^dtrun: //'
+for prec in $PRECISIONS; do
+    dtrun_at "$b" events.wall_clock_breakdown=true
+    echo "dtrun's device time per op at B=$b, $prec (ops serialized while profiled: $ms ms/step):"
+    sed -n '/wall clock per step by op/,/(outside the ops)/p' "$tmp/dtrun.log" | sed 's/^dtrun: //'
+done
 
 if [ -n "${LLMC:-}" ]; then
     # llm.c's own trainer on its GPT-2 124M checkpoint and tinyshakespeare tokens, the same B and T
