@@ -92,6 +92,14 @@ dt_status_t dt_memory_plan(const struct dt_config *cfg, struct dt_memory_plan *p
         p->activations += 2 * BT * 4; /* the tokens: inputs and targets */
         if (N > 1) p->rows = N * BT * 4 + N * BT * C * 4;
         if (!p->gpu && prec.compute != DT_F32) p->scratch = cpu_scratch(BT, C, W, widest_in, widest_out);
+        /* fp8-mixed: the scales and amax histories (precision/fp8.h); on the CPU the FP8 matmuls' own
+         * scratch (the quantised operands and the sums, kernels/cpu/matmul_fp8.c) beside the 16-bit
+         * matmuls' (the LM head's) */
+        if (prec.fp8) {
+            int64_t tensors = 3 * 4 * cfg->model.n_layer;
+            p->scratch += 4 * tensors * (2 + (prec.fp8r.current ? 0 : prec.fp8r.history_len));
+            if (!p->gpu) p->scratch += 4 * (BT * widest_in + widest_in * widest_out + 2 * BT * widest_out);
+        }
     }
     if (p->gpu) p->runtime = RUNTIME_GPU;
 
