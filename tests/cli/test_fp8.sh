@@ -2,7 +2,8 @@
 # fp8-mixed end to end on the CPU, the reference of the GPU's FP8 gemms (#42; the training quality
 # against bf16-mixed over seeds is test_precision's): Lightning's and DeepSpeed's names for it; the
 # compute.fp8 keys refused under another precision, an mlp and an E5M2 forward refused; every recipe
-# (delayed with max and most_recent, current, hybrid and all-E4M3) trains, each its own trajectory;
+# (delayed with max and most_recent, current, hybrid and all-E4M3) trains, each its own trajectory,
+# a grouped-query Llama too; activation checkpointing keeps the trajectory bit for bit;
 # DDP, zero1 and zero3 on 2 ranks give the same losses bit for bit, and one rank with 2 micro-batches
 # traces them (the step's amaxes are the ranks' maximum, the scales change between steps; the
 # gradients summed in another order, an fp32 ulp apart, sometimes round to another E5M2 code, a
@@ -61,6 +62,16 @@ same "five recipes, five trajectories (fp8 is not bf16 under another name)" "$di
 d=$(maxrel delayed bf16 3)
 within "$d" 2e-3 && ok "the first 3 steps within 2e-3 of bf16-mixed's ($d)" || not_ok "the first steps differ by $d from bf16-mixed"
 same "the metrics carry fp8_overflows, and only under fp8" "$(field delayed fp8_overflows | head -1) $(field bf16 fp8_overflows | wc -l)" "0 0"
+
+run "with activation checkpointing" 0 "$DTRUN" run "${base[@]}" run.max_duration=${steps}ba compute.precision=fp8-mixed \
+    model.activation_checkpointing=true run.dir=ac
+same "... the same losses bit for bit (the recomputed forward folds the same amaxes)" "$(losses ac)" "$(losses delayed)"
+run "a grouped-query Llama" 0 "$DTRUN" run "${base[@]}" run.max_duration=${steps}ba compute.precision=fp8-mixed \
+    model.type=llama model.n_kv_head=2 run.dir=llama
+run "... and in bf16-mixed" 0 "$DTRUN" run "${base[@]}" run.max_duration=${steps}ba compute.precision=bf16-mixed \
+    model.type=llama model.n_kv_head=2 run.dir=llama-bf16
+d=$(maxrel llama llama-bf16 3)
+within "$d" 2e-3 && ok "... its first 3 steps within 2e-3 of bf16-mixed's ($d)" || not_ok "llama: the first steps differ by $d"
 
 # invariant 1: one rank and two micro-batches, two ranks and one each
 if dtrun_has '^comm: mpi'; then
