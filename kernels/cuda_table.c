@@ -171,9 +171,13 @@ static dt_status_t synchronize(struct dt_kctx *kc, int64_t step)
     if (!c->err) return DT_SUCCESS;
     int e = c->err;
     c->err = 0;
-    return dt_error(DT_ERR_CUDA, "dtrun: error: step %lld: CUDA op %s failed on cuda:%d: %s\n"
-                    "  hint: rerun with CUDA_LAUNCH_BLOCKING=1 to stop at the failing launch",
-                    (long long)step, c->op, c->device, c->ops->error_string(e));
+    /* a shape the FP8 gemms refuse is the model's, not a fault to chase with a blocking launch */
+    const char *hint = e == DT_CUDA_ERR_FP8_SHAPE
+                           ? "compute.precision: bf16-mixed takes any shape; fp8-mixed wants model widths and "
+                             "micro-batch x sequence length that are multiples of 16"
+                           : "rerun with CUDA_LAUNCH_BLOCKING=1 to stop at the failing launch";
+    return dt_error(DT_ERR_CUDA, "dtrun: error: step %lld: CUDA op %s failed on cuda:%d: %s\n  hint: %s",
+                    (long long)step, c->op, c->device, c->ops->error_string(e), hint);
 }
 
 static void matmul_forward(struct dt_kctx *kc, float *out, const float *inp, const float *weight, const float *bias,
@@ -202,6 +206,50 @@ static void matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, 
     note(kc, "matmul_backward_lp",
          C(kc)->ops->matmul_backward(C(kc)->mm, dinp, dweight, dbias, dout, (int)dt, inp, weight, (int)wt, BT, Ch, OC,
                                      (int)lp, set));
+}
+/* kernels.h's struct dt_fp8_q as the module takes it */
+static struct dt_cuda_fp8_q fp8_q(const struct dt_fp8_q *q)
+{
+    return (struct dt_cuda_fp8_q){q->scale, q->amax, (int)q->fmt, q->current ? 1 : 0};
+}
+static void matmul_forward_fp8(struct dt_kctx *kc, void *out, enum dt_dtype ot, const void *inp, const void *weight,
+                               const void *bias, enum dt_dtype wt, int BT, int Ch, int OC, const struct dt_fp8_q *qx,
+                               const struct dt_fp8_q *qw)
+{
+    struct dt_cuda_fp8_q x = fp8_q(qx), w = fp8_q(qw);
+    note(kc, "matmul_forward_fp8",
+         C(kc)->ops->matmul_forward_fp8(C(kc)->mm, out, (int)ot, inp, weight, bias, (int)wt, BT, Ch, OC, &x, &w));
+}
+static void matmul_backward_fp8(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const void *dout,
+                                enum dt_dtype dt, const void *inp, const void *weight, enum dt_dtype wt, int BT,
+                                int Ch, int OC, const struct dt_fp8_q *qx, const struct dt_fp8_q *qw,
+                                const struct dt_fp8_q *qg, unsigned set)
+{
+    struct dt_cuda_fp8_q x = fp8_q(qx), w = fp8_q(qw), g = fp8_q(qg);
+    note(kc, "matmul_backward_fp8",
+         C(kc)->ops->matmul_backward_fp8(C(kc)->mm, dinp, dweight, dbias, dout, (int)dt, inp, weight, (int)wt, BT, Ch,
+                                         OC, &x, &w, &g, set));
+}
+static void fp8_update(struct dt_kctx *kc, float *hist, float *scale, int n, int len, bool most_recent, float margin,
+                       enum dt_fp8_fmt gfmt, float *saturated)
+{
+    CALL(kc, fp8_update, hist, scale, n, len, most_recent ? 1 : 0, margin, (int)gfmt, saturated);
+}
+/* FP8 tensor cores came with compute capability 8.9 (Ada; Hopper 9.0, Blackwell 10.0 and up) */
+static dt_status_t fp8_supported(struct dt_kctx *kc)
+{
+    const struct dt_cuda_module *m;
+    DT_CHECK(dt_cuda_module_get(&m));
+    struct dt_cuda_device d;
+    char why[256] = "";
+    int dev = C(kc)->device;
+    if (m->device_info(dev, &d, why, sizeof why))
+        return dt_error(DT_ERR_CUDA, "dtrun: error: cannot tell whether cuda:%d has FP8 tensor cores: %s\n"
+                        "  hint: `dtrun info` says which GPU each rank sees", dev, why);
+    if (d.cc_major * 10 + d.cc_minor >= 89) return DT_SUCCESS;
+    return dt_error(DT_ERR_CONFIG, "dtrun: error: compute.precision fp8-mixed needs FP8 tensor cores (compute "
+                    "capability 8.9 or newer: Ada, Hopper, Blackwell); GPU %d (%s) is %d.%d\n"
+                    "  hint: use compute.precision: bf16-mixed on this GPU", dev, d.name, d.cc_major, d.cc_minor);
 }
 static void cast_to_lp(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, enum dt_dtype t)
 {
@@ -426,6 +474,10 @@ const struct dt_kernels dt_kernels_cuda = {
     .matmul_backward = matmul_backward,
     .matmul_forward_lp = matmul_forward_lp,
     .matmul_backward_lp = matmul_backward_lp,
+    .matmul_forward_fp8 = matmul_forward_fp8,
+    .matmul_backward_fp8 = matmul_backward_fp8,
+    .fp8_update = fp8_update,
+    .fp8_supported = fp8_supported,
     .cast_to_lp = cast_to_lp,
     .cast_from_lp = cast_from_lp,
     .round_lp = round_lp,

@@ -19,6 +19,20 @@
  * type are excluded, so a 16-bit D is rounded exactly once. dbias is the column sums of dout as
  * the products read it (rounded to lp), in the CPU's order (ops.h's row blocks): the CPU's bits.
  *
+ * FP8 (fp8-mixed, #42; kernels.h's struct dt_fp8_q): fp8.cu quantises the operands into scratch, the
+ * codes and the transposed copies the backward reads (on Ada and Hopper FP8 gemms take only the "TN"
+ * layout, plan.h), and computes their scales on the device. The gemms are cuBLASLt's FP8 ones, under
+ * its FP8 requirements: CUBLAS_COMPUTE_32F with fp32 scale type; A and B E4M3 or E5M2 (E4M3 x E4M3
+ * forward, E4M3 x the gradient's format in dgrad and wgrad: E5M2 x E5M2 is not offered); D, and C,
+ * bf16 or fp32; every dimension a multiple of 16 and every matrix 16-byte aligned (other shapes
+ * return DT_CUDA_ERR_FP8_SHAPE). The sums are multiplied by one device float,
+ * CUBLASLT_MATMUL_DESC_A_SCALE_POINTER at the product of both scales' inverses (B's scale left at
+ * 1), which is the CPU reference's alpha bit for bit (two scale pointers would round twice).
+ * FAST_ACCUM stays off: cuBLASLt promotes the tensor cores' partial sums into fp32, closest to the
+ * reference's fp32 sums (Transformer Engine turns it on for the forward, a speed to measure). The
+ * bias, rounded to bf16 (the BIAS epilogue's type for FP8 gemms with a bf16 or fp32 D), is added in
+ * fp32 in the epilogue, and dbias is the column sums of dout rounded to bf16, in the CPU's order.
+ *
  * The state (the cuBLASLt handle, its workspace, the scratch) lives in a context, not in statics;
  * so does a cuBLAS handle, for the strided-batched gemms of attention's reference path.
  */
@@ -37,7 +51,7 @@
 
 /* what cuBLASLt's heuristic answers from: a gemm's shape, types, epilogue and alignments */
 struct algo_key {
-    int ta, tb, m, n, k, lda, ldb, ldd, ab, dt, bias, beta0;
+    int ta, tb, m, n, k, lda, ldb, ldd, at, bt, dt, bias, beta0;
     uint32_t align[4];
 };
 
@@ -138,10 +152,16 @@ static uint32_t alignment(const void *p)
 
 static cudaDataType_t cuda_type(int t) { return t == DT_CUDA_BF16 ? CUDA_R_16BF : t == DT_CUDA_F16 ? CUDA_R_16F : CUDA_R_32F; }
 
-/* D(m,n) = op(A)(m,k) . op(B)(k,n) + beta D [+ bias(m)], column-major; A and B of type ab, D (and
- * the bias, cuBLASLt's default) of type dt */
+/* a gemm's types: its matrices' and its bias's (cuBLASLt's default: D's), and for the FP8 gemms the
+ * device scalar their sums are multiplied by (CUBLASLT_MATMUL_DESC_A_SCALE_POINTER; NULL: 1) */
+struct gemm_types {
+    cudaDataType_t a, b, d, bias;
+    const float *scale_a;
+};
+
+/* D(m,n) = scale_a op(A)(m,k) . op(B)(k,n) + beta D [+ bias(m)], column-major, of types ty */
 static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, const void *A, int lda, const void *B,
-                int ldb, void *D, int ldd, float beta, const void *bias, int ab, int dt)
+                int ldb, void *D, int ldd, float beta, const void *bias, const struct gemm_types *ty)
 {
     cublasLtMatmulDesc_t op = NULL;
     cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
@@ -155,16 +175,22 @@ static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, co
         cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
         e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
         if (!e) e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+        int32_t bt = (int32_t)ty->bias;
+        if (!e && ty->bias != ty->d)
+            e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bt, sizeof bt));
     }
+    if (!e && ty->scale_a)
+        e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &ty->scale_a,
+                                                  sizeof ty->scale_a));
     /* stored shapes: op(X) = X^T means X is stored (k, m) */
-    if (!e) e = lt_err(cublasLtMatrixLayoutCreate(&la, cuda_type(ab), ta ? k : m, ta ? m : k, lda));
-    if (!e) e = lt_err(cublasLtMatrixLayoutCreate(&lb, cuda_type(ab), tb ? n : k, tb ? k : n, ldb));
-    if (!e) e = lt_err(cublasLtMatrixLayoutCreate(&ld, cuda_type(dt), m, n, ldd));
+    if (!e) e = lt_err(cublasLtMatrixLayoutCreate(&la, ty->a, ta ? k : m, ta ? m : k, lda));
+    if (!e) e = lt_err(cublasLtMatrixLayoutCreate(&lb, ty->b, tb ? n : k, tb ? k : n, ldb));
+    if (!e) e = lt_err(cublasLtMatrixLayoutCreate(&ld, ty->d, m, n, ldd));
     if (!e) e = lt_err(cublasLtMatmulPreferenceCreate(&pref));
     if (!e) e = lt_err(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
     /* a 16-bit D: split-k partials reduced in fp32 only, never in D's own type (INPLACE and
      * OUTPUT_TYPE would round each partial), so D is rounded once */
-    if (!e && dt != DT_CUDA_F32) {
+    if (!e && ty->d != CUDA_R_32F) {
         uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
         e = lt_err(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
                                                         sizeof schemes));
@@ -175,7 +201,8 @@ static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, co
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
     const void *ptr[4] = {A, B, D, D};
-    struct algo_key key = {ta, tb, m, n, k, lda, ldb, ldd, ab, dt, bias != NULL, beta == 0.0f, {0}};
+    struct algo_key key = {ta, tb, m, n, k, lda, ldb, ldd, ty->a, ty->b, ty->d, bias ? (int)ty->bias + 1 : 0,
+                           beta == 0.0f, {0}};
     for (int i = 0; i < 4 && !e; i++) {
         key.align[i] = alignment(ptr[i]);
         e = lt_err(cublasLtMatmulPreferenceSetAttribute(pref, align[i], &key.align[i], sizeof key.align[i]));
@@ -208,11 +235,19 @@ static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, co
 }
 
 /* one of plan.h's gemms; operands[] by enum dt_mm_operand */
+static int run_plan_typed(struct dt_cuda_ctx *c, const struct dt_gemm_plan *p, const void *const *operands, void *D,
+                          const void *bias, const struct gemm_types *ty)
+{
+    return gemm(c, p->ta, p->tb, p->m, p->n, p->k, operands[p->a], p->lda, operands[p->b], p->ldb, D, p->ldd, p->beta,
+                bias, ty);
+}
+
+/* A and B of type ab, D and the bias of type dt (DT_CUDA_*) */
 static int run_plan(struct dt_cuda_ctx *c, const struct dt_gemm_plan *p, const void *const *operands, void *D,
                     const void *bias, int ab, int dt)
 {
-    return gemm(c, p->ta, p->tb, p->m, p->n, p->k, operands[p->a], p->lda, operands[p->b], p->ldb, D, p->ldd, p->beta,
-                bias, ab, dt);
+    struct gemm_types ty = {cuda_type(ab), cuda_type(ab), cuda_type(dt), cuda_type(dt), NULL};
+    return run_plan_typed(c, p, operands, D, bias, &ty);
 }
 
 /* weight's type wt: fp32, or lp itself when lp is 16-bit */
@@ -297,8 +332,108 @@ int dt_cuda_matmul_backward(struct dt_cuda_ctx *c, float *dinp, float *dweight, 
     return e;
 }
 
+/* ---- FP8 (fp8-mixed, the file's opening comment) */
+
+static cudaDataType_t fp8_type(int fmt) { return fmt == DT_CUDA_FP8_E5M2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3; }
+
+/* What cuBLASLt's FP8 gemms take (cublasLtMatmul's FP8 requirements): every dimension a multiple of
+ * 16 (m, n, k and the leading dimensions, which are BT, C and OC here) and every matrix on 16 bytes;
+ * the codes live in scratch (256-byte aligned), the outputs are the caller's */
+static bool fp8_shape_ok(int BT, int C, int OC, const void *o1, const void *o2)
+{
+    return BT > 0 && C > 0 && OC > 0 && BT % 16 == 0 && C % 16 == 0 && OC % 16 == 0 && alignment(o1) >= 16 &&
+           (!o2 || alignment(o2) >= 16);
+}
+
+/* scratch for one FP8 matmul: its state and the codes of its operands (bytes per slot, 0: none) */
+static int fp8_scratch(struct dt_cuda_ctx *c, struct dt_cuda_fp8_state **st, size_t nx, uint8_t **x, size_t nw,
+                       uint8_t **w, size_t ng, uint8_t **g)
+{
+    void *p[4] = {NULL, NULL, NULL, NULL};
+    int e = dt_cuda_ctx_scratch(c, DT_CUDA_SCRATCH_FP8_STATE, sizeof **st, &p[0]);
+    if (!e) e = dt_cuda_ctx_scratch(c, DT_CUDA_SCRATCH_FP8_X, nx, &p[1]);
+    if (!e) e = dt_cuda_ctx_scratch(c, DT_CUDA_SCRATCH_FP8_W, nw, &p[2]);
+    if (!e && ng) e = dt_cuda_ctx_scratch(c, DT_CUDA_SCRATCH_FP8_G, ng, &p[3]);
+    *st = p[0], *x = p[1], *w = p[2];
+    if (g) *g = p[3];
+    return e;
+}
+
+/* one of plan.h's FP8 gemms: A and B the codes of formats fa and fb, D of type dt (fp32 or bf16), the
+ * sums multiplied by *alpha (device memory), a bias (bf16) added after */
+static int run_plan_fp8(struct dt_cuda_ctx *c, const struct dt_gemm_plan *p, const void *const *operands, void *D,
+                        const void *bias, int fa, int fb, int dt, const float *alpha)
+{
+    struct gemm_types ty = {fp8_type(fa), fp8_type(fb), cuda_type(dt), CUDA_R_16BF, alpha};
+    return run_plan_typed(c, p, operands, D, bias, &ty);
+}
+
+int dt_cuda_matmul_forward_fp8(struct dt_cuda_ctx *c, void *out, int ot, const void *inp, const void *weight,
+                               const void *bias, int wt, int BT, int C, int OC, const struct dt_cuda_fp8_q *qx,
+                               const struct dt_cuda_fp8_q *qw)
+{
+    if (!weight_type_ok(wt, DT_CUDA_BF16) || !act_type_ok(ot, DT_CUDA_BF16) ||
+        (qx->fmt == DT_CUDA_FP8_E5M2 && qw->fmt == DT_CUDA_FP8_E5M2)) /* no E5M2 x E5M2 gemm */
+        return (int)cudaErrorInvalidValue;
+    if (!fp8_shape_ok(BT, C, OC, out, NULL)) return DT_CUDA_ERR_FP8_SHAPE;
+    struct dt_cuda_fp8_state *st;
+    uint8_t *x8, *w8;
+    int e = fp8_scratch(c, &st, (size_t)BT * C, &x8, (size_t)OC * C, &w8, 0, NULL);
+    struct dt_cuda_fp8_operand op[DT_CUDA_FP8_SLOTS] = {
+        [DT_CUDA_FP8_X] = {inp, DT_CUDA_BF16, BT, C, qx->scale, qx->amax, qx->fmt, qx->current, x8, NULL},
+        [DT_CUDA_FP8_W] = {weight, wt, OC, C, qw->scale, qw->amax, qw->fmt, qw->current, w8, NULL},
+    };
+    if (!e) e = (int)dt_cuda_fp8_quantise(st, op);
+    /* the bias rounded to bf16, the type the FP8 gemms' BIAS epilogue takes with a bf16 or fp32 D */
+    const void *b = NULL;
+    if (!e && bias) e = epilogue_bias(c, bias, wt, DT_CUDA_BF16, DT_CUDA_BF16, OC, &b);
+    struct dt_gemm_plan p[2];
+    dt_matmul_plans_fp8(false, BT, C, OC, p);
+    const void *in[DT_MM_OPERANDS] = {[DT_MM_INP] = x8, [DT_MM_WEIGHT] = w8};
+    return e ? e : run_plan_fp8(c, &p[0], in, out, b, qw->fmt, qx->fmt, ot, &st->alpha[DT_CUDA_FP8_FWD]);
+}
+
+int dt_cuda_matmul_backward_fp8(struct dt_cuda_ctx *c, float *dinp, float *dweight, float *dbias, const void *dout,
+                                int dt, const void *inp, const void *weight, int wt, int BT, int C, int OC,
+                                const struct dt_cuda_fp8_q *qx, const struct dt_cuda_fp8_q *qw,
+                                const struct dt_cuda_fp8_q *qg, unsigned set)
+{
+    if (!weight_type_ok(wt, DT_CUDA_BF16) || !act_type_ok(dt, DT_CUDA_BF16) ||
+        (qg->fmt == DT_CUDA_FP8_E5M2 && (qx->fmt == DT_CUDA_FP8_E5M2 || qw->fmt == DT_CUDA_FP8_E5M2)))
+        return (int)cudaErrorInvalidValue;
+    if (!fp8_shape_ok(BT, C, OC, dinp, dweight)) return DT_CUDA_ERR_FP8_SHAPE;
+    size_t ng = (size_t)BT * OC;
+    struct dt_cuda_fp8_state *st;
+    uint8_t *xt8, *wt8, *g8;
+    int e = fp8_scratch(c, &st, (size_t)BT * C, &xt8, (size_t)OC * C, &wt8, 2 * ng, &g8);
+    /* the backward reads inp and weight transposed only, dout both ways (plan.h) */
+    struct dt_cuda_fp8_operand op[DT_CUDA_FP8_SLOTS] = {
+        [DT_CUDA_FP8_X] = {inp, DT_CUDA_BF16, BT, C, qx->scale, qx->amax, qx->fmt, qx->current, NULL, xt8},
+        [DT_CUDA_FP8_W] = {weight, wt, OC, C, qw->scale, qw->amax, qw->fmt, qw->current, NULL, wt8},
+        [DT_CUDA_FP8_G] = {dout, dt, BT, OC, qg->scale, qg->amax, qg->fmt, qg->current, g8, g8 ? g8 + ng : NULL},
+    };
+    if (!e) e = (int)dt_cuda_fp8_quantise(st, op);
+    /* the bias's gradient from dout rounded to bf16, unquantised, in the CPU's order */
+    void *s = NULL;
+    if (!e && dbias)
+        e = dt_cuda_ctx_scratch(c, DT_CUDA_SCRATCH_PARTIALS, dt_cuda_row_partials(BT, OC) * sizeof(float), &s);
+    if (!e && dbias) e = (int)dt_cuda_column_sums_bf16(dbias, dout, dt, BT, OC, (set & DT_CUDA_SET_DPARAMS) != 0, s);
+    struct dt_gemm_plan p[2];
+    dt_matmul_plans_fp8(true, BT, C, OC, p);
+    if (set & DT_CUDA_SET_DINP) p[0].beta = 0.0f;
+    if (set & DT_CUDA_SET_DPARAMS) p[1].beta = 0.0f;
+    const void *in[DT_MM_OPERANDS] = {[DT_MM_WEIGHT_T] = wt8, [DT_MM_DOUT] = g8, [DT_MM_INP_T] = xt8,
+                                      [DT_MM_DOUT_T] = g8 ? g8 + ng : NULL};
+    if (!e) e = run_plan_fp8(c, &p[0], in, dinp, NULL, qw->fmt, qg->fmt, DT_CUDA_F32, &st->alpha[DT_CUDA_FP8_DGRAD]);
+    if (!e) e = run_plan_fp8(c, &p[1], in, dweight, NULL, qx->fmt, qg->fmt, DT_CUDA_F32, &st->alpha[DT_CUDA_FP8_WGRAD]);
+    return e;
+}
+
 const char *dt_cuda_error_string(int err)
 {
+    if (err == DT_CUDA_ERR_FP8_SHAPE)
+        return "cuBLASLt's FP8 gemms need BT (batch x sequence), C and OC that are multiples of 16, and outputs on "
+               "16-byte boundaries";
     if (err >= DT_CUDA_CUBLAS_ERR) return cublasLtGetStatusString((cublasStatus_t)(err - DT_CUDA_CUBLAS_ERR));
     return cudaGetErrorString((cudaError_t)err);
 }

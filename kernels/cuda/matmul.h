@@ -1,12 +1,14 @@
 /*
  * matmul.h - the cuBLASLt matmuls (matmul.c) and the context that holds their state. Errors are
- * cudaError_t values, or DT_CUDA_CUBLAS_ERR + a cublasStatus_t; dt_cuda_error_string names both.
+ * cudaError_t values, DT_CUDA_CUBLAS_ERR + a cublasStatus_t, or module.h's DT_CUDA_ERR_FP8_SHAPE;
+ * dt_cuda_error_string names them all.
  */
 #ifndef DT_CUDA_MATMUL_H
 #define DT_CUDA_MATMUL_H
 
 #include <cublas_v2.h>
 #include <stddef.h>
+#include "kernels/cuda/module.h"
 
 #define DT_CUDA_CUBLAS_ERR (1 << 20) /* above every cudaError_t */
 
@@ -23,13 +25,17 @@ cublasHandle_t dt_cuda_ctx_blas(struct dt_cuda_ctx *c);
 /* The context's device scratch: slot's buffer of at least bytes (grown as needed, 256-byte aligned),
  * for what one op keeps between its launches; a later op may reuse the slot. */
 enum {
-    DT_CUDA_SCRATCH_WEIGHT,   /* an fp32 weight rounded to lp */
-    DT_CUDA_SCRATCH_DOUT,     /* an fp32 dout rounded to lp */
-    DT_CUDA_SCRATCH_BIAS,     /* a 16-bit bias, widened or aligned */
-    DT_CUDA_SCRATCH_PARTIALS, /* the row blocks' partial sums (ops.h) */
-    DT_CUDA_SCRATCH_SLICES,   /* a multi-tensor AdamW step's slice table (ops.h) */
-    DT_CUDA_SCRATCH_REDUCE,   /* a reduction's block partials (ops.h's DT_CUDA_REDUCE_BYTES) */
-    DT_CUDA_SCRATCH_OUT,      /* an unaligned biased gemm's fp32 output, before its one rounding */
+    DT_CUDA_SCRATCH_WEIGHT,    /* an fp32 weight rounded to lp */
+    DT_CUDA_SCRATCH_DOUT,      /* an fp32 dout rounded to lp */
+    DT_CUDA_SCRATCH_BIAS,      /* a 16-bit bias, widened or aligned */
+    DT_CUDA_SCRATCH_PARTIALS,  /* the row blocks' partial sums (ops.h) */
+    DT_CUDA_SCRATCH_SLICES,    /* a multi-tensor AdamW step's slice table (ops.h) */
+    DT_CUDA_SCRATCH_REDUCE,    /* a reduction's block partials (ops.h's DT_CUDA_REDUCE_BYTES) */
+    DT_CUDA_SCRATCH_OUT,       /* an unaligned biased gemm's fp32 output, before its one rounding */
+    DT_CUDA_SCRATCH_FP8_STATE, /* an FP8 matmul's scales and alphas (ops.h's struct dt_cuda_fp8_state) */
+    DT_CUDA_SCRATCH_FP8_X,     /* its inp's codes: the forward's, or the backward's transposed */
+    DT_CUDA_SCRATCH_FP8_W,     /* its weight's codes: the forward's, or the backward's transposed */
+    DT_CUDA_SCRATCH_FP8_G,     /* its dout's codes, then their transposed copy */
     DT_CUDA_SCRATCH_SLOTS
 };
 int dt_cuda_ctx_scratch(struct dt_cuda_ctx *c, int slot, size_t bytes, void **out);
@@ -44,6 +50,15 @@ int dt_cuda_matmul_forward(struct dt_cuda_ctx *c, void *out, int ot, const void 
                            const void *bias, int wt, int BT, int C, int OC, int lp);
 int dt_cuda_matmul_backward(struct dt_cuda_ctx *c, float *dinp, float *dweight, float *dbias, const void *dout, int dt,
                             const void *inp, const void *weight, int wt, int BT, int C, int OC, int lp, unsigned set);
+/* module.h's matmul_forward_fp8 and matmul_backward_fp8: cuBLASLt's FP8 gemms on the codes of
+ * ops.h's dt_cuda_fp8_quantise; DT_CUDA_ERR_FP8_SHAPE for a shape or output they do not take */
+int dt_cuda_matmul_forward_fp8(struct dt_cuda_ctx *c, void *out, int ot, const void *inp, const void *weight,
+                               const void *bias, int wt, int BT, int C, int OC, const struct dt_cuda_fp8_q *qx,
+                               const struct dt_cuda_fp8_q *qw);
+int dt_cuda_matmul_backward_fp8(struct dt_cuda_ctx *c, float *dinp, float *dweight, float *dbias, const void *dout,
+                                int dt, const void *inp, const void *weight, int wt, int BT, int C, int OC,
+                                const struct dt_cuda_fp8_q *qx, const struct dt_cuda_fp8_q *qw,
+                                const struct dt_cuda_fp8_q *qg, unsigned set);
 const char *dt_cuda_error_string(int err);
 
 #ifdef __cplusplus

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 /* Raise when this struct changes. */
-#define DT_CUDA_MODULE_ABI 9
+#define DT_CUDA_MODULE_ABI 10
 #define DT_CUDA_MODULE_SYMBOL "dt_cuda_module"
 #define DT_CUDA_MODULE_FILE "dtrun_cuda.so"
 
@@ -37,8 +37,20 @@ struct dt_cuda_adamw_slice {
     float wd, l2;
 };
 
+/* kernels.h's struct dt_fp8_q as the module takes it: fmt enum dt_fp8_fmt's value (0 E4M3, 1 E5M2),
+ * current 0 (delayed scaling: *scale) or 1; scale and amax device pointers */
+struct dt_cuda_fp8_q {
+    const float *scale;
+    float *amax;
+    int fmt, current;
+};
+
+/* The module's own error, beside CUDA's and cuBLAS's codes (error_string names it): an FP8 matmul
+ * asked of a shape or buffer cuBLASLt's FP8 gemms do not take (matmul_forward_fp8's comment) */
+#define DT_CUDA_ERR_FP8_SHAPE (1 << 21)
+
 struct dt_cuda_ops {
-    const char *(*error_string)(int err); /* CUDA's errors and cuBLASLt's */
+    const char *(*error_string)(int err); /* CUDA's errors, cuBLASLt's and DT_CUDA_ERR_FP8_SHAPE */
     /* what the matmuls keep between calls (the cuBLASLt handle, workspace, scratch) */
     int (*ctx_create)(void **ctx);
     void (*ctx_destroy)(void *ctx);
@@ -51,6 +63,21 @@ struct dt_cuda_ops {
     /* set: kernels.h's DT_SET_* bits, the outputs to overwrite rather than add to */
     int (*matmul_backward)(void *ctx, float *dinp, float *dweight, float *dbias, const void *dout, int dt,
                            const void *inp, const void *weight, int wt, int BT, int C, int OC, int lp, unsigned set);
+    /* fp8-mixed's linear layers (kernels.h's matmul_forward_fp8, matmul_backward_fp8): inp bf16,
+     * weight and bias of type wt (fp32 or bf16), out of type ot (fp32 or bf16), dout of type dt (fp32
+     * or bf16), the operands quantised as qx, qw and qg say. cuBLASLt's FP8 gemms take only BT, C and OC
+     * that are multiples of 16 and out, dinp and dweight on 16-byte boundaries: other calls return
+     * DT_CUDA_ERR_FP8_SHAPE and touch nothing. */
+    int (*matmul_forward_fp8)(void *ctx, void *out, int ot, const void *inp, const void *weight, const void *bias,
+                              int wt, int BT, int C, int OC, const struct dt_cuda_fp8_q *qx,
+                              const struct dt_cuda_fp8_q *qw);
+    int (*matmul_backward_fp8)(void *ctx, float *dinp, float *dweight, float *dbias, const void *dout, int dt,
+                               const void *inp, const void *weight, int wt, int BT, int C, int OC,
+                               const struct dt_cuda_fp8_q *qx, const struct dt_cuda_fp8_q *qw,
+                               const struct dt_cuda_fp8_q *qg, unsigned set);
+    /* kernels.h's fp8_update (device pointers, saturated too; gfmt as dt_cuda_fp8_q's fmt) */
+    int (*fp8_update)(float *hist, float *scale, int n, int len, int most_recent, float margin, int gfmt,
+                      float *saturated);
     /* the GPU this thread's calls go to */
     int (*set_device)(int dev);
     /* 1: p is device (or managed) memory; 0: host memory, or NULL */

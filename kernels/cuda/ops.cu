@@ -327,15 +327,19 @@ __global__ static void layernorm_partials_kernel(float *pw, float *pb, const flo
     pb[(size_t)blockIdx.x * C + c] = b;
 }
 
-/* column sums of x (BT, C) of type S, widened: p[block][c] = sum of the block's rows, in order */
-template <typename S>
+/* column sums of x (BT, C) of type S, widened (BF16: then rounded to bf16): p[block][c] = sum of the
+ * block's rows, in order */
+template <typename S, bool BF16>
 __global__ static void colsum_partials_kernel(float *p, const S *x, int BT, int C)
 {
     int c = blockIdx.y * blockDim.x + threadIdx.x;
     if (c >= C) return;
     int r0 = blockIdx.x * DT_CUDA_ROW_BLOCK, r1 = min(BT, r0 + DT_CUDA_ROW_BLOCK);
     float s = 0.0f;
-    for (int i = r0; i < r1; i++) s += dt_ld(x[(size_t)i * C + c]);
+    for (int i = r0; i < r1; i++) {
+        float v = dt_ld(x[(size_t)i * C + c]);
+        s += BF16 ? dt_f32_from_bf16(dt_bf16_from_f32(v)) : v;
+    }
     p[(size_t)blockIdx.x * C + c] = s;
 }
 
@@ -795,6 +799,26 @@ static cudaError_t xent_launch(float *losses, L *logits, const int32_t *targets,
     return cudaGetLastError();
 }
 
+/* dt_cuda_column_sums and its bf16-rounding twin (BF16: each value rounded to bf16 first) */
+template <bool BF16>
+static cudaError_t column_sums(float *dbias, const void *dout, int t, int BT, int OC, int set, float *scratch)
+{
+    return dt_by_type(t, [&](auto *tag) {
+        using S = std::remove_pointer_t<decltype(tag)>;
+        if (OC <= 0) return cudaSuccess;
+        unsigned cb = (unsigned)((OC + THREADS - 1) / THREADS);
+        if (BT <= 0) { /* no rows: the sums are 0 */
+            if (set) return cudaMemsetAsync(dbias, 0, (size_t)OC * sizeof *dbias, cudaStreamPerThread);
+            return cudaSuccess;
+        }
+        dim3 grid;
+        if (!row_grid(BT, OC, &grid)) return cudaErrorInvalidValue;
+        colsum_partials_kernel<S, BF16><<<grid, THREADS>>>(scratch, (const S *)dout, BT, OC);
+        partials_sum_kernel<<<cb, THREADS>>>(dbias, scratch, (int)grid.x, OC, set);
+        return cudaGetLastError();
+    });
+}
+
 extern "C" {
 
 cudaError_t dt_cuda_gelu_forward(void *out, const void *inp, int at, size_t N)
@@ -1077,20 +1101,12 @@ cudaError_t dt_cuda_widen_inplace(void *buf, size_t n, int t)
 
 cudaError_t dt_cuda_column_sums(float *dbias, const void *dout, int t, int BT, int OC, int set, float *scratch)
 {
-    return dt_by_type(t, [&](auto *tag) {
-        using S = std::remove_pointer_t<decltype(tag)>;
-        if (OC <= 0) return cudaSuccess;
-        unsigned cb = (unsigned)((OC + THREADS - 1) / THREADS);
-        if (BT <= 0) { /* no rows: the sums are 0 */
-            if (set) return cudaMemsetAsync(dbias, 0, (size_t)OC * sizeof *dbias, cudaStreamPerThread);
-            return cudaSuccess;
-        }
-        dim3 grid;
-        if (!row_grid(BT, OC, &grid)) return cudaErrorInvalidValue;
-        colsum_partials_kernel<<<grid, THREADS>>>(scratch, (const S *)dout, BT, OC);
-        partials_sum_kernel<<<cb, THREADS>>>(dbias, scratch, (int)grid.x, OC, set);
-        return cudaGetLastError();
-    });
+    return column_sums<false>(dbias, dout, t, BT, OC, set, scratch);
+}
+
+cudaError_t dt_cuda_column_sums_bf16(float *dbias, const void *dout, int t, int BT, int OC, int set, float *scratch)
+{
+    return column_sums<true>(dbias, dout, t, BT, OC, set, scratch);
 }
 
 cudaError_t dt_cuda_sgd(float *param, const void *grad, int gt, float gscale, float *buf, size_t n, float lr,

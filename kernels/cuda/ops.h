@@ -93,6 +93,9 @@ cudaError_t dt_cuda_mse(float *dout, const float *out, const float *target, floa
 /* dbias(OC) += (set: =) the column sums of dout(BT, OC) of type t, widened (the matmul's bias
  * gradient); scratch: dt_cuda_row_partials(BT, OC) floats */
 cudaError_t dt_cuda_column_sums(float *dbias, const void *dout, int t, int BT, int OC, int set, float *scratch);
+/* the same of dout rounded to bf16 first (an FP8 matmul's bias gradient, Transformer Engine's bgrad):
+ * the CPU's bits of its column sums of the rounded values */
+cudaError_t dt_cuda_column_sums_bf16(float *dbias, const void *dout, int t, int BT, int OC, int set, float *scratch);
 /* mean: the mean loss, copied back (synchronizes) */
 cudaError_t dt_cuda_softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
                                  float *mean);
@@ -141,6 +144,43 @@ size_t dt_cuda_attention_ref_scratch(int NH, int T);
 #define DT_CUDA_ATTN_CACHED_HS_MAX 256
 cudaError_t dt_cuda_attention_cached(void *out, const void *qkv, void *kcache, void *vcache, int at, int B, int n,
                                      int pos, int Tc, int C, int NH, int NKV);
+
+/*
+ * fp8.cu: Transformer Engine's per-tensor FP8 scaling (kernels.h's struct dt_fp8_q, fp8-mixed), what
+ * matmul.c's FP8 gemms read. An operand is rounded to bf16, multiplied by its scale in fp32 and
+ * converted to E4M3 or E5M2 codes by core/fp8.h, the CPU reference's own conversions, so the codes
+ * are the CPU's bits. dt_cuda_fp8_quantise takes one matmul's operands (slots DT_CUDA_FP8_X, _W, _G:
+ * inp, weight, dout; x NULL where absent): under current scaling it first takes the operand's amax
+ * into st->amax (and folds it into the operand's amax when not NULL), computes every scale and the
+ * gemms' alphas on the device (no copy to the host), then writes each operand's codes into q (R, Cc)
+ * and its transposed copy into qt (Cc, R), either NULL when not wanted; under delayed scaling the
+ * cast reads *scale and folds the amax in the same pass. R and Cc multiples of 4, else
+ * cudaErrorInvalidValue.
+ */
+#define DT_CUDA_FP8_E4M3 0 /* enum dt_fp8_fmt's DT_FP8_E4M3 */
+#define DT_CUDA_FP8_E5M2 1 /* DT_FP8_E5M2 */
+enum { DT_CUDA_FP8_X, DT_CUDA_FP8_W, DT_CUDA_FP8_G, DT_CUDA_FP8_SLOTS };
+/* One FP8 matmul's device state: per operand slot this call's amax (current scaling) and the scale
+ * it was quantised with; alpha what each gemm's fp32 sums are multiplied by (index DT_CUDA_FP8_FWD:
+ * forward, X W; _DGRAD: G W; _WGRAD: G X), the two scales' inverses multiplied, as the CPU's. */
+enum { DT_CUDA_FP8_FWD, DT_CUDA_FP8_DGRAD, DT_CUDA_FP8_WGRAD };
+struct dt_cuda_fp8_state {
+    float amax[DT_CUDA_FP8_SLOTS], scale[DT_CUDA_FP8_SLOTS], alpha[3];
+};
+/* one operand: x (R, Cc) of type t (fp32, bf16, fp16), scale, amax, fmt and current as module.h's
+ * struct dt_cuda_fp8_q, its codes into q and qt */
+struct dt_cuda_fp8_operand {
+    const void *x;
+    int t, R, Cc;
+    const float *scale;
+    float *amax;
+    int fmt, current;
+    uint8_t *q, *qt;
+};
+cudaError_t dt_cuda_fp8_quantise(struct dt_cuda_fp8_state *st, const struct dt_cuda_fp8_operand op[DT_CUDA_FP8_SLOTS]);
+/* kernels.h's fp8_update in one launch of one block (saturated a device pointer) */
+cudaError_t dt_cuda_fp8_update(float *hist, float *scale, int n, int len, int most_recent, float margin, int gfmt,
+                               float *saturated);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,7 @@
 /*
- * ops_table.c - module.h's table of device memory and the kernels of ops.cu and the attention .cu files:
- * cudaError_t carried as int, so that dtrun and the tests include no CUDA header. Part of the CUDA
- * module.
+ * ops_table.c - module.h's table of device memory and the kernels of ops.cu, fp8.cu and the attention
+ * .cu files: cudaError_t carried as int, so that dtrun and the tests include no CUDA header. Part of
+ * the CUDA module.
  */
 #include <stdlib.h>
 #include <cuda_runtime.h>
@@ -16,6 +16,7 @@ _Static_assert(DT_CUDA_F32 == DT_F32 && DT_CUDA_BF16 == DT_BF16 && DT_CUDA_F16 =
                "ops.h's dtype codes are enum dt_dtype's");
 _Static_assert(DT_CUDA_SET_DINP == DT_SET_DINP && DT_CUDA_SET_DPARAMS == DT_SET_DPARAMS,
                "ops.h's matmul_backward bits are kernels.h's");
+_Static_assert(DT_CUDA_FP8_E4M3 == DT_FP8_E4M3 && DT_CUDA_FP8_E5M2 == DT_FP8_E5M2, "ops.h's FP8 formats are fp8.h's");
 
 static int ctx_create(void **ctx) { return dt_cuda_ctx_create((struct dt_cuda_ctx **)ctx); }
 static void ctx_destroy(void *ctx) { dt_cuda_ctx_destroy(ctx); }
@@ -28,6 +29,24 @@ static int matmul_backward(void *ctx, float *dinp, float *dweight, float *dbias,
                            const void *inp, const void *weight, int wt, int BT, int C, int OC, int lp, unsigned set)
 {
     return dt_cuda_matmul_backward(ctx, dinp, dweight, dbias, dout, dt, inp, weight, wt, BT, C, OC, lp, set);
+}
+static int matmul_forward_fp8(void *ctx, void *out, int ot, const void *inp, const void *weight, const void *bias,
+                              int wt, int BT, int C, int OC, const struct dt_cuda_fp8_q *qx,
+                              const struct dt_cuda_fp8_q *qw)
+{
+    return dt_cuda_matmul_forward_fp8(ctx, out, ot, inp, weight, bias, wt, BT, C, OC, qx, qw);
+}
+static int matmul_backward_fp8(void *ctx, float *dinp, float *dweight, float *dbias, const void *dout, int dt,
+                               const void *inp, const void *weight, int wt, int BT, int C, int OC,
+                               const struct dt_cuda_fp8_q *qx, const struct dt_cuda_fp8_q *qw,
+                               const struct dt_cuda_fp8_q *qg, unsigned set)
+{
+    return dt_cuda_matmul_backward_fp8(ctx, dinp, dweight, dbias, dout, dt, inp, weight, wt, BT, C, OC, qx, qw, qg, set);
+}
+static int fp8_update(float *hist, float *scale, int n, int len, int most_recent, float margin, int gfmt,
+                      float *saturated)
+{
+    return (int)dt_cuda_fp8_update(hist, scale, n, len, most_recent, margin, gfmt, saturated);
 }
 static int dev_malloc(void **p, size_t bytes) { return (int)cudaMalloc(p, bytes); }
 static int dev_free(void *p) { return (int)cudaFree(p); }
@@ -251,6 +270,9 @@ const struct dt_cuda_ops dt_cuda_ops = {
     .ctx_destroy = ctx_destroy,
     .matmul_forward = matmul_forward,
     .matmul_backward = matmul_backward,
+    .matmul_forward_fp8 = matmul_forward_fp8,
+    .matmul_backward_fp8 = matmul_backward_fp8,
+    .fp8_update = fp8_update,
     .set_device = set_device,
     .is_device = is_device,
     .malloc = dev_malloc,

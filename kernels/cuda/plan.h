@@ -3,9 +3,10 @@
  * on any machine (tests/unit/test_cuda_plan.c): how the fused attention's grid covers the rows,
  * how backward splits a key/value head's group of query heads among blocks and the scratch that
  * takes, what its blocks keep in shared memory (and the tensor-core attention's, with its mma
- * fragments: which lane holds or addresses which element), and how kernels.h's row-major matmuls
- * become cuBLASLt's column-major gemms. attention.cu and matmul.c take their numbers from here,
- * nowhere else.
+ * fragments: which lane holds or addresses which element), how kernels.h's row-major matmuls
+ * become cuBLASLt's column-major gemms (the FP8 ones in the "TN" layout), and which values of an
+ * FP8 cast's tile each thread reads and writes. attention.cu, fp8.cu and matmul.c take their numbers
+ * from here, nowhere else.
  */
 #ifndef DT_CUDA_PLAN_H
 #define DT_CUDA_PLAN_H
@@ -220,8 +221,14 @@ DT_HD static inline int dt_mma_ldsm_col(int lane, bool bn) { return (bn ? lane /
 
 /* ---- the matmuls as cuBLASLt gemms */
 
-/* the buffers of kernels.h's matmuls */
-enum dt_mm_operand { DT_MM_INP, DT_MM_WEIGHT, DT_MM_OUT, DT_MM_DOUT, DT_MM_DINP, DT_MM_DWEIGHT };
+/* the buffers of kernels.h's matmuls, and the transposed copies of the FP8 matmuls' operands */
+enum dt_mm_operand {
+    DT_MM_INP, DT_MM_WEIGHT, DT_MM_OUT, DT_MM_DOUT, DT_MM_DINP, DT_MM_DWEIGHT,
+    DT_MM_INP_T,    /* inp^T (C,BT) row-major */
+    DT_MM_WEIGHT_T, /* weight^T (C,OC) */
+    DT_MM_DOUT_T,   /* dout^T (OC,BT) */
+    DT_MM_OPERANDS
+};
 
 /* One column-major product D(m,n) = op(A)(m,k) . op(B)(k,n) + beta D: op(X) = X^T when tX; X is
  * stored (rows, cols) column-major with leading dimension ldX, rows = tX ? k : m for A. */
@@ -260,5 +267,50 @@ static inline int dt_matmul_plans(bool backward, int BT, int C, int OC, struct d
     out[1] = dt_gemm_plan_of(DT_MM_INP, DT_MM_DOUT, DT_MM_DWEIGHT, false, true, C, OC, BT, C, OC, C, 1.0f);
     return 2;
 }
+
+/*
+ * The FP8 matmuls (fp8-mixed). On Ada and Hopper cuBLASLt's FP8 gemms take A transposed and B not
+ * ("TN"): both operands stored K-major. The forward is such a gemm as it stands (weight and inp both
+ * keep C, its K, contiguous); the backward's two are not, so they read transposed copies, which the
+ * quantisation writes beside the plain codes (fp8.cu, as Transformer Engine's cast-transpose does):
+ *   forward: out^T (OC,BT) = weight (OC,C) . inp^T (C,BT)          same as dt_matmul_plans'
+ *   dgrad:   dinp^T (C,BT) += weight^T (C,OC) . dout^T (OC,BT)     weight^T row-major is stored (OC,C)
+ *   wgrad:   dweight^T (C,OC) += inp^T (C,BT) . dout (BT,OC)       inp^T row-major is stored (BT,C),
+ *                                                                  dout^T row-major (BT,OC)
+ * Every leading dimension is a K (C, OC or BT). Returns how many plans it wrote (1 forward, 2 backward).
+ */
+static inline int dt_matmul_plans_fp8(bool backward, int BT, int C, int OC, struct dt_gemm_plan out[2])
+{
+    if (!backward) return dt_matmul_plans(false, BT, C, OC, out);
+    out[0] = dt_gemm_plan_of(DT_MM_WEIGHT_T, DT_MM_DOUT, DT_MM_DINP, true, false, C, BT, OC, OC, OC, C, 1.0f);
+    out[1] = dt_gemm_plan_of(DT_MM_INP_T, DT_MM_DOUT_T, DT_MM_DWEIGHT, true, false, C, OC, BT, BT, BT, C, 1.0f);
+    return 2;
+}
+
+/*
+ * ---- the FP8 quantisation's cast (fp8.cu): a block of DT_FP8_THREADS threads takes a tile of
+ * DT_FP8_TILE x DT_FP8_TILE values of an (R, Cc) operand through shared memory. It reads them a
+ * tile row at a time, a warp's 32 threads on 32 adjacent columns (coalesced), and writes their codes
+ * 4 bytes a thread: into the plain copy (R, Cc) a tile row at a time, into the transposed one (Cc, R)
+ * a tile column at a time, so both stores run along memory. R and Cc must be multiples of 4 (the
+ * matmuls ask 16), so that a 4-byte word never crosses the operand's edge. The grid: x the tiles
+ * along Cc, y along R.
+ */
+#define DT_FP8_TILE 64
+#define DT_FP8_THREADS 256
+#define DT_FP8_PITCH (DT_FP8_TILE + 4) /* bytes of a shared tile row: its words stay 4-byte aligned */
+#define DT_FP8_READS (DT_FP8_TILE * DT_FP8_TILE / DT_FP8_THREADS) /* values a thread reads */
+#define DT_FP8_WORDS (DT_FP8_TILE / 4)                           /* 4-byte words of a tile line */
+#define DT_FP8_WRITES (DT_FP8_TILE * DT_FP8_WORDS / DT_FP8_THREADS) /* words a thread writes, per copy */
+/* value j (0 .. DT_FP8_READS - 1) that thread t reads: its tile row and column */
+DT_HD static inline int dt_fp8_read_row(int t, int j) { return t / DT_FP8_TILE + j * (DT_FP8_THREADS / DT_FP8_TILE); }
+DT_HD static inline int dt_fp8_read_col(int t) { return t % DT_FP8_TILE; }
+/* word j (0 .. DT_FP8_WRITES - 1) that thread t writes: word w of tile line l, the bytes 4w .. 4w + 3
+ * of tile row l (the plain copy) or of tile column l (the transposed one) */
+DT_HD static inline int dt_fp8_write_line(int t, int j)
+{
+    return t / DT_FP8_WORDS + j * (DT_FP8_THREADS / DT_FP8_WORDS);
+}
+DT_HD static inline int dt_fp8_write_word(int t) { return t % DT_FP8_WORDS; }
 
 #endif

@@ -49,12 +49,15 @@ same "is refused with both versions" "$(head -1 <<<"$err")" \
 # every op of kernels.h has device code in the module (its host-side launch stub is in the symbol
 # table; only dt_cuda_module is exported): op, then the kernels (the matmuls: the cuBLASLt callers)
 module=$(dirname "$DTRUN")/../kernels/cuda/.libs/dtrun_cuda.so
-syms=$(nm -C "$module" | sed -n 's/^[0-9a-f]* [tT] \(void \)\{0,1\}\([a-z_]*\).*/\2/p' | sort -u)
+syms=$(nm -C "$module" | sed -n 's/^[0-9a-f]* [tT] \(void \)\{0,1\}\([a-z_0-9]*\).*/\2/p' | sort -u)
 table=$(cat <<'OPS'
 matmul_forward dt_cuda_matmul_forward
 matmul_backward dt_cuda_matmul_backward colsum_partials_kernel partials_sum_kernel
 matmul_forward_lp dt_cuda_matmul_forward cast_to_lp_kernel
 matmul_backward_lp dt_cuda_matmul_backward cast_to_lp_kernel
+matmul_forward_fp8 dt_cuda_matmul_forward_fp8 fp8_amax_kernel fp8_scales_kernel fp8_cast_kernel
+matmul_backward_fp8 dt_cuda_matmul_backward_fp8 fp8_amax_kernel fp8_scales_kernel fp8_cast_kernel colsum_partials_kernel partials_sum_kernel
+fp8_update fp8_update_kernel
 cast_to_lp cast_to_lp_kernel
 cast_from_lp cast_from_lp_kernel
 round_lp round_lp_kernel

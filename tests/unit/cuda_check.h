@@ -1,5 +1,5 @@
 /*
- * cuda_check.h - what the GPU test programs (test_cuda_ops, test_cuda_attention) share
+ * cuda_check.h - what the GPU test programs (test_cuda_ops, test_cuda_attention, test_cuda_fp8) share
  * (cuda_check.c): the module's ops and a CPU context to hold them against, TAP lines, device
  * buffers, and the comparisons of fp32 and 16-bit results.
  */

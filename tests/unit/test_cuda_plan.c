@@ -13,7 +13,10 @@
  *     head, key) exactly once with the query head's own key/value head;
  *   - the column-major gemms the matmuls hand cuBLASLt compute kernels.h's row-major products:
  *     each plan is run by a plain host gemm with cuBLAS's conventions (op, stored shape, leading
- *     dimension) and compared with the CPU kernels;
+ *     dimension) and compared with the CPU kernels; the FP8 ones likewise, each in the "TN" layout
+ *     Hopper's FP8 gemms take, on the transposed copies their plans name;
+ *   - the FP8 cast's threads (fp8.cu), run here block by block over plan.h's mapping: every value of
+ *     a tile read once, every code written once, to its place in the plain and the transposed copy;
  *   - softmax_xent's walk along a row of the block-major logits reaches, for every column a thread
  *     visits, the element kernels.h's layout puts there, also where a step crosses several blocks;
  *     and when its row fits in shared memory.
@@ -341,6 +344,125 @@ static void matmul_plans(void **state)
     }
 }
 
+/* The FP8 plans: every gemm "TN" (A transposed, B not, each leading dimension its K) and reading the
+ * transposed copies where plan.h says, computing the CPU's products. */
+static void matmul_plans_fp8(void **state)
+{
+    struct dt_kctx *kc = dt_test_kctx();
+    static const int shapes[][3] = {{16, 32, 48}, {48, 16, 32}, {5, 7, 3}, {64, 80, 16}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int BT = shapes[s][0], C = shapes[s][1], OC = shapes[s][2];
+        float *buf[DT_MM_OPERANDS];
+        size_t n[DT_MM_OPERANDS] = {[DT_MM_INP] = (size_t)BT * C, [DT_MM_WEIGHT] = (size_t)OC * C,
+                                    [DT_MM_OUT] = (size_t)BT * OC, [DT_MM_DOUT] = (size_t)BT * OC,
+                                    [DT_MM_DINP] = (size_t)BT * C, [DT_MM_DWEIGHT] = (size_t)OC * C,
+                                    [DT_MM_INP_T] = (size_t)BT * C, [DT_MM_WEIGHT_T] = (size_t)OC * C,
+                                    [DT_MM_DOUT_T] = (size_t)BT * OC};
+        for (int i = 0; i < DT_MM_INP_T; i++) buf[i] = rnd(n[i], (uint64_t)(100 + 10 * s + i));
+        /* the transposed copies, (cols, rows) row-major */
+        static const int of[][3] = {{DT_MM_INP_T, DT_MM_INP, 0}, {DT_MM_WEIGHT_T, DT_MM_WEIGHT, 1},
+                                    {DT_MM_DOUT_T, DT_MM_DOUT, 2}};
+        for (int i = 0; i < 3; i++) {
+            int rows = of[i][2] == 1 ? OC : BT, cols = of[i][2] == 2 ? OC : C;
+            const float *src = buf[of[i][1]];
+            float *t = malloc(n[of[i][0]] * sizeof *t);
+            for (int r = 0; r < rows; r++)
+                for (int c = 0; c < cols; c++) t[(size_t)c * rows + r] = src[(size_t)r * cols + c];
+            buf[of[i][0]] = t;
+        }
+        float *ref[DT_MM_INP_T];
+        for (int i = 0; i < DT_MM_INP_T; i++)
+            ref[i] = malloc(n[i] * sizeof(float)), memcpy(ref[i], buf[i], n[i] * sizeof(float));
+        dt_kernels_cpu.matmul_forward(kc, ref[DT_MM_OUT], buf[DT_MM_INP], buf[DT_MM_WEIGHT], NULL, BT, C, OC);
+        dt_kernels_cpu.matmul_backward(kc, ref[DT_MM_DINP], ref[DT_MM_DWEIGHT], NULL, buf[DT_MM_DOUT], buf[DT_MM_INP],
+                                       buf[DT_MM_WEIGHT], BT, C, OC, 0);
+        struct dt_gemm_plan p[2];
+        for (int backward = 0; backward < 2; backward++) {
+            int np = dt_matmul_plans_fp8(backward, BT, C, OC, p);
+            assert_int_equal(np, backward ? 2 : 1);
+            for (int i = 0; i < np; i++) {
+                assert_true(p[i].ta && !p[i].tb && p[i].lda == p[i].k && p[i].ldb == p[i].k && p[i].ldd == p[i].m);
+                assert_int_equal((size_t)p[i].m * p[i].k, n[p[i].a]);
+                assert_int_equal((size_t)p[i].n * p[i].k, n[p[i].b]);
+                assert_int_equal((size_t)p[i].m * p[i].n, n[p[i].d]);
+                host_gemm(&p[i], buf[p[i].a], buf[p[i].b], buf[p[i].d]);
+            }
+        }
+        assert_true(maxdiff(buf[DT_MM_OUT], ref[DT_MM_OUT], n[DT_MM_OUT]) < 1e-4);
+        assert_true(maxdiff(buf[DT_MM_DINP], ref[DT_MM_DINP], n[DT_MM_DINP]) < 1e-4);
+        assert_true(maxdiff(buf[DT_MM_DWEIGHT], ref[DT_MM_DWEIGHT], n[DT_MM_DWEIGHT]) < 1e-4);
+        for (int i = 0; i < DT_MM_OPERANDS; i++) free(buf[i]);
+        for (int i = 0; i < DT_MM_INP_T; i++) free(ref[i]);
+    }
+}
+
+/* The FP8 cast kernel's index math, emulated: for each block of the grid and each of its threads,
+ * the values plan.h has it read into the shared tile and the 4-byte words it writes from there. Every
+ * value of the operand must reach both copies once, the plain one at (r, c), the transposed at (c, r). */
+static void fp8_cast_tiles(void **state)
+{
+    (void)state;
+    assert_int_equal(DT_FP8_READS * DT_FP8_THREADS, DT_FP8_TILE * DT_FP8_TILE);
+    assert_int_equal(DT_FP8_WRITES * DT_FP8_THREADS, DT_FP8_TILE * DT_FP8_WORDS);
+    assert_int_equal(DT_FP8_THREADS % DT_FP8_TILE, 0);
+    assert_int_equal(DT_FP8_THREADS % DT_FP8_WORDS, 0);
+    assert_int_equal(DT_FP8_PITCH % 4, 0);
+    static const int shapes[][2] = {{16, 16}, {64, 64}, {80, 144}, {4, 260}, {132, 8}, {128, 192}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int R = shapes[s][0], Cc = shapes[s][1];
+        size_t n = (size_t)R * Cc;
+        uint8_t *x = malloc(n), *q = calloc(n, 1), *qt = calloc(n, 1);
+        int *nq = calloc(n, sizeof *nq), *nqt = calloc(n, sizeof *nqt);
+        for (size_t i = 0; i < n; i++) x[i] = (uint8_t)(i * 37 + i / 251);
+        int gx = (Cc + DT_FP8_TILE - 1) / DT_FP8_TILE, gy = (R + DT_FP8_TILE - 1) / DT_FP8_TILE;
+        for (int by = 0; by < gy; by++)
+            for (int bx = 0; bx < gx; bx++) {
+                int r0 = by * DT_FP8_TILE, c0 = bx * DT_FP8_TILE;
+                static uint8_t tile[DT_FP8_TILE][DT_FP8_PITCH];
+                static int filled[DT_FP8_TILE][DT_FP8_TILE];
+                memset(filled, 0, sizeof filled);
+                for (int t = 0; t < DT_FP8_THREADS; t++)
+                    for (int j = 0; j < DT_FP8_READS; j++) {
+                        int row = dt_fp8_read_row(t, j), col = dt_fp8_read_col(t);
+                        assert_true(row >= 0 && row < DT_FP8_TILE && col >= 0 && col < DT_FP8_TILE);
+                        if (r0 + row < R && c0 + col < Cc) {
+                            tile[row][col] = x[(size_t)(r0 + row) * Cc + c0 + col];
+                            filled[row][col]++;
+                        }
+                    }
+                for (int row = 0; row < DT_FP8_TILE; row++)
+                    for (int col = 0; col < DT_FP8_TILE; col++)
+                        assert_int_equal(filled[row][col], r0 + row < R && c0 + col < Cc ? 1 : 0);
+                for (int t = 0; t < DT_FP8_THREADS; t++)
+                    for (int j = 0; j < DT_FP8_WRITES; j++) {
+                        int l = dt_fp8_write_line(t, j), w = dt_fp8_write_word(t);
+                        assert_true(l >= 0 && l < DT_FP8_TILE && w >= 0 && w < DT_FP8_WORDS);
+                        for (int b = 0; b < 4; b++) {
+                            if (r0 + l < R && c0 + 4 * w < Cc) { /* the kernel's guards, a word at a time */
+                                assert_int_equal(filled[l][4 * w + b], 1);
+                                size_t at = (size_t)(r0 + l) * Cc + c0 + 4 * w + b;
+                                q[at] = tile[l][4 * w + b], nq[at]++;
+                            }
+                            if (c0 + l < Cc && r0 + 4 * w < R) {
+                                assert_int_equal(filled[4 * w + b][l], 1);
+                                size_t at = (size_t)(c0 + l) * R + r0 + 4 * w + b;
+                                qt[at] = tile[4 * w + b][l], nqt[at]++;
+                            }
+                        }
+                    }
+            }
+        for (int r = 0; r < R; r++)
+            for (int c = 0; c < Cc; c++) {
+                size_t at = (size_t)r * Cc + c, tat = (size_t)c * R + r;
+                assert_int_equal(nq[at], 1);
+                assert_int_equal(nqt[tat], 1);
+                assert_int_equal(q[at], x[at]);
+                assert_int_equal(qt[tat], x[at]);
+            }
+        free(x), free(q), free(qt), free(nq), free(nqt);
+    }
+}
+
 /* the walk against kernels.h's block-major index: element (i, v) of a (BT, V) buffer in vocabulary
  * blocks of vb columns lives at BT v0 + i n + (v - v0), v0 = v - v % vb, n the block's width */
 static void logit_row_walk(void **state)
@@ -376,4 +498,5 @@ static void xent_row_bytes(void **state)
     assert_int_equal(dt_xent_row_bytes(1001, 4, st, 4000 + st), 0);
 }
 
-DT_TESTS(T(logit_row_walk), T(xent_row_bytes), T(attention_grid), T(attention_tc_plan), T(attention_kv_plan), T(attention_tc_fragments), T(matmul_plans))
+DT_TESTS(T(logit_row_walk), T(xent_row_bytes), T(attention_grid), T(attention_tc_plan), T(attention_kv_plan), T(attention_tc_fragments), T(matmul_plans),
+         T(matmul_plans_fp8), T(fp8_cast_tiles))
