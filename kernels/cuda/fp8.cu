@@ -197,7 +197,7 @@ cudaError_t dt_cuda_fp8_quantise(struct dt_cuda_fp8_state *st, const struct dt_c
 /*
  * kernels.h's fp8_update, the CPU's dt_cpu_fp8_update statement for statement: thread i takes tensor
  * i (and i + blockDim.x, ...), its history a column of hist (len, n), so a warp's reads of a row are
- * coalesced. The saturated tensors are counted by the one block and added to *saturated once, as
+ * coalesced. The overflowed tensors (twice the range or more) are counted by the one block and added to *saturated once, as
  * the CPU adds its count.
  */
 __global__ static void __launch_bounds__(UPDATE_THREADS)
@@ -214,7 +214,7 @@ __global__ static void __launch_bounds__(UPDATE_THREADS)
             for (int r = 0; r + 1 < len; r++) hist[(size_t)r * n + i] = hist[(size_t)(r + 1) * n + i];
             if (len > 1) hist[(size_t)(len - 1) * n + i] = last;
             hist[i] = 0.0f;
-            sat = last * scale[i] > dt_fp8_max(f);
+            sat = last * scale[i] > 2.0f * dt_fp8_max(f);
             scale[i] = dt_fp8_scale(most_recent ? last : amax, scale[i], f, margin);
         }
         count += __syncthreads_count(sat);

@@ -79,7 +79,9 @@ DT_HD static inline float dt_f32_from_fp8(uint8_t c, enum dt_fp8_fmt f)
 DT_HD static inline float dt_fp8_scale(float amax, float scale, enum dt_fp8_fmt f, float margin)
 {
     if (!(amax > 0.0f) || amax - amax != 0.0f) return scale;
-    float sf = dt_fp8_max(f) / amax / exp2f(margin);
+    /* 2^margin exactly where margin is whole (a device's exp2f is approximate) */
+    float p = margin == (float)(int)margin ? ldexpf(1.0f, (int)margin) : exp2f(margin);
+    float sf = dt_fp8_max(f) / amax / p;
     return sf - sf != 0.0f ? 3.40282347e38f : sf;
 }
 
