@@ -28,7 +28,7 @@ struct cuda_kctx {
         size_t bytes;
     } *live;
     size_t nlive, cap;
-    int64_t allocated, peak;
+    int64_t allocated, peak; /* peak: of allocated plus the module's scratch, see held() */
 };
 
 static struct cuda_kctx *C(struct dt_kctx *kc) { return (struct cuda_kctx *)kc; }
@@ -79,6 +79,18 @@ static void describe(struct dt_kctx *kc, char *buf, size_t n, enum dt_dtype comp
              C(kc)->device);
 }
 
+/* The most dtrun held on the device: what this table allocated plus the module's own (its cuBLASLt
+ * workspace and scratch, ctx_bytes). Scratch only grows and the table's total changes only here, so
+ * the sum is at its most at a moment this file sees: just after an allocation, just before a free,
+ * during a copy through a temporary, or at a reading; taking it there (with scratch's size then) makes
+ * the peak the true one, not the sum of two peaks reached at different times (#41: that bound read
+ * 4810 MiB against 4467 in use on the device). `extra`: a temporary held at that moment. */
+static void held(struct cuda_kctx *c, size_t extra)
+{
+    int64_t now = c->allocated + (int64_t)c->ops->ctx_bytes(c->mm) + (int64_t)extra;
+    if (now > c->peak) c->peak = now;
+}
+
 /* count an allocation in; false when the host is out of memory for the list */
 static bool count_in(struct cuda_kctx *c, void *p, size_t bytes)
 {
@@ -91,13 +103,14 @@ static bool count_in(struct cuda_kctx *c, void *p, size_t bytes)
     }
     c->live[c->nlive++] = (struct live){p, bytes};
     c->allocated += (int64_t)bytes;
-    if (c->allocated > c->peak) c->peak = c->allocated;
+    held(c, 0);
     return true;
 }
 static void count_out(struct cuda_kctx *c, void *p)
 {
     for (size_t i = 0; i < c->nlive; i++)
         if (c->live[i].p == p) {
+            held(c, 0);
             c->allocated -= (int64_t)c->live[i].bytes;
             c->live[i] = c->live[--c->nlive];
             return;
@@ -125,9 +138,8 @@ static void device_memory(struct dt_kctx *kc, int64_t *peak_allocated, int64_t *
 {
     size_t free_bytes = 0, total = 0;
     note(kc, "device_memory", C(kc)->ops->mem_info(&free_bytes, &total));
-    /* the model's, optimizer's and strategy's allocations at their most, and the module's own now
-     * (its scratch only grows): never below the true peak, above it by what scratch grew after it */
-    *peak_allocated = C(kc)->peak + (int64_t)C(kc)->ops->ctx_bytes(C(kc)->mm);
+    held(C(kc), 0);
+    *peak_allocated = C(kc)->peak;
     *reserved = (int64_t)(total - free_bytes);
 }
 static void *host_alloc(struct dt_kctx *kc, size_t bytes)
@@ -147,7 +159,12 @@ static void copy(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, e
     if (!bytes) return;
     if (kind == DT_COPY_TO_DEVICE) CALL(kc, to_device, dst, src, bytes);
     else if (kind == DT_COPY_TO_HOST) CALL(kc, to_host, dst, src, bytes);
-    else CALL(kc, on_device, dst, src, bytes);
+    else {
+        /* overlapping ranges go through a temporary of the same size (the module's on_device) */
+        const char *d = dst, *s = src;
+        if (!(d + bytes <= s || s + bytes <= d)) held(C(kc), bytes);
+        CALL(kc, on_device, dst, src, bytes);
+    }
 }
 /* A copy beside the kernels; a failure is kept for synchronize (the ticket then names nothing to wait for) */
 static uint64_t copy_async(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind)

@@ -37,6 +37,15 @@ for p in 32-true bf16-mixed; do
         against "$m $p" gpu-$m-$p cpu-$m-$p $tol
     done
 done
+# the device memory figures (#41): the peak dtrun allocated is a real peak, so it lies between the
+# model state `dtrun check --memory` counts and what the device has in use (the CUDA context beside it)
+read -r alloc reserved <<<"$(sed -n 's/.*"device_peak_allocated_bytes":\([0-9]*\).*"device_reserved_bytes":\([0-9]*\).*/\1 \2/p' \
+    gpu-gpt-bf16-mixed/events.jsonl | tail -n 1)"
+state=$("$DTRUN" check --memory "${base[@]}" compute.precision=bf16-mixed compute.device=cuda 2>&1 |
+    sed -n 's/^# this config: \([0-9]*\) bytes of model state.*/\1/p')
+[ -n "$alloc" ] && [ -n "$state" ] && [ "$alloc" -ge "$state" ] && [ "$alloc" -lt "$reserved" ] &&
+    ok "device peak allocated $alloc B: at least the model state $state, below the $reserved in use" ||
+    not_ok "device peak allocated '$alloc' B against model state '$state' and '$reserved' in use"
 if [ "$gpus" -ge 2 ]; then
     # the same global batch of 8: one GPU with micro-batch 8, or two with 4 each
     run "1 GPU" 0 timeout 300 "$DTRUN" run "${base[@]}" data.micro_batch_size=8 compute.device=cuda run.dir=one
