@@ -2,15 +2,14 @@
 """PyTorch peer for bench/gpu.sh: nanoGPT's recipe on one GPU, the shape dtrun trains
 (GPT-2 with learned positions, tied output layer, GELU tanh): F.scaled_dot_product_attention
 (causal), bf16 autocast, fused AdamW with decay on matrices only, clipping at 1.0, random tokens.
-Prints one line: "MODE B T median_ms tokens_per_s peak_allocated_MiB peak_reserved_MiB".
+Prints torch_gpu_steps.py's line: "MODE B T median_ms tokens_per_s peak_allocated_MiB peak_reserved_MiB".
 usage: torch_gpt2_gpu.py eager|compile L NH C V T B STEPS [DEVICE]   (DEVICE: cuda, or cpu to try it)"""
-import statistics
 import sys
-import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch_gpu_steps import train
 
 
 class Block(nn.Module):
@@ -52,30 +51,7 @@ def main():
     dev = sys.argv[9] if len(sys.argv) > 9 else "cuda"
     torch.manual_seed(0)
     model = GPT(L, NH, C, V, T).to(dev)
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "wte" not in n and "wpe" not in n]
-    rest = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "wte" not in n and "wpe" not in n)]
-    fused = {"fused": True} if dev == "cuda" else {}  # Debian's CPU torch predates the argument
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
-                            lr=3e-4, betas=(0.9, 0.95), eps=1e-8, **fused)
-    step_model = torch.compile(model) if mode == "compile" else model
-    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
-    times = []
-    for _ in range(steps):
-        tokens = torch.randint(0, V, (B, T + 1), device=dev)
-        sync()
-        t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast(device_type=dev, dtype=torch.bfloat16):
-            loss = step_model(tokens[:, :-1], tokens[:, 1:])
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sync()
-        times.append(time.perf_counter() - t0)
-    ms = statistics.median(times[5:] if len(times) > 7 else times[1:]) * 1e3
-    alloc = torch.cuda.max_memory_allocated() / 2**20 if dev == "cuda" else 0
-    reserved = torch.cuda.max_memory_reserved() / 2**20 if dev == "cuda" else 0
-    print(f"{mode} {B} {T} {ms:.3f} {B * T / ms * 1e3:.0f} {alloc:.0f} {reserved:.0f}")
+    train(model, lambda n, p: p.dim() >= 2 and "wte" not in n and "wpe" not in n, mode, V, T, B, steps, dev)
 
 
 if __name__ == "__main__":

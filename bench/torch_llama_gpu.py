@@ -6,16 +6,15 @@ F.scaled_dot_product_attention (causal, enable_gqa: no repeated key/value heads)
 the LM head tied to the embedding or not; bf16 autocast, fused AdamW with decay on matrices only,
 clipping at 1.0, random tokens. Rotary frequencies are unscaled (Llama 3.2's scaling changes the
 table's values, not the work).
-Prints one line: "MODE B T median_ms tokens_per_s peak_allocated_MiB peak_reserved_MiB".
+Prints torch_gpu_steps.py's line: "MODE B T median_ms tokens_per_s peak_allocated_MiB peak_reserved_MiB".
 usage: torch_llama_gpu.py eager|compile L NH NKV C H V TIE T B STEPS [DEVICE]
   TIE 1 or 0; DEVICE cuda, or cpu to try it"""
-import statistics
 import sys
-import time
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch_gpu_steps import train
 
 
 def rms_norm(x, weight, eps):
@@ -99,30 +98,7 @@ def main():
     dev = sys.argv[12] if len(sys.argv) > 12 else "cuda"
     torch.manual_seed(0)
     model = Llama(L, NH, NKV, C, H, V, bool(tie), T).to(dev)
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and n != "embed.weight"]
-    rest = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and n != "embed.weight")]
-    fused = {"fused": True} if dev == "cuda" else {}  # Debian's CPU torch predates the argument
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": rest, "weight_decay": 0.0}],
-                            lr=3e-4, betas=(0.9, 0.95), eps=1e-8, **fused)
-    step_model = torch.compile(model) if mode == "compile" else model
-    sync = torch.cuda.synchronize if dev == "cuda" else (lambda: None)
-    times = []
-    for _ in range(steps):
-        tokens = torch.randint(0, V, (B, T + 1), device=dev)
-        sync()
-        t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        with torch.autocast(device_type=dev, dtype=torch.bfloat16):
-            loss = step_model(tokens[:, :-1], tokens[:, 1:])
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sync()
-        times.append(time.perf_counter() - t0)
-    ms = statistics.median(times[5:] if len(times) > 7 else times[1:]) * 1e3
-    alloc = torch.cuda.max_memory_allocated() / 2**20 if dev == "cuda" else 0
-    reserved = torch.cuda.max_memory_reserved() / 2**20 if dev == "cuda" else 0
-    print(f"{mode} {B} {T} {ms:.3f} {B * T / ms * 1e3:.0f} {alloc:.0f} {reserved:.0f}")
+    train(model, lambda n, p: p.dim() >= 2 and n != "embed.weight", mode, V, T, B, steps, dev)
 
 
 if __name__ == "__main__":
