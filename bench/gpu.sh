@@ -31,14 +31,14 @@ gpt2-124m)
     BS=${BS:-${B:-4 16 64}} T=${T:-1024}
     L=12 NH=12 C=768 V=50257
     model=(model.n_layer=$L model.n_head=$NH model.n_embd=$C model.vocab_size=$V)
-    peer=(bench/torch_gpt2_gpu.py) peer_args=($L $NH $C $V)
+    peer=bench/torch_gpt2_gpu.py peer_args=($L $NH $C $V)
     params=$((V * C + T * C + L * (12 * C * C + 13 * C) + 2 * C))
     ;;
 llama3.2-1b | tinyllama-1.1b)
     BS=${BS:-${B:-4}} T=${T:-2048}
     if [ "$MODEL" = llama3.2-1b ]; then L=16 NH=32 NKV=8 C=2048 H=8192 V=128256 tie=1; else L=22 NH=32 NKV=4 C=2048 H=5632 V=32000 tie=0; fi
     model=(model.preset="$MODEL")
-    peer=(bench/torch_llama_gpu.py) peer_args=($L $NH $NKV $C $H $V $tie)
+    peer=bench/torch_llama_gpu.py peer_args=($L $NH $NKV $C $H $V $tie)
     # as src/model/llama.c counts: every parameter but an untied embedding (a lookup)
     params=$((L * (2 * C * C + 2 * C * (C / NH * NKV) + 3 * C * H + 2 * C) + V * C + C))
     ;;
@@ -98,7 +98,7 @@ for b in $BS; do
     done
     [ "$TORCH" = none ] && continue
     for mode in eager compile; do
-        if line=$("$TORCH" "${peer[@]}" "$mode" "${peer_args[@]}" "$T" "$b" "$STEPS" 2>"$tmp/torch.log"); then
+        if line=$("$TORCH" "$peer" "$mode" "${peer_args[@]}" "$T" "$b" "$STEPS" 2>"$tmp/torch.log"); then
             read -r _ _ _ pms ptps palloc preserved <<<"$line"
             printf '%-22s %4s %10.2f %11s %5s%% %s / %s MiB; dtrun (the first precision) / this = %s\n' "PyTorch $mode" "$b" "$pms" "$ptps" \
                 "$(mfu_of "$ptps" "$b")" "$palloc" "$preserved" "$(awk -v a="${tps_at[$b]}" -v p="$ptps" 'BEGIN { printf "%.2f", a / p }')"

@@ -160,9 +160,7 @@ static void copy(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, e
     if (kind == DT_COPY_TO_DEVICE) CALL(kc, to_device, dst, src, bytes);
     else if (kind == DT_COPY_TO_HOST) CALL(kc, to_host, dst, src, bytes);
     else {
-        /* overlapping ranges go through a temporary of the same size (the module's on_device) */
-        const char *d = dst, *s = src;
-        if (!(d + bytes <= s || s + bytes <= d)) held(C(kc), bytes);
+        if (dt_cuda_copy_overlaps(dst, src, bytes)) held(C(kc), bytes);
         CALL(kc, on_device, dst, src, bytes);
     }
 }

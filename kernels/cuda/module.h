@@ -15,6 +15,13 @@
 #include <stdint.h>
 
 /* Raise when this struct changes. */
+/* on_device's copy goes through a temporary: the ranges overlap (the table counts that memory too) */
+static inline int dt_cuda_copy_overlaps(const void *dst, const void *src, size_t bytes)
+{
+    const char *d = (const char *)dst, *s = (const char *)src;
+    return !(d + bytes <= s || s + bytes <= d);
+}
+
 #define DT_CUDA_MODULE_ABI 10
 #define DT_CUDA_MODULE_SYMBOL "dt_cuda_module"
 #define DT_CUDA_MODULE_FILE "dtrun_cuda.so"
@@ -91,7 +98,8 @@ struct dt_cuda_ops {
     int (*memset)(void *p, int byte, size_t bytes);
     int (*to_device)(void *dst, const void *src, size_t bytes);
     int (*to_host)(void *dst, const void *src, size_t bytes);
-    /* device to device; the ranges may overlap (then through a temporary buffer) */
+    /* device to device; the ranges may overlap (then through a temporary buffer of the copy's size,
+     * dt_cuda_copy_overlaps) */
     int (*on_device)(void *dst, const void *src, size_t bytes);
     int (*synchronize)(void);
     /* Copies beside the kernels (kernels/cuda/copies.h, kernels.h's copy_async and copy_wait): on a

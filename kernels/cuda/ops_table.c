@@ -85,8 +85,7 @@ static int free_host(void *p) { return (int)cudaFreeHost(p); }
 static int dev_memset(void *p, int byte, size_t bytes) { return (int)cudaMemsetAsync(p, byte, bytes, cudaStreamPerThread); }
 static int on_device(void *dst, const void *src, size_t bytes)
 {
-    const char *d = dst, *s = src;
-    if (d + bytes <= s || s + bytes <= d)
+    if (!dt_cuda_copy_overlaps(dst, src, bytes))
         return (int)cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cudaStreamPerThread);
     /* cudaMemcpy's ranges must not overlap: through a temporary, as memmove would */
     void *t = NULL;
