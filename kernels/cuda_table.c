@@ -374,18 +374,21 @@ static void rows_add(struct dt_kctx *kc, void *dst, enum dt_dtype t, size_t lo, 
 {
     CALL(kc, rows_add, dst, (int)t, lo, n, rows, vals, nrows, width);
 }
+/* The losses' mean copied back (the host waits), or added into a sink on the device (it does not) */
 static float softmax_xent(struct dt_kctx *kc, float *losses, float *logits, const int32_t *targets, float dloss, int BT,
-                          int V, int vb)
+                          int V, int vb, const struct dt_loss_sink *sink)
 {
     float mean = 0;
-    CALL(kc, softmax_xent, losses, logits, targets, dloss, BT, V, vb, &mean);
+    CALL(kc, softmax_xent, losses, logits, targets, dloss, BT, V, vb, sink ? NULL : &mean, sink ? sink->acc : NULL,
+         sink ? sink->div : 1.0);
     return mean;
 }
 static float softmax_xent_lp(struct dt_kctx *kc, float *losses, uint16_t *logits, const int32_t *targets, float dloss,
-                             int BT, int V, int vb, enum dt_dtype t)
+                             int BT, int V, int vb, enum dt_dtype t, const struct dt_loss_sink *sink)
 {
     float mean = 0;
-    CALL(kc, softmax_xent_lp, losses, logits, targets, dloss, BT, V, vb, (int)t, &mean);
+    CALL(kc, softmax_xent_lp, losses, logits, targets, dloss, BT, V, vb, (int)t, sink ? NULL : &mean,
+         sink ? sink->acc : NULL, sink ? sink->div : 1.0);
     return mean;
 }
 static void adamw_slices(struct dt_kctx *kc, const struct dt_adamw_slice *s, int ns, enum dt_dtype gt, float gscale,
@@ -411,10 +414,12 @@ static void sgd(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtyp
 {
     CALL(kc, sgd, param, grad, (int)gt, gscale, buf, n, lr, momentum, nesterov, wd, first_step, plp, (int)pt);
 }
-static float mse(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n)
+static float mse(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n,
+                 const struct dt_loss_sink *sink)
 {
     float loss = 0;
-    CALL(kc, mse, C(kc)->mm, dout, out, target, dloss, n, &loss);
+    CALL(kc, mse, C(kc)->mm, dout, out, target, dloss, n, sink ? NULL : &loss, sink ? sink->acc : NULL,
+         sink ? sink->div : 1.0);
     return loss;
 }
 static double sumsq(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n)

@@ -42,6 +42,22 @@ enum dt_copy_kind { DT_COPY_TO_DEVICE, DT_COPY_TO_HOST, DT_COPY_ON_DEVICE };
  * step needs no zeroed buffer, and the gemm reads nothing back (the values in CUDA's module too). */
 enum { DT_SET_DINP = 1u, DT_SET_DPARAMS = 2u };
 
+/* Where a loss goes when the host is not to wait for it: acc (a double in the kernels' memory: the
+ * GPU's, or host memory on the CPU) gets the mean loss, rounded to float as the op would return it,
+ * divided by div (a step's micro-batches into one sum, read once when the step ends). */
+struct dt_loss_sink {
+    double *acc;
+    double div;
+};
+
+/* A CPU kernel's mean loss through a sink (none: returned) */
+static inline float dt_loss_out(float mean, const struct dt_loss_sink *sink)
+{
+    if (!sink) return mean;
+    *sink->acc += (double)mean / sink->div;
+    return 0.0f;
+}
+
 /* One slice of AdamW's update: what differs between the slices of a multi-tensor step (adamw_slices);
  * each field as adamw's argument of that name. */
 struct dt_adamw_slice {
@@ -257,18 +273,20 @@ struct dt_kernels {
     /*
      * Fused softmax + cross-entropy over rows of V. losses(BT) = -log softmax(logits)[target].
      * With dloss != 0, logits are overwritten IN PLACE by dlogits = (softmax - onehot(target)) * dloss,
-     * so the (BT,V) buffer is used once (llm.c's fused classifier). Returns the mean loss.
+     * so the (BT,V) buffer is used once (llm.c's fused classifier). Returns the mean loss; with a
+     * sink, adds it there instead and returns 0, so that a GPU's host does not wait for it mid-step.
      * The (BT, V) buffer is block-major, so a matmul can fill vb vocabulary columns at a time from
      * contiguous scratch: columns [b*vb, b*vb + n) of every row are one (BT, n) row-major block at
      * offset BT*b*vb (n = vb, or what is left in the last block); vb = V is plain row-major.
      */
-    float (*softmax_xent)(struct dt_kctx *kc, float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb);
+    float (*softmax_xent)(struct dt_kctx *kc, float *losses, float *logits, const int32_t *targets, float dloss, int BT,
+                          int V, int vb, const struct dt_loss_sink *sink);
     /*
      * The same on logits stored in 16 bits (t: DT_BF16 or DT_F16), as autocast's bf16 LM head hands
      * them to an fp32 cross-entropy: widened, reduced in fp32, dlogits rounded back in place.
      */
     float (*softmax_xent_lp)(struct dt_kctx *kc, float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V,
-                             int vb, enum dt_dtype t);
+                             int vb, enum dt_dtype t, const struct dt_loss_sink *sink);
     /* AdamW on a slice of fp32 parameters with gradient g * gscale + l2 * param, g of type gt (fp32,
      * bf16 or fp16: the strategy's storage, read as it is) (gscale: the clipping factor, folded in to
      * save a pass; l2: Adam's L2 penalty, 0 for AdamW); t is the 1-based step for bias correction;
@@ -285,8 +303,10 @@ struct dt_kernels {
      * grad, plp and pt as adamw's. */
     void (*sgd)(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtype gt, float gscale, float *buf, size_t n,
                 float lr, float momentum, int nesterov, float wd, int first_step, void *plp, enum dt_dtype pt);
-    /* Mean squared error over n values; dout = 2 (out - target) * dloss when dloss != 0. */
-    float (*mse)(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n);
+    /* Mean squared error over n values; dout = 2 (out - target) * dloss when dloss != 0; a sink as
+     * softmax_xent's. */
+    float (*mse)(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n,
+                 const struct dt_loss_sink *sink);
     /* sum of squares, in double; number of inf/nan entries (x of type t) */
     double (*sumsq)(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n);
     size_t (*nonfinite)(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n);

@@ -338,18 +338,18 @@ static void p_rows_add(struct dt_kctx *kc, void *dst, enum dt_dtype t, size_t lo
     took(kc, OP_rows_add, t0);
 }
 static float p_softmax_xent(struct dt_kctx *kc, float *losses, float *logits, const int32_t *targets, float dloss,
-                            int BT, int V, int vb)
+                            int BT, int V, int vb, const struct dt_loss_sink *sink)
 {
     double t0 = start(kc);
-    float r = P(kc)->k->softmax_xent(P(kc)->inner, losses, logits, targets, dloss, BT, V, vb);
+    float r = P(kc)->k->softmax_xent(P(kc)->inner, losses, logits, targets, dloss, BT, V, vb, sink);
     took(kc, OP_softmax_xent, t0);
     return r;
 }
 static float p_softmax_xent_lp(struct dt_kctx *kc, float *losses, uint16_t *logits, const int32_t *targets, float dloss,
-                               int BT, int V, int vb, enum dt_dtype t)
+                               int BT, int V, int vb, enum dt_dtype t, const struct dt_loss_sink *sink)
 {
     double t0 = start(kc);
-    float r = P(kc)->k->softmax_xent_lp(P(kc)->inner, losses, logits, targets, dloss, BT, V, vb, t);
+    float r = P(kc)->k->softmax_xent_lp(P(kc)->inner, losses, logits, targets, dloss, BT, V, vb, t, sink);
     took(kc, OP_softmax_xent_lp, t0);
     return r;
 }
@@ -376,10 +376,11 @@ static void p_sgd(struct dt_kctx *kc, float *param, const void *grad, enum dt_dt
     P(kc)->k->sgd(P(kc)->inner, param, grad, gt, gscale, buf, n, lr, momentum, nesterov, wd, first_step, plp, pt);
     took(kc, OP_sgd, t0);
 }
-static float p_mse(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n)
+static float p_mse(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n,
+                   const struct dt_loss_sink *sink)
 {
     double t0 = start(kc);
-    float r = P(kc)->k->mse(P(kc)->inner, dout, out, target, dloss, n);
+    float r = P(kc)->k->mse(P(kc)->inner, dout, out, target, dloss, n, sink);
     took(kc, OP_mse, t0);
     return r;
 }

@@ -128,9 +128,10 @@ void dt_cpu_rows_forward(struct dt_kctx *kc, float *out, const int32_t *inp, con
 void dt_cpu_position_backward(struct dt_kctx *kc, float *dwpe, const float *dout, int B, int T, int C);
 void dt_cpu_rows_add(struct dt_kctx *kc, void *dst, enum dt_dtype t, size_t lo, size_t n, const int32_t *rows, const float *vals,
                      int nrows, int width);
-float dt_cpu_softmax_xent(struct dt_kctx *kc, float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb);
+float dt_cpu_softmax_xent(struct dt_kctx *kc, float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
+                          const struct dt_loss_sink *sink);
 float dt_cpu_softmax_xent_lp(struct dt_kctx *kc, float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V,
-                             int vb, enum dt_dtype t);
+                             int vb, enum dt_dtype t, const struct dt_loss_sink *sink);
 void dt_cpu_adamw(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtype gt, float gscale, float l2, float *m,
                   float *v, size_t n, float lr, float beta1, float beta2, float eps, float wd, int t, void *plp,
                   enum dt_dtype pt);
@@ -138,7 +139,8 @@ void dt_cpu_adamw_slices(struct dt_kctx *kc, const struct dt_adamw_slice *s, int
                          float lr, float beta1, float beta2, float eps, int t, enum dt_dtype pt);
 void dt_cpu_sgd(struct dt_kctx *kc, float *param, const void *grad, enum dt_dtype gt, float gscale, float *buf, size_t n,
                 float lr, float momentum, int nesterov, float wd, int first_step, void *plp, enum dt_dtype pt);
-float dt_cpu_mse(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n);
+float dt_cpu_mse(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n,
+                 const struct dt_loss_sink *sink);
 double dt_cpu_sumsq(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n);
 size_t dt_cpu_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n);
 double dt_cpu_sumsq_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n, size_t lo, size_t sn,

@@ -34,7 +34,8 @@ void dt_cpu_residual_forward(struct dt_kctx *kc, float *out, const float *a, con
     dt_cpu_chunks(out, DT_F32, b, bt, N, add, a);
 }
 
-float dt_cpu_mse(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n)
+float dt_cpu_mse(struct dt_kctx *kc, float *dout, const float *out, const float *target, float dloss, size_t n,
+                 const struct dt_loss_sink *sink)
 {
     double s = 0;
     #pragma omp parallel for simd reduction(+ : s)
@@ -43,5 +44,5 @@ float dt_cpu_mse(struct dt_kctx *kc, float *dout, const float *out, const float 
         s += (double)e * e;
         if (dloss != 0) dout[i] = 2.0f * e * dloss;
     }
-    return (float)(s / (double)n);
+    return dt_loss_out((float)(s / (double)n), sink);
 }

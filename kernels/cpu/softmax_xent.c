@@ -16,7 +16,7 @@ static inline float *block_row(float *logits, int i, int b, int BT, int V, int v
 }
 
 DT_CLONES float dt_cpu_softmax_xent(struct dt_kctx *kc, float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V,
-                                    int vb)
+                                    int vb, const struct dt_loss_sink *sink)
 {
     int nb = (V + vb - 1) / vb;
     #pragma omp parallel for
@@ -46,7 +46,7 @@ DT_CLONES float dt_cpu_softmax_xent(struct dt_kctx *kc, float *losses, float *lo
     }
     double mean = 0;
     for (int i = 0; i < BT; i++) mean += losses[i];
-    return (float)(mean / BT);
+    return dt_loss_out((float)(mean / BT), sink);
 }
 
 /* Row i's values from block b of a block-major (BT, V) buffer (see kernels.h), widened into x. */
@@ -59,7 +59,7 @@ static inline int segment(float *x, const uint16_t *logits, const struct dt_conv
 }
 
 DT_CLONES float dt_cpu_softmax_xent_lp(struct dt_kctx *kc, float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V,
-                             int vb, enum dt_dtype t)
+                             int vb, enum dt_dtype t, const struct dt_loss_sink *sink)
 {
     static const struct dt_convert *cv;
     if (!cv) cv = dt_convert_fast();
@@ -68,7 +68,7 @@ DT_CLONES float dt_cpu_softmax_xent_lp(struct dt_kctx *kc, float *losses, uint16
     /* a widened block per thread, from the context's scratch: when it cannot be had, the op returns
      * and the next synchronize says so (dt_cpu_failure), never a thread writing through NULL */
     float *all = dt_cpu_scratch(kc, 0, (size_t)omp_get_max_threads() * (size_t)vb * sizeof *all, "softmax_xent");
-    if (!all) return NAN;
+    if (!all) return dt_loss_out(NAN, sink);
     #pragma omp parallel
     {
         float *x = all + (size_t)omp_get_thread_num() * (size_t)vb;
@@ -101,5 +101,5 @@ DT_CLONES float dt_cpu_softmax_xent_lp(struct dt_kctx *kc, float *losses, uint16
     }
     double mean = 0;
     for (int i = 0; i < BT; i++) mean += losses[i];
-    return (float)(mean / BT);
+    return dt_loss_out((float)(mean / BT), sink);
 }

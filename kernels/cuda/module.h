@@ -22,7 +22,7 @@ static inline int dt_cuda_copy_overlaps(const void *dst, const void *src, size_t
     return !(d + bytes <= s || s + bytes <= d);
 }
 
-#define DT_CUDA_MODULE_ABI 10
+#define DT_CUDA_MODULE_ABI 11
 #define DT_CUDA_MODULE_SYMBOL "dt_cuda_module"
 #define DT_CUDA_MODULE_FILE "dtrun_cuda.so"
 
@@ -156,14 +156,18 @@ struct dt_cuda_ops {
     int (*round_stochastic)(uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0);
     /* convert (add 0) and accumulate (add 1) between fp32, bf16, fp16 */
     int (*convert)(void *dst, int dt, const void *src, int st, size_t n, int add);
-    /* *loss: the mean squared error (synchronizes) */
-    int (*mse)(void *ctx, float *dout, const float *out, const float *target, float dloss, size_t n, float *loss);
-    /* *mean: the mean loss (synchronizes) */
+    /* The loss ops put their mean loss in one of two places: *mean (host memory: copied back, which
+     * synchronizes), or, mean NULL, *acc += (double)(float)mean / div (acc a double on the device:
+     * nothing waits; kernels.h's struct dt_loss_sink). */
+    /* the mean squared error */
+    int (*mse)(void *ctx, float *dout, const float *out, const float *target, float dloss, size_t n, float *mean,
+               double *acc, double div);
+    /* the mean cross-entropy */
     int (*softmax_xent)(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
-                        float *mean);
-    /* the same on 16-bit logits of type t, dlogits rounded back in place (synchronizes) */
+                        float *mean, double *acc, double div);
+    /* the same on 16-bit logits of type t, dlogits rounded back in place */
     int (*softmax_xent_lp)(float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
-                           int t, float *mean);
+                           int t, float *mean, double *acc, double div);
     /* n fp32 values into n values of type t at the buffer's start, and back, without a second buffer */
     int (*narrow_inplace)(void *buf, size_t n, int t);
     int (*widen_inplace)(void *buf, size_t n, int t);

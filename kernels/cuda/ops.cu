@@ -761,10 +761,40 @@ __global__ static void mse_partial_kernel(double *partial, float *dout, const fl
     if (threadIdx.x == 0) partial[blockIdx.x] = s[0];
 }
 
-/* after a launch that returned e: the mean of losses (BT, on the device) in double, rows in order,
- * as the CPU returns it */
-static cudaError_t mean_loss(cudaError_t e, const float *losses, int BT, float *mean)
+/* the partials added in block order, as the host adds them: the host's bits, into *acc */
+__global__ static void mse_final_kernel(double *acc, const double *partial, size_t n, double div)
 {
+    double s = 0;
+    for (int i = 0; i < REDUCE_BLOCKS; i++) s += partial[i];
+    *acc += (double)(float)(s / (double)n) / div;
+}
+
+/* The mean of the BT losses on the device in double, added into *acc as the host would add the float
+ * it returns: one block, each thread its rows tid, tid + THREADS, ... in order, then a fixed tree
+ * (the same bits run to run; the host's sum in row order may differ from it in double's last bit) */
+__global__ static void loss_mean_kernel(double *acc, const float *losses, int BT, double div)
+{
+    __shared__ double s[THREADS];
+    double t = 0;
+    for (int i = threadIdx.x; i < BT; i += THREADS) t += losses[i];
+    s[threadIdx.x] = t;
+    __syncthreads();
+    for (unsigned k = THREADS / 2; k > 0; k >>= 1) {
+        if (threadIdx.x < k) s[threadIdx.x] += s[threadIdx.x + k];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) *acc += (double)(float)(s[0] / BT) / div;
+}
+
+/* After a launch that returned e, the mean of losses (BT, on the device): into *mean on the host, in
+ * double, rows in order, as the CPU returns it (synchronizes); or, mean NULL, added into *acc on the
+ * device (does not) */
+static cudaError_t mean_loss(cudaError_t e, const float *losses, int BT, float *mean, double *acc, double div)
+{
+    if (e == cudaSuccess && !mean) {
+        loss_mean_kernel<<<1, THREADS>>>(acc, losses, BT, div);
+        return cudaGetLastError();
+    }
     float *host = e == cudaSuccess ? (float *)malloc((size_t)BT * sizeof *host) : NULL;
     if (e == cudaSuccess && !host) e = cudaErrorMemoryAllocation;
     if (e == cudaSuccess) e = cudaMemcpy(host, losses, (size_t)BT * sizeof *host, cudaMemcpyDeviceToHost);
@@ -1049,17 +1079,18 @@ cudaError_t dt_cuda_rows_add(void *dst, int t, size_t lo, size_t n, const int32_
 }
 
 cudaError_t dt_cuda_softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
-                                 float *mean)
+                                 float *mean, double *acc, double div)
 {
-    if (BT <= 0 || V <= 0 || vb <= 0) return cudaErrorInvalidValue;
-    return mean_loss(xent_launch(losses, logits, targets, dloss, BT, V, vb, DT_CUDA_F32), losses, BT, mean);
+    if (BT <= 0 || V <= 0 || vb <= 0 || !mean == !acc) return cudaErrorInvalidValue;
+    return mean_loss(xent_launch(losses, logits, targets, dloss, BT, V, vb, DT_CUDA_F32), losses, BT, mean, acc, div);
 }
 
 cudaError_t dt_cuda_softmax_xent_lp(float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V,
-                                    int vb, int t, float *mean)
+                                    int vb, int t, float *mean, double *acc, double div)
 {
-    if (BT <= 0 || V <= 0 || vb <= 0 || (t != DT_CUDA_BF16 && t != DT_CUDA_F16)) return cudaErrorInvalidValue;
-    return mean_loss(xent_launch(losses, logits, targets, dloss, BT, V, vb, t), losses, BT, mean);
+    if (BT <= 0 || V <= 0 || vb <= 0 || (t != DT_CUDA_BF16 && t != DT_CUDA_F16) || !mean == !acc)
+        return cudaErrorInvalidValue;
+    return mean_loss(xent_launch(losses, logits, targets, dloss, BT, V, vb, t), losses, BT, mean, acc, div);
 }
 
 cudaError_t dt_cuda_narrow_inplace(void *buf, size_t n, int t)
@@ -1130,17 +1161,22 @@ cudaError_t dt_cuda_convert(void *dst, int dt, const void *src, int st, size_t n
     return cudaGetLastError();
 }
 
-cudaError_t dt_cuda_mse(float *dout, const float *out, const float *target, float dloss, size_t n, float *loss,
-                        void *scratch)
+cudaError_t dt_cuda_mse(float *dout, const float *out, const float *target, float dloss, size_t n, void *scratch,
+                        float *mean, double *acc, double div)
 {
+    if (!mean == !acc) return cudaErrorInvalidValue;
     double *partial = (double *)scratch, host[REDUCE_BLOCKS];
     mse_partial_kernel<<<REDUCE_BLOCKS, THREADS>>>(partial, dout, out, target, dloss, n);
     cudaError_t e = cudaGetLastError();
+    if (e == cudaSuccess && !mean) {
+        mse_final_kernel<<<1, 1>>>(acc, partial, n, div);
+        return cudaGetLastError();
+    }
     if (e == cudaSuccess) e = cudaMemcpy(host, partial, sizeof host, cudaMemcpyDeviceToHost);
     if (e == cudaSuccess) { /* the partials in order of block, as sumsq adds them */
         double s = 0;
         for (int i = 0; i < REDUCE_BLOCKS; i++) s += host[i];
-        *loss = (float)(s / (double)n);
+        *mean = (float)(s / (double)n);
     }
     return e;
 }

@@ -87,21 +87,23 @@ cudaError_t dt_cuda_sgd(float *param, const void *grad, int gt, float gscale, fl
 cudaError_t dt_cuda_round_stochastic(uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0);
 /* kernels.h's convert (add 0) and accumulate (add 1), dt and st any of the three float types */
 cudaError_t dt_cuda_convert(void *dst, int dt, const void *src, int st, size_t n, int add);
-/* *loss: the mean squared error (synchronizes) */
-cudaError_t dt_cuda_mse(float *dout, const float *out, const float *target, float dloss, size_t n, float *loss,
-                        void *scratch);
+/* The loss ops' mean loss (module.h): into *mean on the host (synchronizes), or, mean NULL, added into
+ * *acc on the device as (double)(float)mean / div (does not) */
+/* the mean squared error; scratch: DT_CUDA_REDUCE_BYTES */
+cudaError_t dt_cuda_mse(float *dout, const float *out, const float *target, float dloss, size_t n, void *scratch,
+                        float *mean, double *acc, double div);
 /* dbias(OC) += (set: =) the column sums of dout(BT, OC) of type t, widened (the matmul's bias
  * gradient); scratch: dt_cuda_row_partials(BT, OC) floats */
 cudaError_t dt_cuda_column_sums(float *dbias, const void *dout, int t, int BT, int OC, int set, float *scratch);
 /* the same of dout rounded to bf16 first (an FP8 matmul's bias gradient, Transformer Engine's bgrad):
  * the CPU's bits of its column sums of the rounded values */
 cudaError_t dt_cuda_column_sums_bf16(float *dbias, const void *dout, int t, int BT, int OC, int set, float *scratch);
-/* mean: the mean loss, copied back (synchronizes) */
+/* the mean cross-entropy */
 cudaError_t dt_cuda_softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
-                                 float *mean);
+                                 float *mean, double *acc, double div);
 /* the same on 16-bit logits of type t: widened, reduced in fp32, dlogits rounded back in place */
 cudaError_t dt_cuda_softmax_xent_lp(float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V,
-                                    int vb, int t, float *mean);
+                                    int vb, int t, float *mean, double *acc, double div);
 /* n fp32 values into n values of type t at the buffer's start, and back, without a second buffer */
 cudaError_t dt_cuda_narrow_inplace(void *buf, size_t n, int t);
 cudaError_t dt_cuda_widen_inplace(void *buf, size_t n, int t);

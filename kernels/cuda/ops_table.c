@@ -206,9 +206,9 @@ static int rows_add(void *dst, int t, size_t lo, size_t n, const int32_t *rows, 
     return (int)dt_cuda_rows_add(dst, t, lo, n, rows, vals, nrows, width);
 }
 static int softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
-                        float *mean)
+                        float *mean, double *acc, double div)
 {
-    return (int)dt_cuda_softmax_xent(losses, logits, targets, dloss, BT, V, vb, mean);
+    return (int)dt_cuda_softmax_xent(losses, logits, targets, dloss, BT, V, vb, mean, acc, div);
 }
 
 static int sgd(float *param, const void *grad, int gt, float gscale, float *buf, size_t n, float lr, float momentum,
@@ -224,17 +224,18 @@ static int convert(void *dst, int dt, const void *src, int st, size_t n, int add
 {
     return (int)dt_cuda_convert(dst, dt, src, st, n, add);
 }
-static int mse(void *ctx, float *dout, const float *out, const float *target, float dloss, size_t n, float *loss)
+static int mse(void *ctx, float *dout, const float *out, const float *target, float dloss, size_t n, float *mean,
+               double *acc, double div)
 {
     void *s;
     int e = dt_cuda_ctx_scratch(ctx, DT_CUDA_SCRATCH_REDUCE, DT_CUDA_REDUCE_BYTES, &s);
-    return e ? e : (int)dt_cuda_mse(dout, out, target, dloss, n, loss, s);
+    return e ? e : (int)dt_cuda_mse(dout, out, target, dloss, n, s, mean, acc, div);
 }
 
 static int softmax_xent_lp(float *losses, uint16_t *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
-                           int t, float *mean)
+                           int t, float *mean, double *acc, double div)
 {
-    return (int)dt_cuda_softmax_xent_lp(losses, logits, targets, dloss, BT, V, vb, t, mean);
+    return (int)dt_cuda_softmax_xent_lp(losses, logits, targets, dloss, BT, V, vb, t, mean, acc, div);
 }
 static int narrow_inplace(void *buf, size_t n, int t) { return (int)dt_cuda_narrow_inplace(buf, n, t); }
 static int widen_inplace(void *buf, size_t n, int t) { return (int)dt_cuda_widen_inplace(buf, n, t); }

@@ -309,7 +309,8 @@ static void block_backward(struct gpt *g, int l, const float *x)
     norm_backward(g, l, P_LN1, g->dln, x, b->ln1_mean, b->ln1_rstd);
 }
 
-static float gpt_forward(struct dt_model *m, const struct dt_batch *batch, float grad_scale)
+static float gpt_forward(struct dt_model *m, const struct dt_batch *batch, float grad_scale,
+                           const struct dt_loss_sink *sink)
 {
     struct gpt *g = m->impl;
     const struct dt_kernels *k = m->k;
@@ -323,7 +324,7 @@ static float gpt_forward(struct dt_model *m, const struct dt_batch *batch, float
     const float *ln = dt_model_params(m, g->u_lnf);
     k->layernorm_forward(kc, g->lnf, g->at, g->lnf_mean, g->lnf_rstd, g->resid[L], ln, ln + C, BT, C);
     dt_model_params_done(m, g->u_lnf);
-    return dt_lm_head_forward(m, &g->head, g->lnf, grad_scale);
+    return dt_lm_head_forward(m, &g->head, g->lnf, grad_scale, sink);
 }
 
 static dt_status_t gpt_decode(struct dt_model *m, const int32_t *tokens, int n, int pos, float *logits)

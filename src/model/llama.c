@@ -312,7 +312,8 @@ static void block_backward(struct llama *g, int l, const float *x)
     norm_backward(g, part_unit(g, l, P_ATTN_NORM), g->dln, x, b->ln1_rstd);
 }
 
-static float llama_forward(struct dt_model *m, const struct dt_batch *batch, float grad_scale)
+static float llama_forward(struct dt_model *m, const struct dt_batch *batch, float grad_scale,
+                             const struct dt_loss_sink *sink)
 {
     struct llama *g = m->impl;
     const struct dt_kernels *k = m->k;
@@ -323,7 +324,7 @@ static float llama_forward(struct dt_model *m, const struct dt_batch *batch, flo
     dt_embed_forward(m, &g->voc, 0, g->resid[0], g->mem.inputs, BT, C);
     for (int l = 0; l < L; l++) block_forward(g, l, g->resid[l], g->resid[l + 1], batch_rows(g));
     norm(g, g->u_norm, g->lnf, g->lnf_rstd, g->resid[L], BT);
-    return dt_lm_head_forward(m, &g->head, g->lnf, grad_scale);
+    return dt_lm_head_forward(m, &g->head, g->lnf, grad_scale, sink);
 }
 
 static dt_status_t llama_decode(struct dt_model *m, const int32_t *tokens, int n, int pos, float *logits)

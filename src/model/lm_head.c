@@ -26,7 +26,8 @@ static void *logits_block(const struct dt_lm_head *h, int c)
     return (char *)h->logits + (size_t)h->BT * c * h->voc.vb * dt_dtype_size(h->at);
 }
 
-float dt_lm_head_forward(struct dt_model *m, const struct dt_lm_head *h, const void *x, float grad_scale)
+float dt_lm_head_forward(struct dt_model *m, const struct dt_lm_head *h, const void *x, float grad_scale,
+                         const struct dt_loss_sink *sink)
 {
     const struct dt_kernels *k = m->k;
     for (int c = 0; c < h->voc.nchunks; c++) {
@@ -37,8 +38,9 @@ float dt_lm_head_forward(struct dt_model *m, const struct dt_lm_head *h, const v
     float dloss = grad_scale / (float)h->BT;
     /* 16-bit logits go to an fp32 cross-entropy (torch.autocast's bf16 LM head into its fp32 loss) */
     if (h->at != DT_F32)
-        return k->softmax_xent_lp(m->kc, h->losses, h->logits, h->targets, dloss, h->BT, h->voc.V, h->voc.vb, h->at);
-    return k->softmax_xent(m->kc, h->losses, h->logits, h->targets, dloss, h->BT, h->voc.V, h->voc.vb);
+        return k->softmax_xent_lp(m->kc, h->losses, h->logits, h->targets, dloss, h->BT, h->voc.V, h->voc.vb, h->at,
+                                  sink);
+    return k->softmax_xent(m->kc, h->losses, h->logits, h->targets, dloss, h->BT, h->voc.V, h->voc.vb, sink);
 }
 
 void dt_lm_head_backward(struct dt_model *m, const struct dt_lm_head *h, const void *x, float *dx)

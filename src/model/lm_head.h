@@ -42,7 +42,8 @@ void dt_embed_forward(struct dt_model *m, const struct dt_vocab *v, int u0, floa
                       int C);
 /* The mean loss of x (BT, C, of type at) through the head; with grad_scale != 0 the logits hold
  * their gradient after (scaled by grad_scale / BT). */
-float dt_lm_head_forward(struct dt_model *m, const struct dt_lm_head *h, const void *x, float grad_scale);
+float dt_lm_head_forward(struct dt_model *m, const struct dt_lm_head *h, const void *x, float grad_scale,
+                         const struct dt_loss_sink *sink);
 /* dx (fp32, =) = dlogits @ W, the head's gradients added */
 void dt_lm_head_backward(struct dt_model *m, const struct dt_lm_head *h, const void *x, float *dx);
 /* the logits of the last forward with grad_scale 0, (BT, V) row-major fp32, 16-bit ones widened */

@@ -29,7 +29,7 @@ struct mlp {
     int32_t *labels;                /* class labels, (B) */
 };
 
-static float mlp_forward(struct dt_model *m, const struct dt_batch *b, float grad_scale)
+static float mlp_forward(struct dt_model *m, const struct dt_batch *b, float grad_scale, const struct dt_loss_sink *sink)
 {
     struct mlp *p = m->impl;
     const struct dt_kernels *k = m->k;
@@ -52,11 +52,11 @@ static float mlp_forward(struct dt_model *m, const struct dt_batch *b, float gra
     const float *logits = p->pre[L - 1];
     if (p->c.regression) {
         k->copy(kc, p->y, b->y, (size_t)B * out * sizeof(float), DT_COPY_TO_DEVICE);
-        return k->mse(kc, p->dout, logits, p->y, grad_scale / (float)(B * out), (size_t)B * out);
+        return k->mse(kc, p->dout, logits, p->y, grad_scale / (float)(B * out), (size_t)B * out, sink);
     }
     k->copy(kc, p->labels, b->labels, (size_t)B * sizeof(int32_t), DT_COPY_TO_DEVICE);
     k->copy(kc, p->dout, logits, (size_t)B * out * sizeof(float), DT_COPY_ON_DEVICE);
-    return k->softmax_xent(kc, p->losses, p->dout, p->labels, grad_scale / (float)B, B, out, out);
+    return k->softmax_xent(kc, p->losses, p->dout, p->labels, grad_scale / (float)B, B, out, out, sink);
 }
 
 /* dpost holds d loss / d (layer input), dpre d loss / d pre[l-1]; each is consumed before it is rewritten. */

@@ -102,8 +102,10 @@ struct dt_model;
 
 struct dt_model_i {
     /* Mean loss over the batch. With grad_scale != 0, leaves what backward needs,
-     * scaling the loss gradient by grad_scale (1/accumulation steps). */
-    float (*forward)(struct dt_model *m, const struct dt_batch *b, float grad_scale);
+     * scaling the loss gradient by grad_scale (1/accumulation steps). With a sink the loss goes
+     * there and 0 is returned: the trainer's GPU runs forward into backward without the host
+     * waiting for the loss in between. */
+    float (*forward)(struct dt_model *m, const struct dt_batch *b, float grad_scale, const struct dt_loss_sink *sink);
     /* grads += d(grad_scale * mean loss)/d params */
     void (*backward)(struct dt_model *m);
     /* Generation (a language model's; NULL: an MLP): the logits (V, fp32, host memory) of the last of

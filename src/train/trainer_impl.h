@@ -46,6 +46,7 @@ struct trainer {
     int rank, world, B, T, gas;
     int64_t steps, eval_every, log_every, steps_per_epoch;
     int32_t *tokens, *labels; /* GPT tokens (B, T+1); MLP labels (B) */
+    double *loss_acc;         /* kernel memory: the step's loss, summed where the kernels run, read once */
     float *x, *y;             /* MLP features (B, in) and regression targets (B, out) */
     struct dt_events events;
     bool events_open;

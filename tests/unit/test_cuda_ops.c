@@ -474,15 +474,23 @@ static void embeddings_and_loss(void)
     for (int i = 0; i < BT; i++) y[i] = (int32_t)((i * 131) % V);
     float *glog = dev(logits, (size_t)BT * V * 4), *gloss = dev(NULL, BT * 4);
     int32_t *gy = dev(y, BT * sizeof *y);
-    float mean_cpu = dt_kernels_cpu.softmax_xent(kc, losses, logits, y, 1.0f / BT, BT, V, vb), mean_gpu = 0;
-    CK(gpu->softmax_xent(gloss, glog, gy, 1.0f / BT, BT, V, vb, &mean_gpu));
+    float mean_cpu = dt_kernels_cpu.softmax_xent(kc, losses, logits, y, 1.0f / BT, BT, V, vb, NULL), mean_gpu = 0;
+    CK(gpu->to_device(glog, logits, (size_t)BT * V * 4)); /* again, its mean into a sink on the device */
+    double *gacc = dev(NULL, sizeof(double)), acc = 0.25;
+    CK(gpu->to_device(gacc, &acc, sizeof acc));
+    CK(gpu->softmax_xent(gloss, glog, gy, 0.0f, BT, V, vb, NULL, gacc, 2.0));
+    CK(gpu->softmax_xent(gloss, glog, gy, 1.0f / BT, BT, V, vb, &mean_gpu, NULL, 1.0));
+    CK(gpu->to_host(&acc, gacc, sizeof acc));
     float *hl = back(gloss, BT), *hg = back(glog, (size_t)BT * V);
     double d = fmax(maxrel(hl, losses, BT), fabs((double)mean_gpu - mean_cpu));
     report(d < 1e-5, "softmax_xent: losses and their mean", d);
+    /* the device's tree and the host's row order may differ in double's last bit, not in the float */
+    d = fabs(acc - (0.25 + (double)mean_gpu / 2.0));
+    report(d == 0, "softmax_xent: the mean into a sink on the device, as the host adds it", d);
     d = maxrel(hg, logits, (size_t)BT * V);
     report(d < 1e-6, "softmax_xent: the gradient written in place, block-major", d);
     free(hl), free(hg);
-    void *all[] = {gtab, gout, gtok, glog, gloss, gy};
+    void *all[] = {gtab, gout, gtok, glog, gloss, gy, gacc};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
     free(tok), free(table), free(out), free(logits), free(losses), free(y);
 }
@@ -924,11 +932,17 @@ static void updates_and_conversions(void)
         }
     float *dout = calloc(N, 4), *gdout = dev(NULL, N * 4), loss = 0;
     CK(gpu->to_device(gp, p, N * 4)); /* the same outputs on both sides */
-    float ref = dt_kernels_cpu.mse(kc, dout, p, g, 0.25f, N);
-    CK(gpu->mse(mm, gdout, gp, gg, 0.25f, N, &loss));
+    float ref = dt_kernels_cpu.mse(kc, dout, p, g, 0.25f, N, NULL);
+    CK(gpu->mse(mm, gdout, gp, gg, 0.25f, N, &loss, NULL, 1.0));
     float *hd = back(gdout, N);
     d = fmax(fabs((double)loss - ref) / ref, maxrel(hd, dout, N));
     report(d < 1e-6, "mse: the loss and its gradient", d);
+    double *gacc = dev(NULL, sizeof(double)), acc = -1;
+    CK(gpu->to_device(gacc, &acc, sizeof acc));
+    CK(gpu->mse(mm, gdout, gp, gg, 0.0f, N, NULL, gacc, 4.0));
+    CK(gpu->to_host(&acc, gacc, sizeof acc));
+    report(acc == -1 + (double)loss / 4, "mse: the mean into a sink on the device, the host's bits", acc);
+    gpu->free(gacc);
     free(hd), free(dout), free(r), free(gr16), free(p), free(g), free(b);
     gpu->free(gp), gpu->free(gg), gpu->free(gbuf), gpu->free(gr), gpu->free(gdout);
 }
@@ -951,8 +965,8 @@ static void loss_lp_at(int BT, int V, int vb)
         char what[96];
         dt_kernels_cpu.cast_to_lp(kc, lg, x, n, t);
         uint16_t *glg = dev(lg, n * 2);
-        float mean_cpu = dt_kernels_cpu.softmax_xent_lp(kc, losses, lg, y, 1.0f / BT, BT, V, vb, t), mean_gpu = 0;
-        CK(gpu->softmax_xent_lp(gloss, glg, gy, 1.0f / BT, BT, V, vb, (int)t, &mean_gpu));
+        float mean_cpu = dt_kernels_cpu.softmax_xent_lp(kc, losses, lg, y, 1.0f / BT, BT, V, vb, t, NULL), mean_gpu = 0;
+        CK(gpu->softmax_xent_lp(gloss, glg, gy, 1.0f / BT, BT, V, vb, (int)t, &mean_gpu, NULL, 1.0));
         float *hl = back(gloss, BT);
         CK(gpu->to_host(got, glg, n * 2));
         double d = fmax(maxrel(hl, losses, BT), fabs((double)mean_gpu - mean_cpu));

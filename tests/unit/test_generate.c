@@ -122,7 +122,7 @@ static void recompute(bool llama, enum dt_dtype at, const int32_t *tokens, int n
     int32_t *row = calloc((size_t)n + 1, sizeof *row);
     memcpy(row, tokens, (size_t)n * sizeof *row);
     struct dt_batch b = {.B = 1, .T = n, .tokens = row};
-    m->iface.forward(m, &b, 0.0f);
+    m->iface.forward(m, &b, 0.0f, NULL);
     float *all = malloc((size_t)n * 97 * sizeof *all);
     if (llama) dt_llama_logits(m, all);
     else dt_gpt_logits(m, all);

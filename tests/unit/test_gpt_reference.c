@@ -97,13 +97,13 @@ static void check(bool checkpointing)
     memcpy(m->params, params, x.n * sizeof(float));
     struct dt_batch batch = {.B = x.B, .T = x.T, .tokens = x.tokens};
 
-    float loss = m->iface.forward(m, &batch, 0.0f);
+    float loss = m->iface.forward(m, &batch, 0.0f, NULL);
     assert_true(fabs(loss - x.loss) / x.loss <= 1e-5);
     dt_gpt_logits(m, logits);
     assert_true(max_rel(logits, x.logits, (size_t)x.B * x.T * x.V) <= 1e-5);
 
     memset(m->grads, 0, x.n * sizeof(float));
-    m->iface.forward(m, &batch, 1.0f);
+    m->iface.forward(m, &batch, 1.0f, NULL);
     m->iface.backward(m);
     double worst = 0;
     for (int i = 0; i < m->nviews; i++) {
@@ -125,7 +125,7 @@ static void check(bool checkpointing)
     double worst_loss = 0;
     for (int s = 0; s < x.steps; s++) {
         memset(m->grads, 0, x.n * sizeof(float));
-        float l = m->iface.forward(m, &batch, 1.0f);
+        float l = m->iface.forward(m, &batch, 1.0f, NULL);
         m->iface.backward(m);
         float gscale;
         dt_grad_norm(m, x.clip, &gscale);
@@ -191,7 +191,7 @@ static void loads_llmc_weights(void **state)
     assert_memory_equal(m->params, params, x.n * sizeof(float));
     free(params);
     struct dt_batch batch = {.B = x.B, .T = x.T, .tokens = x.tokens};
-    assert_true(fabs(m->iface.forward(m, &batch, 0.0f) - x.loss) / x.loss <= 1e-5);
+    assert_true(fabs(m->iface.forward(m, &batch, 0.0f, NULL) - x.loss) / x.loss <= 1e-5);
     dt_model_free(m);
     c.n_layer = 3;
     assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, dt_test_kctx(), x.B, x.T, &m), DT_SUCCESS);

@@ -456,7 +456,7 @@ static void sx_fwd(struct fd *f, float *out)
     struct sx *s = f->ctx;
     float *copy = malloc((size_t)s->BT * s->V * 4);
     memcpy(copy, s->logits, (size_t)s->BT * s->V * 4);
-    K->softmax_xent(KC, out, copy, s->targets, 0.0f, s->BT, s->V, s->vb);
+    K->softmax_xent(KC, out, copy, s->targets, 0.0f, s->BT, s->V, s->vb, NULL);
     free(copy);
 }
 static void softmax_xent(void **state)
@@ -467,7 +467,8 @@ static void softmax_xent(void **state)
     float *logits = rnd((size_t)BT * V, 2, 16), *grad = malloc((size_t)BT * V * 4), *blocked = malloc((size_t)BT * V * 4);
     struct sx s = {logits, targets, BT, V, V};
     memcpy(grad, s.logits, (size_t)BT * V * 4);
-    K->softmax_xent(KC, losses, grad, targets, 1.0f, BT, V, V); /* dloss 1: gradient of the sum */
+    float mean = K->softmax_xent(KC, losses, grad, targets, 1.0f, BT, V, V, NULL); /* dloss 1: gradient of the sum */
+    assert_true(mean == (float)(((double)losses[0] + losses[1] + losses[2]) / 3));
     struct fd f = {sx_fwd, (size_t)BT, ones, &s};
     check(&f, "softmax_xent dlogits", s.logits, (size_t)BT * V, grad, 1e-3);
     /* block-major, 3 columns a block (the last holds 1): the same losses and gradients, moved */
@@ -477,7 +478,11 @@ static void softmax_xent(void **state)
         for (int i = 0; i < BT; i++)
             memcpy(blocked + (size_t)BT * b * vb + (size_t)i * n, logits + (size_t)i * V + b * vb, (size_t)n * 4);
     }
-    K->softmax_xent(KC, blocked_losses, blocked, targets, 1.0f, BT, V, vb);
+    /* through a sink: the mean, as returned, over div added to what it holds; 0 returned */
+    double acc = 1.5;
+    struct dt_loss_sink sink = {&acc, 4};
+    assert_true(K->softmax_xent(KC, blocked_losses, blocked, targets, 1.0f, BT, V, vb, &sink) == 0.0f);
+    assert_true(acc == 1.5 + (double)mean / 4);
     for (int i = 0; i < BT; i++) assert_true(blocked_losses[i] == losses[i]);
     for (int b = 0; b * vb < V; b++) {
         int n = V - b * vb < vb ? V - b * vb : vb;
@@ -594,7 +599,10 @@ static void reductions(void **state)
     omp_set_num_threads(threads);
     free(z);
     float out[3] = {1, 2, 3}, target[3] = {1, 0, 6}, d[3];
-    assert_true(K->mse(KC, d, out, target, 0.5f, 3) == (0 + 4 + 9) / 3.0f);
+    assert_true(K->mse(KC, d, out, target, 0.5f, 3, NULL) == (0 + 4 + 9) / 3.0f);
+    double acc = -1;
+    struct dt_loss_sink sink = {&acc, 2};
+    assert_true(K->mse(KC, d, out, target, 0.5f, 3, &sink) == 0.0f && acc == -1 + (double)((0 + 4 + 9) / 3.0f) / 2);
     assert_true(d[1] == 2.0f && d[2] == -3.0f); /* 2 (out - target) * 0.5 */
     free(x);
 }

@@ -94,7 +94,7 @@ static void check(const char *name, bool checkpointing)
     memcpy(m->params, x.params, x.n * sizeof(float));
     struct dt_batch batch = {.B = x.B, .T = x.T, .tokens = x.tokens};
 
-    float loss = m->iface.forward(m, &batch, 0.0f);
+    float loss = m->iface.forward(m, &batch, 0.0f, NULL);
     for (int l = 0; l <= x.c.n_layer; l++) {
         dt_llama_hidden(m, l, buf);
         double err = max_rel(buf, x.hidden + (size_t)l * BTC, BTC);
@@ -105,7 +105,7 @@ static void check(const char *name, bool checkpointing)
     assert_true(max_rel(buf, x.logits, BTV) <= 1e-5);
 
     memset(m->grads, 0, x.n * sizeof(float));
-    m->iface.forward(m, &batch, 1.0f);
+    m->iface.forward(m, &batch, 1.0f, NULL);
     m->iface.backward(m);
     double worst = 0;
     for (int i = 0; i < m->nviews; i++) {
@@ -122,7 +122,7 @@ static void check(const char *name, bool checkpointing)
     double worst_loss = 0;
     for (int s = 0; s < x.steps; s++) {
         memset(m->grads, 0, x.n * sizeof(float));
-        float l = m->iface.forward(m, &batch, 1.0f);
+        float l = m->iface.forward(m, &batch, 1.0f, NULL);
         m->iface.backward(m);
         float gscale;
         dt_grad_norm(m, x.clip, &gscale);

@@ -170,8 +170,8 @@ static void xent_lp(enum dt_dtype t)
                                                                : dt_f16_from_f32(x[i * V + v]);
         }
     float dloss = 0.2f;
-    float mean = dt_cpu_softmax_xent_lp(kc, losses, lp, targets, dloss, R, V, VB, t);
-    float ref_mean = dt_cpu_softmax_xent(kc, ref_losses, ref, targets, dloss, R, V, V);
+    float mean = dt_cpu_softmax_xent_lp(kc, losses, lp, targets, dloss, R, V, VB, t, NULL);
+    float ref_mean = dt_cpu_softmax_xent(kc, ref_losses, ref, targets, dloss, R, V, V, NULL);
     assert_true(fabsf(mean - ref_mean) <= 1e-6f * fabsf(ref_mean));
     for (int i = 0; i < R; i++) assert_true(fabsf(losses[i] - ref_losses[i]) <= 1e-6f * fabsf(ref_losses[i]));
     double step = t == DT_BF16 ? 0x1p-8 : 0x1p-11, worst = 0;
@@ -231,10 +231,10 @@ static void xent_out_of_memory(void **state)
     setenv("DTRUN_FAULT", "nomem@2", 1);
     assert_int_equal(dt_fault_init(), DT_SUCCESS);
     dt_fault_at(1, 0);
-    assert_false(isnan(dt_cpu_softmax_xent_lp(kc, losses, lp, targets, 1.0f / R, R, V, VB, DT_BF16)));
+    assert_false(isnan(dt_cpu_softmax_xent_lp(kc, losses, lp, targets, 1.0f / R, R, V, VB, DT_BF16, NULL)));
     assert_int_equal(dt_cpu_failure(kc, 1), DT_SUCCESS);
     dt_fault_at(2, 0);
-    assert_true(isnan(dt_cpu_softmax_xent_lp(kc, losses, lp, targets, 1.0f / R, R, V, VB, DT_BF16)));
+    assert_true(isnan(dt_cpu_softmax_xent_lp(kc, losses, lp, targets, 1.0f / R, R, V, VB, DT_BF16, NULL)));
     assert_int_equal(dt_cpu_failure(kc, 2), DT_ERR_NOMEM);
     assert_non_null(strstr(dt_error_msg(), "dtrun: error: step 2: out of memory for "));
     assert_non_null(strstr(dt_error_msg(), " bytes of the CPU kernels' scratch in softmax_xent\n  hint: lower "

@@ -25,16 +25,16 @@ static void fd(bool regression)
     for (int i = 0; i < 12; i++) y[i] = dt_rng_normal(&r);
     struct dt_batch b = {.B = B, .T = 1, .x = x, .labels = labels, .y = y};
     memset(m->grads, 0, m->nparams * sizeof(float));
-    m->iface.forward(m, &b, 1.0f);
+    m->iface.forward(m, &b, 1.0f, NULL);
     m->iface.backward(m);
     double err = 0, scale = 0;
     const float eps = 1e-2f;
     for (size_t i = 0; i < m->nparams; i++) {
         float save = m->params[i];
         m->params[i] = save + eps;
-        double lp = m->iface.forward(m, &b, 0.0f);
+        double lp = m->iface.forward(m, &b, 0.0f, NULL);
         m->params[i] = save - eps;
-        double lm = m->iface.forward(m, &b, 0.0f);
+        double lm = m->iface.forward(m, &b, 0.0f, NULL);
         m->params[i] = save;
         err = dt_test_worst(err, fabs((lp - lm) / (2 * eps) - m->grads[i]));
         scale = fmax(scale, fabs(m->grads[i]));
