@@ -19,6 +19,9 @@
 #   PRECISIONS ("bf16-mixed"; "bf16-mixed fp8-mixed": a dtrun row for each, and each one's per-op
 #   times: fp8-mixed's speedup over bf16-mixed in the same run; its MFU still over the bf16 peak)
 #   DTRUN_ARGS: overrides added to each dtrun run (a switch to compare, say)
+#   TRIES: values of DTRUN_CUDA_TRY (kernels/cuda/plan.h's kernels on trial: "xent2 rows2 convert2
+#   all"), each a row of its own after the first precision's, its speed over that row's; the last
+#   one's per-op times too
 # Medians over the steps after the first five. Where no GPU is, it says so and exits 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -70,12 +73,13 @@ fi
 flops_per_token=$((6 * params + 12 * L * C * T))
 echo "device: $name, peak dense bf16 $peak TFLOP/s; $MODEL, T$T, $PRECISIONS, $STEPS steps, B in $BS"
 
-# dtrun at micro-batch $1 in precision $prec (extra overrides after it): ms/step median into $ms, its
-# run dir bench-$prec-$1
+# dtrun at micro-batch $1 in precision $prec (extra overrides after it), with DTRUN_CUDA_TRY=$try:
+# ms/step median into $ms, its run dir bench-$prec-$1[-$try][-profiled]
+try=
 dtrun_at() {
-    local b=$1 dir=bench-$prec-$1${2:+-profiled}
+    local b=$1 dir=bench-$prec-$1${try:+-$try}${2:+-profiled}
     shift
-    (cd "$tmp" && "$OLDPWD/$dtrun" run compute.device=cuda compute.precision="$prec" "${model[@]}" model.seq_len="$T" \
+    (cd "$tmp" && DTRUN_CUDA_TRY="$try" "$OLDPWD/$dtrun" run compute.device=cuda compute.precision="$prec" "${model[@]}" model.seq_len="$T" \
         data.micro_batch_size="$b" run.max_duration="$STEPS"ba \
         run.eval_interval=0ba events.interval=1ba checkpoint.dir=null run.dir="$dir" "${extra[@]}" "$@" >"$tmp/dtrun.log" 2>&1) ||
         { cat "$tmp/dtrun.log" >&2; exit 1; }
@@ -96,6 +100,14 @@ for b in $BS; do
         printf '%-22s %4s %10.2f %11s %5s%% %s%s\n' "dtrun $prec" "$b" "$ms" "$tps" "$(mfu_of "$tps" "$b")" "$mem" \
             "$(awk -v a="$tps" -v f="${tps_at[$b]}" 'BEGIN { if (a != f) printf "; / the first precision = %.2f", a / f }')"
     done
+    prec=${PRECISIONS%% *}
+    for try in ${TRIES:-}; do
+        dtrun_at "$b"
+        tps=$(tps_of "$ms" "$b")
+        printf '%-22s %4s %10.2f %11s %5s%% / the kernels in use = %s\n' "dtrun +$try" "$b" "$ms" "$tps" \
+            "$(mfu_of "$tps" "$b")" "$(awk -v a="$tps" -v f="${tps_at[$b]}" 'BEGIN { printf "%.3f", a / f }')"
+    done
+    try=
     [ "$TORCH" = none ] && continue
     for mode in eager compile; do
         if line=$("$TORCH" "$peer" "$mode" "${peer_args[@]}" "$T" "$b" "$STEPS" 2>"$tmp/torch.log"); then
@@ -114,6 +126,13 @@ for prec in $PRECISIONS; do
     echo "dtrun's device time per op at B=$b, $prec (ops serialized while profiled: $ms ms/step):"
     sed -n '/wall clock per step by op/,/(outside the ops)/p' "$tmp/dtrun.log" | sed 's/^dtrun: //'
 done
+if [ -n "${TRIES:-}" ]; then
+    prec=${PRECISIONS%% *} try=${TRIES##* }
+    dtrun_at "$b" events.wall_clock_breakdown=true
+    echo "the same with DTRUN_CUDA_TRY=$try ($ms ms/step):"
+    sed -n '/wall clock per step by op/,/(outside the ops)/p' "$tmp/dtrun.log" | sed 's/^dtrun: //'
+    try=
+fi
 
 if [ -n "${LLMC:-}" ] && [ "$MODEL" = gpt2-124m ]; then
     # llm.c's own trainer on its GPT-2 124M checkpoint and tinyshakespeare tokens, the same B and T

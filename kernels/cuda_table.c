@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "core/error.h"
+#include "kernels/cuda/plan.h"
 #include "kernels/cuda_module.h"
 #include "kernels/kernels.h"
 
@@ -22,6 +23,7 @@ struct cuda_kctx {
     int err;        /* the first failure since the last synchronize */
     const char *op; /* the op it came from */
     char path[96];  /* describe's answer */
+    unsigned tries; /* DTRUN_CUDA_TRY's kernels on trial (plan.h) */
     /* the live allocations and their sizes (a model makes a few dozen), for device_memory */
     struct live {
         void *p;
@@ -53,6 +55,14 @@ static dt_status_t cuda_ctx_create(int device, struct dt_kctx **out)
     if (!c) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the CUDA kernels' context");
     c->ops = m->ops;
     c->device = device;
+    char bad[32];
+    if (dt_cuda_tries_parse(getenv("DTRUN_CUDA_TRY"), &c->tries, bad, sizeof bad)) {
+        free(c);
+        return dt_error(DT_ERR_CONFIG, "dtrun: error: DTRUN_CUDA_TRY names \"%s\", no kernel on trial\n  hint: "
+                        "a comma-separated list of %s, or all; unset it for the kernels in use", bad,
+                        DT_CUDA_TRY_NAMES);
+    }
+    m->ops->set_tries(c->tries);
     int e = c->ops->set_device(device);
     if (!e) e = c->ops->ctx_create(&c->mm);
     if (e) {
@@ -75,8 +85,11 @@ static void cuda_ctx_destroy(struct dt_kctx *kc)
 
 static void describe(struct dt_kctx *kc, char *buf, size_t n, enum dt_dtype compute)
 {
-    snprintf(buf, n, "cuBLASLt %s on cuda:%d; attention fused (flash)", compute == DT_F32 ? "fp32" : dt_dtype_str(compute),
-             C(kc)->device);
+    unsigned t = C(kc)->tries;
+    snprintf(buf, n, "cuBLASLt %s on cuda:%d; attention fused (flash)%s%s%s%s",
+             compute == DT_F32 ? "fp32" : dt_dtype_str(compute), C(kc)->device, t ? "; on trial (DTRUN_CUDA_TRY):" : "",
+             t & DT_CUDA_TRY_XENT2 ? " xent2" : "", t & DT_CUDA_TRY_ROWS2 ? " rows2" : "",
+             t & DT_CUDA_TRY_CONVERT2 ? " convert2" : "");
 }
 
 /* The most dtrun held on the device: what this table allocated plus the module's own (its cuBLASLt
@@ -372,7 +385,7 @@ static void position_backward(struct dt_kctx *kc, float *dwpe, const float *dout
 static void rows_add(struct dt_kctx *kc, void *dst, enum dt_dtype t, size_t lo, size_t n, const int32_t *rows,
                      const float *vals, int nrows, int width)
 {
-    CALL(kc, rows_add, dst, (int)t, lo, n, rows, vals, nrows, width);
+    CALL(kc, rows_add, C(kc)->mm, dst, (int)t, lo, n, rows, vals, nrows, width);
 }
 /* The losses' mean copied back (the host waits), or added into a sink on the device (it does not) */
 static float softmax_xent(struct dt_kctx *kc, float *losses, float *logits, const int32_t *targets, float dloss, int BT,

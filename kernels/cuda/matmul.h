@@ -36,6 +36,7 @@ enum {
     DT_CUDA_SCRATCH_FP8_X,     /* its inp's codes: the forward's, or the backward's transposed */
     DT_CUDA_SCRATCH_FP8_W,     /* its weight's codes: the forward's, or the backward's transposed */
     DT_CUDA_SCRATCH_FP8_G,     /* its dout's codes, then their transposed copy */
+    DT_CUDA_SCRATCH_ROWS,      /* rows_add's sorted entries under rows2 (ops.h) */
     DT_CUDA_SCRATCH_SLOTS
 };
 int dt_cuda_ctx_scratch(struct dt_cuda_ctx *c, int slot, size_t bytes, void **out);

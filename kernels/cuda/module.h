@@ -87,6 +87,8 @@ struct dt_cuda_ops {
                       float *saturated);
     /* the GPU this thread's calls go to */
     int (*set_device)(int dev);
+    /* the kernels on trial this process runs in place of those in use (plan.h's DT_CUDA_TRY_ flags) */
+    void (*set_tries)(unsigned flags);
     /* 1: p is device (or managed) memory; 0: host memory, or NULL */
     int (*is_device)(const void *p);
     int (*malloc)(void **p, size_t bytes);
@@ -146,7 +148,9 @@ struct dt_cuda_ops {
     int (*position_backward)(float *dwpe, const float *dout, int B, int T, int C);
     /* table of type t: fp32, bf16 or fp16 */
     int (*rows_forward)(float *out, const int32_t *inp, const void *table, int t, int v0, int nv, int n, int C);
-    int (*rows_add)(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals, int nrows, int width);
+    /* ctx: the sorted entries' scratch under rows2 */
+    int (*rows_add)(void *ctx, void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals, int nrows,
+                    int width);
     /* adamw over ns slices in one launch (ctx: where the slice table goes on the device) */
     int (*adamw_slices)(void *ctx, const struct dt_cuda_adamw_slice *s, int ns, int gt, float gscale, float lr,
                         float beta1, float beta2, float eps, int t, int pt);

@@ -39,6 +39,9 @@
 #define THREADS 256
 #define REDUCE_BLOCKS 256 /* fixed, so a sum is added in the same order on every run */
 
+/* DTRUN_CUDA_TRY's kernels on trial (plan.h), set once as a context is made, before any launch */
+static unsigned g_tries;
+
 static unsigned blocks(size_t n)
 {
     size_t b = (n + THREADS - 1) / THREADS;
@@ -668,6 +671,91 @@ __global__ static void softmax_xent_kernel(float *losses, L *logits, const int32
 }
 
 /*
+ * softmax_xent on trial (xent2, plan.h): one block of XENT2_THREADS a row and nothing in shared
+ * memory but the reductions, so a GPU holds many rows at once (the kernel above holds two a
+ * multiprocessor when its 98 KiB row is in shared memory). Three passes over the row's segments
+ * in 16-byte packs: the max, the sum of exponentials in double, the gradient in place; the second
+ * and third mostly from L2. The same arithmetic as the kernel above, the sum's terms grouped by
+ * other threads.
+ */
+#define XENT2_THREADS 1024
+
+/* f(x, j) for each element x = seg[j] of a row's segment of n, 16 bytes at a time from the first
+ * 16-byte boundary; with WRITE, x is a reference and the pack is stored back */
+template <bool WRITE, typename L, typename F>
+__device__ static inline void each_in_segment(L *seg, int n, F f)
+{
+    constexpr int E = pack_n<L>;
+    int head = (int)((16 - (uintptr_t)seg % 16) % 16 / sizeof(L));
+    head = head < n ? head : n;
+    int packs = (n - head) / E;
+    for (int j = threadIdx.x; j < head; j += blockDim.x) f(seg[j], j);
+    pack16<L> *p = reinterpret_cast<pack16<L> *>(seg + head);
+    for (int j = threadIdx.x; j < packs; j += blockDim.x) {
+        pack16<L> x = p[j];
+#pragma unroll
+        for (int k = 0; k < E; k++) f(x.x[k], head + j * E + k);
+        if (WRITE) p[j] = x;
+    }
+    for (int j = head + packs * E + threadIdx.x; j < n; j += blockDim.x) f(seg[j], j);
+}
+
+/* A block's max and sum (blockDim.x a multiple of 32, at most 1024), each thread's value combined in
+ * a fixed tree: each warp's by shuffles, then every warp the same tree over the warps' results from
+ * shared memory, so every thread gets the same bits. sh: blockDim.x / 32 values, used once. */
+__device__ static inline float block_max(float x, float *sh)
+{
+    for (unsigned w = 16; w > 0; w >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, w));
+    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = x;
+    __syncthreads();
+    x = threadIdx.x % 32 < blockDim.x / 32 ? sh[threadIdx.x % 32] : -INFINITY;
+    for (unsigned w = 16; w > 0; w >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, w));
+    return x;
+}
+__device__ static inline double block_sum(double x, double *sh)
+{
+    for (unsigned w = 16; w > 0; w >>= 1) x += __shfl_xor_sync(0xffffffffu, x, w);
+    if (threadIdx.x % 32 == 0) sh[threadIdx.x / 32] = x;
+    __syncthreads();
+    x = threadIdx.x % 32 < blockDim.x / 32 ? sh[threadIdx.x % 32] : 0.0;
+    for (unsigned w = 16; w > 0; w >>= 1) x += __shfl_xor_sync(0xffffffffu, x, w);
+    return x;
+}
+
+template <typename L>
+__global__ static void __launch_bounds__(XENT2_THREADS)
+    softmax_xent2_kernel(float *losses, L *logits, const int32_t *targets, float dloss, int BT, int V, int vb, int t)
+{
+    __shared__ float max_s[XENT2_THREADS / 32];
+    __shared__ double sum_s[XENT2_THREADS / 32];
+    int i = blockIdx.x, y = targets[i];
+    /* read before any thread writes the row: block_max's barrier comes first */
+    float xy = threadIdx.x == 0 ? widen(logits[block_major(i, y, BT, V, vb)], t) : 0.0f;
+    float mx = -INFINITY;
+    for (int v0 = 0; v0 < V; v0 += vb) {
+        int n = V - v0 < vb ? V - v0 : vb;
+        each_in_segment<false>(logits + (size_t)BT * v0 + (size_t)i * n, n,
+                               [&](L x, int) { mx = fmaxf(mx, widen(x, t)); });
+    }
+    mx = block_max(mx, max_s);
+    double sum = 0;
+    for (int v0 = 0; v0 < V; v0 += vb) {
+        int n = V - v0 < vb ? V - v0 : vb;
+        each_in_segment<false>(logits + (size_t)BT * v0 + (size_t)i * n, n,
+                               [&](L x, int) { sum += expf(widen(x, t) - mx); });
+    }
+    float lse = mx + (float)log(block_sum(sum, sum_s));
+    if (threadIdx.x == 0) losses[i] = lse - xy;
+    if (dloss == 0) return;
+    for (int v0 = 0; v0 < V; v0 += vb) {
+        int n = V - v0 < vb ? V - v0 : vb;
+        each_in_segment<true>(logits + (size_t)BT * v0 + (size_t)i * n, n, [&](L &x, int j) {
+            put(&x, expf(widen(x, t) - lse) * dloss - (v0 + j == y ? dloss : 0.0f), t);
+        });
+    }
+}
+
+/*
  * In place between n fp32 values and n 16-bit ones at the buffer's start. 16-bit value i lives in
  * bytes [2i, 2i + 2), inside fp32 value i/2, so a thread must not write there while another has
  * yet to read fp32 value i/2. Narrowing runs in ordered passes: the head [0, HEAD) in one block
@@ -738,6 +826,29 @@ __global__ static void round_stochastic_kernel(uint16_t *dst, const float *src, 
 __global__ static void convert_kernel(void *dst, int dt, const void *src, int st, size_t n, int add)
 {
     FOR_EACH(i, n) store(dst, dt, i, (add ? load(dst, dt, i) : 0.0f) + load(src, st, i));
+}
+
+/* convert on trial (convert2, plan.h): the types as template arguments and 8 elements a thread,
+ * moved in packs of 8 (16 or 32 bytes: both buffers aligned to them, which the launcher checks);
+ * the tail's elements one by one. The same arithmetic per element: the same bits. */
+template <typename T>
+struct __align__(8 * sizeof(T)) pack8 {
+    T x[8];
+};
+template <typename D, typename S, bool ADD>
+__global__ static void convert8_kernel(D *dst, const S *src, size_t n)
+{
+    FOR_EACH(j, n / 8)
+    {
+        pack8<S> a = reinterpret_cast<const pack8<S> *>(src)[j];
+        pack8<D> r;
+        if (ADD) r = reinterpret_cast<const pack8<D> *>(dst)[j];
+#pragma unroll
+        for (int k = 0; k < 8; k++) dt_st(&r.x[k], (ADD ? dt_ld(r.x[k]) : 0.0f) + dt_ld(a.x[k]));
+        reinterpret_cast<pack8<D> *>(dst)[j] = r;
+    }
+    size_t i0 = n / 8 * 8;
+    FOR_EACH(i, n % 8) dt_st(&dst[i0 + i], (ADD ? dt_ld(dst[i0 + i]) : 0.0f) + dt_ld(src[i0 + i]));
 }
 
 /* mse's squared errors into the fixed-grid partials, and the gradient */
@@ -813,6 +924,10 @@ template <typename L>
 static cudaError_t xent_launch(float *losses, L *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
                                int t)
 {
+    if (dt_cuda_tries() & DT_CUDA_TRY_XENT2) {
+        softmax_xent2_kernel<L><<<BT, XENT2_THREADS>>>(losses, logits, targets, dloss, BT, V, vb, t);
+        return cudaGetLastError();
+    }
     int dev = 0, optin = 0;
     cudaError_t e = cudaGetDevice(&dev);
     if (e == cudaSuccess) e = cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
@@ -1154,9 +1269,24 @@ cudaError_t dt_cuda_round_stochastic(uint16_t *dst, const float *src, size_t n, 
     return cudaGetLastError();
 }
 
+void dt_cuda_set_tries(unsigned flags) { g_tries = flags; }
+unsigned dt_cuda_tries(void) { return g_tries; }
+
 cudaError_t dt_cuda_convert(void *dst, int dt, const void *src, int st, size_t n, int add)
 {
     if (!known(dt) || !known(st)) return cudaErrorInvalidValue;
+    size_t da = 8 * (dt == DT_CUDA_F32 ? 4 : 2), sa = 8 * (st == DT_CUDA_F32 ? 4 : 2);
+    if ((g_tries & DT_CUDA_TRY_CONVERT2) && (uintptr_t)dst % da == 0 && (uintptr_t)src % sa == 0)
+        return dt_by_type(dt, [&](auto *dtag) {
+            using D = std::remove_pointer_t<decltype(dtag)>;
+            return dt_by_type(st, [&](auto *stag) {
+                using S = std::remove_pointer_t<decltype(stag)>;
+                unsigned g = blocks((n + 7) / 8);
+                if (add) convert8_kernel<D, S, true><<<g, THREADS>>>((D *)dst, (const S *)src, n);
+                else convert8_kernel<D, S, false><<<g, THREADS>>>((D *)dst, (const S *)src, n);
+                return cudaGetLastError();
+            });
+        });
     convert_kernel<<<blocks(n), THREADS>>>(dst, dt, src, st, n, add);
     return cudaGetLastError();
 }

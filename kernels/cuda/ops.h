@@ -68,6 +68,14 @@ cudaError_t dt_cuda_position_backward(float *dwpe, const float *dout, int B, int
 cudaError_t dt_cuda_rows_forward(float *out, const int32_t *inp, const void *table, int t, int v0, int nv, int n, int C);
 cudaError_t dt_cuda_rows_add(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals, int nrows,
                              int width);
+/* The same by sorted rows (plan.h, rows2), in rows_sorted.cu. scratch: dt_cuda_rows_sorted_bytes(nrows,
+ * lo, n, width) bytes of device memory, 256-byte aligned */
+size_t dt_cuda_rows_sorted_bytes(int nrows, size_t lo, size_t n, int width);
+cudaError_t dt_cuda_rows_add_sorted(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals,
+                                    int nrows, int width, void *scratch);
+/* the kernels on trial (plan.h's DT_CUDA_TRY_ flags), for the whole process */
+void dt_cuda_set_tries(unsigned flags);
+unsigned dt_cuda_tries(void);
 /* A slice of a multi-tensor AdamW step as the kernel reads it: module.h's slice and where its
  * elements start in the step's element space (the slices' n, summed in order). */
 struct dt_cuda_slice_dev {

@@ -10,6 +10,7 @@
 #include "kernels/cuda/module.h"
 #include "core/dtype.h"
 #include "kernels/cuda/ops.h"
+#include "kernels/cuda/plan.h"
 #include "kernels/kernels.h"
 
 _Static_assert(DT_CUDA_F32 == DT_F32 && DT_CUDA_BF16 == DT_BF16 && DT_CUDA_F16 == DT_F16,
@@ -201,9 +202,13 @@ static int rows_forward(float *out, const int32_t *inp, const void *table, int t
 {
     return (int)dt_cuda_rows_forward(out, inp, table, t, v0, nv, n, C);
 }
-static int rows_add(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals, int nrows, int width)
+static int rows_add(void *ctx, void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals, int nrows,
+                    int width)
 {
-    return (int)dt_cuda_rows_add(dst, t, lo, n, rows, vals, nrows, width);
+    if (!(dt_cuda_tries() & DT_CUDA_TRY_ROWS2)) return (int)dt_cuda_rows_add(dst, t, lo, n, rows, vals, nrows, width);
+    void *s;
+    int e = dt_cuda_ctx_scratch(ctx, DT_CUDA_SCRATCH_ROWS, dt_cuda_rows_sorted_bytes(nrows, lo, n, width), &s);
+    return e ? e : (int)dt_cuda_rows_add_sorted(dst, t, lo, n, rows, vals, nrows, width, s);
 }
 static int softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb,
                         float *mean, double *acc, double div)
@@ -274,6 +279,7 @@ const struct dt_cuda_ops dt_cuda_ops = {
     .matmul_backward_fp8 = matmul_backward_fp8,
     .fp8_update = fp8_update,
     .set_device = set_device,
+    .set_tries = dt_cuda_set_tries,
     .is_device = is_device,
     .malloc = dev_malloc,
     .malloc_host = malloc_host,

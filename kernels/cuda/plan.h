@@ -56,6 +56,65 @@ static inline size_t dt_xent_row_bytes(int V, size_t esz, size_t static_bytes, s
     return bytes + static_bytes <= optin ? bytes : 0;
 }
 
+/* ---- kernels on trial (#41): alternatives to kernels in use that a device session times one at
+ * a time against them, chosen with DTRUN_CUDA_TRY, a comma-separated list of these names or "all":
+ *   xent2     softmax_xent without its row in shared memory: 1024 threads a row, three passes over
+ *             the row in 16-byte packs (the second and third from L2), the same arithmetic
+ *   rows2     rows_add through a stable radix sort of the entries by row (below)
+ *   convert2  convert and accumulate in 16-byte packs where both buffers are aligned to them
+ * What wins becomes the kernel in use, and its flag goes. */
+enum { DT_CUDA_TRY_XENT2 = 1u, DT_CUDA_TRY_ROWS2 = 2u, DT_CUDA_TRY_CONVERT2 = 4u };
+#define DT_CUDA_TRY_NAMES "xent2, rows2, convert2"
+/* The flags DTRUN_CUDA_TRY's value names: 0, or -1 with the name it does not know in bad */
+static inline int dt_cuda_tries_parse(const char *s, unsigned *flags, char *bad, size_t n)
+{
+    static const char *const names[] = {"xent2", "rows2", "convert2"};
+    *flags = 0;
+    while (s && *s) {
+        size_t len = 0;
+        while (s[len] && s[len] != ',') len++;
+        unsigned f = 0;
+        if (len == 3 && s[0] == 'a' && s[1] == 'l' && s[2] == 'l') f = DT_CUDA_TRY_XENT2 | DT_CUDA_TRY_ROWS2 | DT_CUDA_TRY_CONVERT2;
+        for (unsigned i = 0; i < sizeof names / sizeof names[0] && !f; i++) {
+            size_t k = 0;
+            while (k < len && names[i][k] == s[k]) k++;
+            if (k == len && !names[i][k]) f = 1u << i;
+        }
+        if (!f) {
+            size_t k = len < n ? len : n - 1;
+            for (size_t i = 0; i < k; i++) bad[i] = s[i];
+            bad[k] = 0;
+            return -1;
+        }
+        *flags |= f;
+        s += len + (s[len] == ',');
+    }
+    return 0;
+}
+
+/* ---- a table's gradient by sorted rows (rows_add under rows2). Entry i's key is its table row less
+ * r0 where dst holds part of that row (r0..r1: the rows dst overlaps), else the sentinel
+ * r1 - r0 + 1, which sorts last. A stable radix sort of (key, i) over dt_rows_key_bits bits puts
+ * each row's entries together in index order; the block of sorted position k owns a row when k
+ * starts a run of one key other than the sentinel, and adds that run's entries in order: the CPU's
+ * order, so its bits, and every block's work its own row's (the kernel in use has every block walk
+ * all the entries). */
+DT_HD static inline unsigned dt_rows_key(int row, size_t r0, size_t r1)
+{
+    return row >= 0 && (size_t)row >= r0 && (size_t)row <= r1 ? (unsigned)((size_t)row - r0) : (unsigned)(r1 - r0 + 1);
+}
+/* the bits that hold every key, the sentinel included */
+static inline int dt_rows_key_bits(size_t r0, size_t r1)
+{
+    int b = 1;
+    while (b < 32 && (1ull << b) <= (unsigned long long)(r1 - r0 + 1)) b++;
+    return b;
+}
+DT_HD static inline bool dt_rows_run_start(const unsigned *keys, int k, unsigned sentinel)
+{
+    return keys[k] != sentinel && (k == 0 || keys[k - 1] != keys[k]);
+}
+
 /* ---- fused attention */
 #define DT_ATTN_KT 32   /* rows of a shared tile: one per lane */
 #define DT_ATTN_WARPS 4 /* per block */

@@ -9,10 +9,11 @@ const struct dt_cuda_ops *gpu;
 struct dt_kctx *kc; /* the CPU twins' context */
 void *mm;            /* the module's context, for the ops that take one outside the matmul tests */
 int tap_n, failed;
+const char *report_prefix = "";
 
 void report(int ok, const char *what, double got)
 {
-    printf("%sok %d - %s (max difference %.3g)\n", ok ? "" : "not ", ++tap_n, what, got);
+    printf("%sok %d - %s%s (max difference %.3g)\n", ok ? "" : "not ", ++tap_n, report_prefix, what, got);
     failed += !ok;
 }
 

@@ -17,6 +17,7 @@ extern const struct dt_cuda_ops *gpu;
 extern struct dt_kctx *kc; /* the CPU twins' context */
 extern void *mm;           /* the module's context, for the ops that take one outside the matmul tests */
 extern int tap_n, failed;
+extern const char *report_prefix; /* before every report's words */
 extern const enum dt_dtype act_types[3];
 /* fp32's unit roundoff, 2^-24: the error bounds' u */
 #define U32 (1.0 / 16777216.0)

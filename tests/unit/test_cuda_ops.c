@@ -16,6 +16,7 @@
 #include "core/half.h"
 #include "cuda_check.h"
 #include "kernels/formulas.h"
+#include "kernels/cuda/plan.h"
 
 /* Llama's ops on activations of each type against the CPU: RMSNorm (145 rows: two full row blocks
  * and a part; backward accumulates into values, its dweight in the CPU's block order up to the
@@ -424,7 +425,7 @@ static void rows_add_cases(void)
             size_t es = dt_dtype_size(t);
             void *d = typed(dst, len, t), *gd = dev(d, len * es);
             dt_kernels_cpu.rows_add(kc, d, t, lo, len, tok, vals, nrows, width);
-            CK(gpu->rows_add(gd, (int)t, lo, len, gtok, gvals, nrows, width));
+            CK(gpu->rows_add(mm, gd, (int)t, lo, len, gtok, gvals, nrows, width));
             void *h = back_typed(gd, len, t);
             char what[128];
             snprintf(what, sizeof what, "rows_add %s, %d entries of width %d, repeated rows, bit for bit", dt_dtype_str(t),
@@ -1039,5 +1040,13 @@ int main(void)
     updates_and_conversions();
     loss_lp();
     narrow_widen();
+    /* the kernels on trial (plan.h's DTRUN_CUDA_TRY), held to the same checks as those in use */
+    gpu->set_tries(DT_CUDA_TRY_XENT2 | DT_CUDA_TRY_ROWS2 | DT_CUDA_TRY_CONVERT2);
+    report_prefix = "on trial (xent2, rows2, convert2): ";
+    embeddings_and_loss();
+    rows_add_cases();
+    updates_and_conversions();
+    loss_lp();
+    gpu->set_tries(0);
     return cuda_check_finish();
 }

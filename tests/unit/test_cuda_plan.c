@@ -19,7 +19,9 @@
  *     a tile read once, every code written once, to its place in the plain and the transposed copy;
  *   - softmax_xent's walk along a row of the block-major logits reaches, for every column a thread
  *     visits, the element kernels.h's layout puts there, also where a step crosses several blocks;
- *     and when its row fits in shared memory.
+ *     and when its row fits in shared memory;
+ *   - DTRUN_CUDA_TRY's names, and rows2's plan: its keys sorted stably as the radix sort does and its
+ *     blocks run here over them give the CPU's rows_add, bit for bit.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -498,5 +500,89 @@ static void xent_row_bytes(void **state)
     assert_int_equal(dt_xent_row_bytes(1001, 4, st, 4000 + st), 0);
 }
 
-DT_TESTS(T(logit_row_walk), T(xent_row_bytes), T(attention_grid), T(attention_tc_plan), T(attention_kv_plan), T(attention_tc_fragments), T(matmul_plans),
+static void cuda_tries(void **state)
+{
+    (void)state;
+    unsigned f = 99;
+    char bad[8];
+    assert_int_equal(dt_cuda_tries_parse("", &f, bad, sizeof bad), 0);
+    assert_int_equal(f, 0);
+    assert_int_equal(dt_cuda_tries_parse("rows2", &f, bad, sizeof bad), 0);
+    assert_int_equal(f, DT_CUDA_TRY_ROWS2);
+    assert_int_equal(dt_cuda_tries_parse("convert2,xent2", &f, bad, sizeof bad), 0);
+    assert_int_equal(f, DT_CUDA_TRY_CONVERT2 | DT_CUDA_TRY_XENT2);
+    assert_int_equal(dt_cuda_tries_parse("all", &f, bad, sizeof bad), 0);
+    assert_int_equal(f, DT_CUDA_TRY_XENT2 | DT_CUDA_TRY_ROWS2 | DT_CUDA_TRY_CONVERT2);
+    assert_int_equal(dt_cuda_tries_parse("xent2,xent", &f, bad, sizeof bad), -1);
+    assert_string_equal(bad, "xent");
+    assert_int_equal(dt_cuda_tries_parse("xent22", &f, bad, sizeof bad), -1);
+    assert_string_equal(bad, "xent22");
+    assert_int_equal(dt_cuda_tries_parse("rows2,,", &f, bad, sizeof bad), -1);
+    assert_string_equal(bad, "");
+    assert_int_equal(dt_cuda_tries_parse("a-very-long-name", &f, bad, sizeof bad), -1);
+    assert_string_equal(bad, "a-very-");
+}
+
+static int by_key(const void *a, const void *b)
+{
+    const unsigned *x = a, *y = b; /* (key, index): index breaks ties, as a stable sort keeps them */
+    return x[0] != y[0] ? (x[0] < y[0] ? -1 : 1) : (x[1] < y[1] ? -1 : x[1] > y[1]);
+}
+
+/* rows2's blocks over its sorted keys, one after another, against the CPU's rows_add: a range that
+ * starts and ends inside rows, entries outside it, a row repeated hundreds of times */
+static void rows_sorted_plan(void **state)
+{
+    (void)state;
+    struct dt_kctx *kc = dt_test_kctx();
+    int nrows = 1500, width = 24, V = 900;
+    size_t lo = 3 * (size_t)width + 5, n = 700 * (size_t)width;
+    size_t r0 = lo / width, r1 = (lo + n - 1) / width;
+    int32_t *rows = malloc(nrows * sizeof *rows);
+    unsigned *pairs = malloc(2 * (size_t)nrows * sizeof *pairs), *keys = malloc(nrows * sizeof *keys);
+    float *vals = malloc((size_t)nrows * width * sizeof *vals);
+    struct dt_rng rng = dt_rng_make(41, 0);
+    for (int i = 0; i < nrows; i++) rows[i] = i % 4 == 0 ? 9 : (int32_t)dt_rng_below(&rng, (uint32_t)V);
+    for (size_t i = 0; i < (size_t)nrows * width; i++) vals[i] = dt_rng_normal(&rng);
+    unsigned sentinel = dt_rows_key(-1, r0, r1);
+    assert_int_equal(sentinel, r1 - r0 + 1);
+    assert_true((1ull << dt_rows_key_bits(r0, r1)) > sentinel && (1ull << (dt_rows_key_bits(r0, r1) - 1)) <= sentinel);
+    for (int i = 0; i < nrows; i++) pairs[2 * i] = dt_rows_key(rows[i], r0, r1), pairs[2 * i + 1] = (unsigned)i;
+    qsort(pairs, nrows, 2 * sizeof *pairs, by_key);
+    for (int k = 0; k < nrows; k++) keys[k] = pairs[2 * k];
+    for (int ti = 0; ti < 2; ti++) {
+        enum dt_dtype t = ti ? DT_BF16 : DT_F32;
+        size_t es = dt_dtype_size(t);
+        char *ref = malloc(n * es), *got = malloc(n * es);
+        for (size_t e = 0; e < n; e++) {
+            float x = (float)e * 0.01f - 3.0f;
+            if (t == DT_F32) ((float *)ref)[e] = x;
+            else ((uint16_t *)ref)[e] = dt_bf16_from_f32(x);
+        }
+        memcpy(got, ref, n * es);
+        dt_kernels_cpu.rows_add(kc, ref, t, lo, n, rows, vals, nrows, width);
+        int runs = 0;
+        for (int k = 0; k < nrows; k++) {
+            if (!dt_rows_run_start(keys, k, sentinel)) continue;
+            runs++;
+            for (int c = 0; c < width; c++) {
+                size_t e = (r0 + keys[k]) * (size_t)width + (size_t)c;
+                if (e < lo || e >= lo + n) continue;
+                float x = t == DT_F32 ? ((float *)got)[e - lo] : dt_f32_from_bf16(((uint16_t *)got)[e - lo]);
+                for (int j = k; j < nrows && keys[j] == keys[k]; j++) {
+                    x += vals[(size_t)pairs[2 * j + 1] * width + c];
+                    if (t == DT_BF16) x = dt_f32_from_bf16(dt_bf16_from_f32(x));
+                }
+                if (t == DT_F32) ((float *)got)[e - lo] = x;
+                else ((uint16_t *)got)[e - lo] = dt_bf16_from_f32(x);
+            }
+        }
+        assert_true(runs > 100 && runs < V);
+        assert_memory_equal(got, ref, n * es);
+        free(ref), free(got);
+    }
+    free(rows), free(pairs), free(keys), free(vals);
+}
+
+DT_TESTS(T(cuda_tries), T(rows_sorted_plan), T(logit_row_walk), T(xent_row_bytes), T(attention_grid), T(attention_tc_plan), T(attention_kv_plan), T(attention_tc_fragments), T(matmul_plans),
          T(matmul_plans_fp8), T(fp8_cast_tiles))
