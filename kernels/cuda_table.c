@@ -86,10 +86,10 @@ static void cuda_ctx_destroy(struct dt_kctx *kc)
 static void describe(struct dt_kctx *kc, char *buf, size_t n, enum dt_dtype compute)
 {
     unsigned t = C(kc)->tries;
-    snprintf(buf, n, "cuBLASLt %s on cuda:%d; attention fused (flash)%s%s%s%s",
+    snprintf(buf, n, "cuBLASLt %s on cuda:%d; attention fused (flash)%s%s%s%s%s",
              compute == DT_F32 ? "fp32" : dt_dtype_str(compute), C(kc)->device, t ? "; on trial (DTRUN_CUDA_TRY):" : "",
              t & DT_CUDA_TRY_XENT2 ? " xent2" : "", t & DT_CUDA_TRY_ROWS2 ? " rows2" : "",
-             t & DT_CUDA_TRY_CONVERT2 ? " convert2" : "");
+             t & DT_CUDA_TRY_CONVERT2 ? " convert2" : "", t & DT_CUDA_TRY_GELU ? " gelu" : "");
 }
 
 /* The most dtrun held on the device: what this table allocated plus the module's own (its cuBLASLt
@@ -234,6 +234,21 @@ static void matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, 
     note(kc, "matmul_backward_lp",
          C(kc)->ops->matmul_backward(C(kc)->mm, dinp, dweight, dbias, dout, (int)dt, inp, weight, (int)wt, BT, Ch, OC,
                                      (int)lp, set));
+}
+static bool gelu_fused(struct dt_kctx *kc) { return C(kc)->tries & DT_CUDA_TRY_GELU; }
+static void matmul_gelu_forward_lp(struct dt_kctx *kc, void *out, void *pre, const void *inp, const void *weight,
+                                   const void *bias, enum dt_dtype wt, int BT, int Ch, int OC, enum dt_dtype lp)
+{
+    note(kc, "matmul_gelu_forward_lp",
+         C(kc)->ops->matmul_gelu_forward(C(kc)->mm, out, pre, inp, weight, bias, (int)wt, BT, Ch, OC, (int)lp));
+}
+static void matmul_dgelu_backward_lp(struct dt_kctx *kc, void *dpre, const void *pre, float *dweight, float *dbias,
+                                     const void *dout, enum dt_dtype dt, const void *inp, const void *weight,
+                                     enum dt_dtype wt, int BT, int Ch, int OC, enum dt_dtype lp, unsigned set)
+{
+    note(kc, "matmul_dgelu_backward_lp",
+         C(kc)->ops->matmul_dgelu_backward(C(kc)->mm, dpre, pre, dweight, dbias, dout, (int)dt, inp, weight, (int)wt, BT,
+                                           Ch, OC, (int)lp, set));
 }
 /* kernels.h's struct dt_fp8_q as the module takes it */
 static struct dt_cuda_fp8_q fp8_q(const struct dt_fp8_q *q)
@@ -507,6 +522,9 @@ const struct dt_kernels dt_kernels_cuda = {
     .matmul_backward = matmul_backward,
     .matmul_forward_lp = matmul_forward_lp,
     .matmul_backward_lp = matmul_backward_lp,
+    .gelu_fused = gelu_fused,
+    .matmul_gelu_forward_lp = matmul_gelu_forward_lp,
+    .matmul_dgelu_backward_lp = matmul_dgelu_backward_lp,
     .matmul_forward_fp8 = matmul_forward_fp8,
     .matmul_backward_fp8 = matmul_backward_fp8,
     .fp8_update = fp8_update,

@@ -152,6 +152,20 @@ struct dt_kernels {
     void (*matmul_backward_lp)(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const void *dout,
                                enum dt_dtype dt, const void *inp, const void *weight, enum dt_dtype wt, int BT, int C,
                                int OC, enum dt_dtype lp, unsigned set);
+    /* GELU in the matmul, as cuBLASLt's epilogues do it (GELU_AUX_BIAS, DGELU), for lp 16-bit only and
+     * where gelu_fused says this context runs them (NULL or false: the model runs the matmul and the
+     * GELU apart, the same results):
+     * matmul_gelu_forward_lp: pre = inp @ weight^T + bias and out = gelu(pre), both of type lp
+     * (matmul_forward_lp into pre, then gelu_forward);
+     * matmul_dgelu_backward_lp: the backward of a linear layer whose input was gelu(pre): dpre =
+     * gelu'(pre) * (dout @ weight), of type lp, overwritten, without the fp32 dinp between; dweight
+     * and dbias as matmul_backward_lp's (its dinp, then gelu_backward). */
+    bool (*gelu_fused)(struct dt_kctx *kc);
+    void (*matmul_gelu_forward_lp)(struct dt_kctx *kc, void *out, void *pre, const void *inp, const void *weight,
+                                   const void *bias, enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype lp);
+    void (*matmul_dgelu_backward_lp)(struct dt_kctx *kc, void *dpre, const void *pre, float *dweight, float *dbias,
+                                     const void *dout, enum dt_dtype dt, const void *inp, const void *weight,
+                                     enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype lp, unsigned set);
     /* The linear layers of fp8-mixed: matmul_forward_lp's arguments and meaning with lp = DT_BF16 (inp
      * of type DT_BF16, weight and bias of type wt, the bias rounded to bf16 and added in fp32, out of
      * type ot), the operands quantised as qx (inp) and qw (weight) say (struct dt_fp8_q). */

@@ -14,6 +14,8 @@ enum {
     OP_matmul_backward,
     OP_matmul_forward_lp,
     OP_matmul_backward_lp,
+    OP_matmul_gelu_forward_lp,
+    OP_matmul_dgelu_backward_lp,
     OP_matmul_forward_fp8,
     OP_matmul_backward_fp8,
     OP_fp8_update,
@@ -63,6 +65,8 @@ static const char *const op_names[OP_N] = {
     "matmul_backward",
     "matmul_forward_lp",
     "matmul_backward_lp",
+    "matmul_gelu_forward_lp",
+    "matmul_dgelu_backward_lp",
     "matmul_forward_fp8",
     "matmul_backward_fp8",
     "fp8_update",
@@ -166,6 +170,23 @@ static void p_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight
     P(kc)->k->matmul_backward_lp(P(kc)->inner, dinp, dweight, dbias, dout, dt, inp, weight, wt, BT, C, OC, lp, set);
     took(kc, OP_matmul_backward_lp, t0);
 }
+static void p_matmul_gelu_forward_lp(struct dt_kctx *kc, void *out, void *pre, const void *inp, const void *weight,
+                                     const void *bias, enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype lp)
+{
+    double t0 = start(kc);
+    P(kc)->k->matmul_gelu_forward_lp(P(kc)->inner, out, pre, inp, weight, bias, wt, BT, C, OC, lp);
+    took(kc, OP_matmul_gelu_forward_lp, t0);
+}
+static void p_matmul_dgelu_backward_lp(struct dt_kctx *kc, void *dpre, const void *pre, float *dweight, float *dbias,
+                                       const void *dout, enum dt_dtype dt, const void *inp, const void *weight,
+                                       enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype lp, unsigned set)
+{
+    double t0 = start(kc);
+    P(kc)->k->matmul_dgelu_backward_lp(P(kc)->inner, dpre, pre, dweight, dbias, dout, dt, inp, weight, wt, BT, C, OC,
+                                       lp, set);
+    took(kc, OP_matmul_dgelu_backward_lp, t0);
+}
+static bool p_gelu_fused(struct dt_kctx *kc) { return P(kc)->k->gelu_fused(P(kc)->inner); }
 
 static void p_matmul_forward_fp8(struct dt_kctx *kc, void *out, enum dt_dtype ot, const void *inp, const void *weight,
                                  const void *bias, enum dt_dtype wt, int BT, int C, int OC, const struct dt_fp8_q *qx,
@@ -509,6 +530,9 @@ dt_status_t dt_kprofile_wrap(const struct dt_kernels **k, struct dt_kctx **kc)
     t->matmul_backward = p_matmul_backward;
     t->matmul_forward_lp = p_matmul_forward_lp;
     t->matmul_backward_lp = p_matmul_backward_lp;
+    t->gelu_fused = (*k)->gelu_fused ? p_gelu_fused : NULL;
+    t->matmul_gelu_forward_lp = (*k)->matmul_gelu_forward_lp ? p_matmul_gelu_forward_lp : NULL;
+    t->matmul_dgelu_backward_lp = (*k)->matmul_dgelu_backward_lp ? p_matmul_dgelu_backward_lp : NULL;
     t->matmul_forward_fp8 = p_matmul_forward_fp8;
     t->matmul_backward_fp8 = p_matmul_backward_fp8;
     t->fp8_update = p_fp8_update;

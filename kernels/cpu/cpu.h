@@ -73,6 +73,15 @@ void dt_cpu_matmul_forward_lp(struct dt_kctx *kc, void *out, enum dt_dtype ot, c
 void dt_cpu_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const void *dout,
                                enum dt_dtype dt, const void *inp, const void *weight, enum dt_dtype wt, int BT, int C,
                                int OC, enum dt_dtype t, unsigned set);
+/* kernels.h's GELU in the matmul, the two ops composed; the models take that path where
+ * dt_cpu_gelu_fuse turned it on (tests: the same bits as the ops apart) */
+void dt_cpu_gelu_fuse(struct dt_kctx *kc, bool on);
+bool dt_cpu_gelu_fused(struct dt_kctx *kc);
+void dt_cpu_matmul_gelu_forward_lp(struct dt_kctx *kc, void *out, void *pre, const void *inp, const void *weight,
+                                   const void *bias, enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype t);
+void dt_cpu_matmul_dgelu_backward_lp(struct dt_kctx *kc, void *dpre, const void *pre, float *dweight, float *dbias,
+                                     const void *dout, enum dt_dtype dt, const void *inp, const void *weight,
+                                     enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype t, unsigned set);
 /* fp8-mixed's (matmul_fp8.c): scratch slots 0-3 */
 void dt_cpu_matmul_forward_fp8(struct dt_kctx *kc, void *out, enum dt_dtype ot, const void *inp, const void *weight,
                                const void *bias, enum dt_dtype wt, int BT, int C, int OC, const struct dt_fp8_q *qx,

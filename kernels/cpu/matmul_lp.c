@@ -65,6 +65,7 @@ struct dt_kctx {
     const char *failed; /* the first op whose scratch could not be had since the last synchronize */
     size_t failed_bytes;
     int bf16_onednn;      /* -1: not chosen yet */
+    bool gelu_fused;      /* the models call matmul_gelu_forward_lp and matmul_dgelu_backward_lp (tests) */
     const char *bf16_why; /* why bf16_onednn is what it is, for the log */
     char path[160];       /* dt_cpu_matmul_lp_path's answer */
 #ifdef HAVE_DNNL
@@ -311,6 +312,32 @@ void dt_cpu_matmul_forward_lp(struct dt_kctx *kc, void *out, enum dt_dtype ot, c
         gemm_lp(kc, t, 'N', 'T', BT, OC, C, inp, C, w, C, b != NULL, o, OC);
     }
     if (ot != DT_F32) dt_cpu_cast_to_lp(kc, out, o, no, ot);
+}
+
+void dt_cpu_gelu_fuse(struct dt_kctx *kc, bool on) { kc->gelu_fused = on; }
+bool dt_cpu_gelu_fused(struct dt_kctx *kc) { return kc->gelu_fused; }
+
+/* The GPU's GELU in the matmul, composed of the kernels the model calls apart, so the same bits: the
+ * model's fused path runs on the CPU for tests (dt_cpu_gelu_fuse) */
+void dt_cpu_matmul_gelu_forward_lp(struct dt_kctx *kc, void *out, void *pre, const void *inp, const void *weight,
+                                   const void *bias, enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype t)
+{
+    dt_cpu_matmul_forward_lp(kc, pre, t, inp, weight, bias, wt, BT, C, OC, t);
+    dt_cpu_gelu_forward(kc, out, pre, t, (size_t)BT * OC);
+}
+
+void dt_cpu_matmul_dgelu_backward_lp(struct dt_kctx *kc, void *dpre, const void *pre, float *dweight, float *dbias,
+                                     const void *dout, enum dt_dtype dt, const void *inp, const void *weight,
+                                     enum dt_dtype wt, int BT, int C, int OC, enum dt_dtype t, unsigned set)
+{
+    /* the fp32 dinp in the forward's output scratch, which the backward does not take */
+    float *d = grow(&kc->s_out, (size_t)BT * C * sizeof(float));
+    if (!d) {
+        if (!kc->failed) kc->failed = "matmul_dgelu_backward_lp", kc->failed_bytes = (size_t)BT * C * sizeof(float);
+        return;
+    }
+    dt_cpu_matmul_backward_lp(kc, d, dweight, dbias, dout, dt, inp, weight, wt, BT, C, OC, t, set | DT_SET_DINP);
+    dt_cpu_gelu_backward(kc, dpre, pre, d, t, (size_t)BT * C);
 }
 
 void dt_cpu_matmul_backward_lp(struct dt_kctx *kc, float *dinp, float *dweight, float *dbias, const void *dout,

@@ -51,7 +51,7 @@
 
 /* what cuBLASLt's heuristic answers from: a gemm's shape, types, epilogue and alignments */
 struct algo_key {
-    int ta, tb, m, n, k, lda, ldb, ldd, at, bt, dt, bias, beta0;
+    int ta, tb, m, n, k, lda, ldb, ldd, at, bt, dt, bias, beta0, gelu;
     uint32_t align[4];
 };
 
@@ -152,11 +152,19 @@ static uint32_t alignment(const void *p)
 
 static cudaDataType_t cuda_type(int t) { return t == DT_CUDA_BF16 ? CUDA_R_16BF : t == DT_CUDA_F16 ? CUDA_R_16F : CUDA_R_32F; }
 
-/* a gemm's types: its matrices' and its bias's (cuBLASLt's default: D's), and for the FP8 gemms the
- * device scalar their sums are multiplied by (CUBLASLT_MATMUL_DESC_A_SCALE_POINTER; NULL: 1) */
+/* GELU in a gemm's epilogue (DTRUN_CUDA_TRY's gelu): none; GELU_AUX(_BIAS), which writes gelu(sum)
+ * to D and the sum to aux; DGELU, which writes sum * gelu'(aux) to D. aux is shaped as D, its
+ * leading dimension D's, of D's type (cuBLASLt's default). */
+enum { GELU_NONE, GELU_FORWARD, GELU_BACKWARD };
+
+/* a gemm's types: its matrices' and its bias's (cuBLASLt's default: D's), for the FP8 gemms the
+ * device scalar their sums are multiplied by (CUBLASLT_MATMUL_DESC_A_SCALE_POINTER; NULL: 1), and
+ * a GELU epilogue's mode and auxiliary matrix */
 struct gemm_types {
     cudaDataType_t a, b, d, bias;
     const float *scale_a;
+    int gelu;
+    const void *aux;
 };
 
 /* D(m,n) = scale_a op(A)(m,k) . op(B)(k,n) + beta D [+ bias(m)], column-major, of types ty */
@@ -171,9 +179,20 @@ static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, co
     int e = lt_err(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     if (!e) e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
     if (!e) e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
+    if (!e && ty->gelu) {
+        cublasLtEpilogue_t epi = ty->gelu == GELU_BACKWARD ? CUBLASLT_EPILOGUE_DGELU
+                                 : bias                    ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                                                           : CUBLASLT_EPILOGUE_GELU_AUX;
+        int64_t aux_ld = ldd;
+        e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+        if (!e)
+            e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &ty->aux,
+                                                      sizeof ty->aux));
+        if (!e) e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld));
+    }
     if (!e && bias) {
         cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
-        e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+        if (!ty->gelu) e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
         if (!e) e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
         int32_t bt = (int32_t)ty->bias;
         if (!e && ty->bias != ty->d)
@@ -202,7 +221,7 @@ static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, co
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
     const void *ptr[4] = {A, B, D, D};
     struct algo_key key = {ta, tb, m, n, k, lda, ldb, ldd, ty->a, ty->b, ty->d, bias ? (int)ty->bias + 1 : 0,
-                           beta == 0.0f, {0}};
+                           beta == 0.0f, ty->gelu, {0}};
     for (int i = 0; i < 4 && !e; i++) {
         key.align[i] = alignment(ptr[i]);
         e = lt_err(cublasLtMatmulPreferenceSetAttribute(pref, align[i], &key.align[i], sizeof key.align[i]));
@@ -246,7 +265,7 @@ static int run_plan_typed(struct dt_cuda_ctx *c, const struct dt_gemm_plan *p, c
 static int run_plan(struct dt_cuda_ctx *c, const struct dt_gemm_plan *p, const void *const *operands, void *D,
                     const void *bias, int ab, int dt)
 {
-    struct gemm_types ty = {cuda_type(ab), cuda_type(ab), cuda_type(dt), cuda_type(dt), NULL};
+    struct gemm_types ty = {cuda_type(ab), cuda_type(ab), cuda_type(dt), cuda_type(dt), NULL, GELU_NONE, NULL};
     return run_plan_typed(c, p, operands, D, bias, &ty);
 }
 
@@ -332,6 +351,69 @@ int dt_cuda_matmul_backward(struct dt_cuda_ctx *c, float *dinp, float *dweight, 
     return e;
 }
 
+/* ---- GELU in the epilogue (kernels.h's matmul_gelu_forward_lp and matmul_dgelu_backward_lp, on
+ * trial as DTRUN_CUDA_TRY's gelu): cuBLASLt's GELU_AUX_BIAS writes the pre-activation and its GELU
+ * from one gemm, DGELU the backward's dinp times GELU's derivative at the pre-activation, in lp,
+ * from one gemm and without the fp32 dinp between. Where the operands are not what the 16-byte
+ * kernels take (aligned_forward) or lp is fp32, the same results come from the matmul and the GELU
+ * kernels apart. */
+static bool gelu_fusable(int lp, const void *a, const void *b, const void *d, const void *aux, int C, int OC)
+{
+    return lp != DT_CUDA_F32 && aligned_forward(a, b, d, C, OC, sizeof(uint16_t), sizeof(uint16_t)) &&
+           alignment(aux) >= 16 && OC % 8 == 0;
+}
+
+int dt_cuda_matmul_gelu_forward(struct dt_cuda_ctx *c, void *out, void *pre, const void *inp, const void *weight,
+                                const void *bias, int wt, int BT, int C, int OC, int lp)
+{
+    if (!weight_type_ok(wt, lp)) return (int)cudaErrorInvalidValue;
+    const void *w = weight, *b = bias;
+    int e = 0;
+    if (lp != DT_CUDA_F32 && wt == DT_CUDA_F32) e = rounded(c, DT_CUDA_SCRATCH_WEIGHT, weight, (size_t)OC * C, lp, &w);
+    if (e || !gelu_fusable(lp, inp, w, out, pre, C, OC)) {
+        if (!e) e = dt_cuda_matmul_forward(c, pre, lp, inp, weight, bias, wt, BT, C, OC, lp);
+        return e ? e : (int)dt_cuda_gelu_forward(out, pre, lp, (size_t)BT * OC);
+    }
+    if (bias) e = epilogue_bias(c, bias, wt, lp, lp, OC, &b);
+    struct dt_gemm_plan p[2];
+    dt_matmul_plans(false, BT, C, OC, p);
+    const void *in[] = {[DT_MM_INP] = inp, [DT_MM_WEIGHT] = w};
+    struct gemm_types ty = {cuda_type(lp), cuda_type(lp), cuda_type(lp), cuda_type(lp), NULL, GELU_FORWARD, pre};
+    return e ? e : run_plan_typed(c, &p[0], in, out, b, &ty);
+}
+
+int dt_cuda_matmul_dgelu_backward(struct dt_cuda_ctx *c, void *dpre, const void *pre, float *dweight, float *dbias,
+                                  const void *dout, int dt, const void *inp, const void *weight, int wt, int BT, int C,
+                                  int OC, int lp, unsigned set)
+{
+    if (!weight_type_ok(wt, lp) || !act_type_ok(dt, lp) || lp == DT_CUDA_F32) return (int)cudaErrorInvalidValue;
+    const void *w = weight, *dy = dout;
+    int e = 0;
+    if (wt == DT_CUDA_F32) e = rounded(c, DT_CUDA_SCRATCH_WEIGHT, weight, (size_t)OC * C, lp, &w);
+    if (!e && dt != lp) e = rounded(c, DT_CUDA_SCRATCH_DOUT, dout, (size_t)BT * OC, lp, &dy);
+    if (e) return e;
+    /* dinp's gemm reads dout (BT, OC) and the weight, writes (BT, C): the forward's shape turned round */
+    if (!gelu_fusable(lp, dy, w, dpre, pre, OC, C)) {
+        void *d32;
+        e = dt_cuda_ctx_scratch(c, DT_CUDA_SCRATCH_OUT, (size_t)BT * C * sizeof(float), &d32);
+        if (!e) e = dt_cuda_matmul_backward(c, d32, dweight, dbias, dout, dt, inp, weight, wt, BT, C, OC, lp,
+                                            set | DT_CUDA_SET_DINP);
+        return e ? e : (int)dt_cuda_gelu_backward(dpre, pre, d32, lp, (size_t)BT * C);
+    }
+    struct dt_gemm_plan p[2];
+    dt_matmul_plans(true, BT, C, OC, p);
+    p[0].beta = 0.0f;
+    if (set & DT_CUDA_SET_DPARAMS) p[1].beta = 0.0f;
+    const void *in[] = {[DT_MM_WEIGHT] = w, [DT_MM_INP] = inp, [DT_MM_DOUT] = dy};
+    struct gemm_types ty = {cuda_type(lp), cuda_type(lp), cuda_type(lp), cuda_type(lp), NULL, GELU_BACKWARD, pre};
+    e = run_plan_typed(c, &p[0], in, dpre, NULL, &ty);
+    if (!e) e = run_plan(c, &p[1], in, dweight, NULL, lp, DT_CUDA_F32);
+    void *s = NULL;
+    if (!e && dbias) e = dt_cuda_ctx_scratch(c, DT_CUDA_SCRATCH_PARTIALS, dt_cuda_row_partials(BT, OC) * sizeof(float), &s);
+    if (!e && dbias) e = (int)dt_cuda_column_sums(dbias, dy, lp, BT, OC, (set & DT_CUDA_SET_DPARAMS) != 0, s);
+    return e;
+}
+
 /* ---- FP8 (fp8-mixed, the file's opening comment) */
 
 static cudaDataType_t fp8_type(int fmt) { return fmt == DT_CUDA_FP8_E5M2 ? CUDA_R_8F_E5M2 : CUDA_R_8F_E4M3; }
@@ -364,7 +446,7 @@ static int fp8_scratch(struct dt_cuda_ctx *c, struct dt_cuda_fp8_state **st, siz
 static int run_plan_fp8(struct dt_cuda_ctx *c, const struct dt_gemm_plan *p, const void *const *operands, void *D,
                         const void *bias, int fa, int fb, int dt, const float *alpha)
 {
-    struct gemm_types ty = {fp8_type(fa), fp8_type(fb), cuda_type(dt), CUDA_R_16BF, alpha};
+    struct gemm_types ty = {fp8_type(fa), fp8_type(fb), cuda_type(dt), CUDA_R_16BF, alpha, GELU_NONE, NULL};
     return run_plan_typed(c, p, operands, D, bias, &ty);
 }
 

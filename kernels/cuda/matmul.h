@@ -51,6 +51,12 @@ int dt_cuda_matmul_forward(struct dt_cuda_ctx *c, void *out, int ot, const void 
                            const void *bias, int wt, int BT, int C, int OC, int lp);
 int dt_cuda_matmul_backward(struct dt_cuda_ctx *c, float *dinp, float *dweight, float *dbias, const void *dout, int dt,
                             const void *inp, const void *weight, int wt, int BT, int C, int OC, int lp, unsigned set);
+/* kernels.h's matmul_gelu_forward_lp and matmul_dgelu_backward_lp (pre, out, dpre of type lp) */
+int dt_cuda_matmul_gelu_forward(struct dt_cuda_ctx *c, void *out, void *pre, const void *inp, const void *weight,
+                                const void *bias, int wt, int BT, int C, int OC, int lp);
+int dt_cuda_matmul_dgelu_backward(struct dt_cuda_ctx *c, void *dpre, const void *pre, float *dweight, float *dbias,
+                                  const void *dout, int dt, const void *inp, const void *weight, int wt, int BT, int C,
+                                  int OC, int lp, unsigned set);
 /* module.h's matmul_forward_fp8 and matmul_backward_fp8: cuBLASLt's FP8 gemms on the codes of
  * ops.h's dt_cuda_fp8_quantise; DT_CUDA_ERR_FP8_SHAPE for a shape or output they do not take */
 int dt_cuda_matmul_forward_fp8(struct dt_cuda_ctx *c, void *out, int ot, const void *inp, const void *weight,

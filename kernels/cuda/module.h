@@ -70,6 +70,13 @@ struct dt_cuda_ops {
     /* set: kernels.h's DT_SET_* bits, the outputs to overwrite rather than add to */
     int (*matmul_backward)(void *ctx, float *dinp, float *dweight, float *dbias, const void *dout, int dt,
                            const void *inp, const void *weight, int wt, int BT, int C, int OC, int lp, unsigned set);
+    /* GELU in the matmul's epilogue (kernels.h's matmul_gelu_forward_lp, matmul_dgelu_backward_lp):
+     * out, pre and dpre of type lp, 16-bit */
+    int (*matmul_gelu_forward)(void *ctx, void *out, void *pre, const void *inp, const void *weight, const void *bias,
+                               int wt, int BT, int C, int OC, int lp);
+    int (*matmul_dgelu_backward)(void *ctx, void *dpre, const void *pre, float *dweight, float *dbias,
+                                 const void *dout, int dt, const void *inp, const void *weight, int wt, int BT, int C,
+                                 int OC, int lp, unsigned set);
     /* fp8-mixed's linear layers (kernels.h's matmul_forward_fp8, matmul_backward_fp8): inp bf16,
      * weight and bias of type wt (fp32 or bf16), out of type ot (fp32 or bf16), dout of type dt (fp32
      * or bf16), the operands quantised as qx, qw and qg say. cuBLASLt's FP8 gemms take only BT, C and OC

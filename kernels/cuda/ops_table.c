@@ -31,6 +31,17 @@ static int matmul_backward(void *ctx, float *dinp, float *dweight, float *dbias,
 {
     return dt_cuda_matmul_backward(ctx, dinp, dweight, dbias, dout, dt, inp, weight, wt, BT, C, OC, lp, set);
 }
+static int matmul_gelu_forward(void *ctx, void *out, void *pre, const void *inp, const void *weight, const void *bias,
+                               int wt, int BT, int C, int OC, int lp)
+{
+    return dt_cuda_matmul_gelu_forward(ctx, out, pre, inp, weight, bias, wt, BT, C, OC, lp);
+}
+static int matmul_dgelu_backward(void *ctx, void *dpre, const void *pre, float *dweight, float *dbias, const void *dout,
+                                 int dt, const void *inp, const void *weight, int wt, int BT, int C, int OC, int lp,
+                                 unsigned set)
+{
+    return dt_cuda_matmul_dgelu_backward(ctx, dpre, pre, dweight, dbias, dout, dt, inp, weight, wt, BT, C, OC, lp, set);
+}
 static int matmul_forward_fp8(void *ctx, void *out, int ot, const void *inp, const void *weight, const void *bias,
                               int wt, int BT, int C, int OC, const struct dt_cuda_fp8_q *qx,
                               const struct dt_cuda_fp8_q *qw)
@@ -274,6 +285,8 @@ const struct dt_cuda_ops dt_cuda_ops = {
     .ctx_create = ctx_create,
     .ctx_destroy = ctx_destroy,
     .matmul_forward = matmul_forward,
+    .matmul_gelu_forward = matmul_gelu_forward,
+    .matmul_dgelu_backward = matmul_dgelu_backward,
     .matmul_backward = matmul_backward,
     .matmul_forward_fp8 = matmul_forward_fp8,
     .matmul_backward_fp8 = matmul_backward_fp8,

@@ -62,19 +62,22 @@ static inline size_t dt_xent_row_bytes(int V, size_t esz, size_t static_bytes, s
  *             the row in 16-byte packs (the second and third from L2), the same arithmetic
  *   rows2     rows_add through a stable radix sort of the entries by row (below)
  *   convert2  convert and accumulate in 16-byte packs where both buffers are aligned to them
+ *   gelu      GPT's MLP with GELU in cuBLASLt's epilogues: GELU_AUX_BIAS forward, DGELU backward
+ *             (kernels.h's gelu_fused; matmul.c)
  * What wins becomes the kernel in use, and its flag goes. */
-enum { DT_CUDA_TRY_XENT2 = 1u, DT_CUDA_TRY_ROWS2 = 2u, DT_CUDA_TRY_CONVERT2 = 4u };
-#define DT_CUDA_TRY_NAMES "xent2, rows2, convert2"
+enum { DT_CUDA_TRY_XENT2 = 1u, DT_CUDA_TRY_ROWS2 = 2u, DT_CUDA_TRY_CONVERT2 = 4u, DT_CUDA_TRY_GELU = 8u };
+#define DT_CUDA_TRY_ALL (DT_CUDA_TRY_XENT2 | DT_CUDA_TRY_ROWS2 | DT_CUDA_TRY_CONVERT2 | DT_CUDA_TRY_GELU)
+#define DT_CUDA_TRY_NAMES "xent2, rows2, convert2, gelu"
 /* The flags DTRUN_CUDA_TRY's value names: 0, or -1 with the name it does not know in bad */
 static inline int dt_cuda_tries_parse(const char *s, unsigned *flags, char *bad, size_t n)
 {
-    static const char *const names[] = {"xent2", "rows2", "convert2"};
+    static const char *const names[] = {"xent2", "rows2", "convert2", "gelu"};
     *flags = 0;
     while (s && *s) {
         size_t len = 0;
         while (s[len] && s[len] != ',') len++;
         unsigned f = 0;
-        if (len == 3 && s[0] == 'a' && s[1] == 'l' && s[2] == 'l') f = DT_CUDA_TRY_XENT2 | DT_CUDA_TRY_ROWS2 | DT_CUDA_TRY_CONVERT2;
+        if (len == 3 && s[0] == 'a' && s[1] == 'l' && s[2] == 'l') f = DT_CUDA_TRY_ALL;
         for (unsigned i = 0; i < sizeof names / sizeof names[0] && !f; i++) {
             size_t k = 0;
             while (k < len && names[i][k] == s[k]) k++;

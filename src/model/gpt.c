@@ -63,6 +63,7 @@ struct gpt {
     struct dt_param_view *views;
     char (*names)[24];
     enum dt_dtype at;     /* the activation type, c.activations */
+    bool gelu_fused;      /* 16-bit, and the kernels run GELU in the MLP's matmuls (kernels.h's gelu_fused) */
     struct dt_lm_mem mem; /* the parameters' buffers, the arena, the tokens */
     float **resid;        /* (L+1) x (B,T,C): resid[0] is the embedding, resid[l+1] block l's output */
     struct block *blk;    /* L entries; all equal under activation checkpointing */
@@ -234,6 +235,23 @@ static void norm(struct gpt *g, int l, int pair, void *out, float *mean, float *
     done(g, l, pair);
 }
 
+/* Whether the pair's linear layer runs GELU in its matmul: its forward's after it (P_FC), its
+ * backward's before it (P_FCPROJ); not where fp8-mixed quantises it */
+static bool gelu_in(const struct gpt *g, int l, int pair)
+{
+    return g->gelu_fused && !(g->base.fp8 && fp8_linear(l, pair) >= 0);
+}
+
+/* pre = the pair's linear layer on inp, out = gelu(pre), in one matmul */
+static void linear_gelu(struct gpt *g, int l, int pair, void *out, void *pre, const void *inp, int C, int OC, int BT)
+{
+    int u = pair_unit(g, l, pair);
+    struct dt_wref w = dt_model_params_any(&g->base, u);
+    g->base.k->matmul_gelu_forward_lp(g->base.kc, out, pre, inp, w.p, (const char *)w.p + (size_t)OC * C * dt_dtype_size(w.t),
+                                      w.t, BT, C, OC, g->at);
+    dt_model_params_any_done(&g->base, u, w);
+}
+
 /* x: block l's input, out its output; out NULL: recomputing the block's internals for backward,
  * whose output the next block's input already holds */
 static void block_forward(struct gpt *g, int l, const float *x, float *out, struct rows r)
@@ -252,8 +270,12 @@ static void block_forward(struct gpt *g, int l, const float *x, float *out, stru
     linear(g, l, P_ATTPROJ, g->proj, b->atty, C, C, BT);
     k->residual_forward(kc, b->res2, x, g->proj, g->at, BTC);
     norm(g, l, P_LN2, b->ln2, b->ln2_mean, b->ln2_rstd, b->res2, BT);
-    linear(g, l, P_FC, b->fch, b->ln2, C, 4 * C, BT);
-    k->gelu_forward(kc, b->fch_gelu, b->fch, g->at, 4 * BTC);
+    if (gelu_in(g, l, P_FC)) {
+        linear_gelu(g, l, P_FC, b->fch_gelu, b->fch, b->ln2, C, 4 * C, BT);
+    } else {
+        linear(g, l, P_FC, b->fch, b->ln2, C, 4 * C, BT);
+        k->gelu_forward(kc, b->fch_gelu, b->fch, g->at, 4 * BTC);
+    }
     if (!out) return;
     linear(g, l, P_FCPROJ, g->proj, b->fch_gelu, 4 * C, C, BT);
     k->residual_forward(kc, out, b->res2, g->proj, g->at, BTC);
@@ -270,6 +292,21 @@ static void linear_backward(struct gpt *g, int l, int pair, float *dinp, const v
     float *dw = dt_model_grads(&g->base, u, &fresh);
     dt_mm_backward(&g->base, dinp, dw, dw + pair_weight(g, pair), dout, dt, inp, w, g->B * g->T, C, OC,
                    DT_SET_DINP | (fresh ? DT_SET_DPARAMS : 0), fp8_linear(l, pair));
+    dt_model_grads_done(&g->base, u);
+    dt_model_params_any_done(&g->base, u, w);
+}
+
+/* dpre (of the activation type) = gelu'(pre) * d loss / d inp of the pair's linear layer, whose input
+ * was gelu(pre), in one matmul; its parameters' gradients added */
+static void linear_dgelu_backward(struct gpt *g, int l, int pair, void *dpre, const void *pre, const void *dout,
+                                  enum dt_dtype dt, const void *inp, int C, int OC)
+{
+    int u = pair_unit(g, l, pair);
+    struct dt_wref w = dt_model_params_any(&g->base, u);
+    bool fresh;
+    float *dw = dt_model_grads(&g->base, u, &fresh);
+    g->base.k->matmul_dgelu_backward_lp(g->base.kc, dpre, pre, dw, dw + pair_weight(g, pair), dout, dt, inp, w.p, w.t,
+                                        g->B * g->T, C, OC, g->at, fresh ? DT_SET_DPARAMS : 0);
     dt_model_grads_done(&g->base, u);
     dt_model_params_any_done(&g->base, u, w);
 }
@@ -298,8 +335,12 @@ static void block_backward(struct gpt *g, int l, const float *x)
     int B = g->B, T = g->T, C = g->c.n_embd, NH = g->c.n_head;
     size_t BTC = (size_t)B * T * C;
     struct block *b = &g->blk[l];
-    linear_backward(g, l, P_FCPROJ, g->dfch_gelu, dres(g), g->at, b->fch_gelu, 4 * C, C);
-    k->gelu_backward(kc, g->dfch, b->fch, g->dfch_gelu, g->at, 4 * BTC);
+    if (gelu_in(g, l, P_FCPROJ)) {
+        linear_dgelu_backward(g, l, P_FCPROJ, g->dfch, b->fch, dres(g), g->at, b->fch_gelu, 4 * C, C);
+    } else {
+        linear_backward(g, l, P_FCPROJ, g->dfch_gelu, dres(g), g->at, b->fch_gelu, 4 * C, C);
+        k->gelu_backward(kc, g->dfch, b->fch, g->dfch_gelu, g->at, 4 * BTC);
+    }
     linear_backward(g, l, P_FC, g->dln, g->dfch, g->at, b->ln2, C, 4 * C);
     /* the residual path: dres becomes dL/d res2 */
     norm_backward(g, l, P_LN2, g->dln, b->res2, b->ln2_mean, b->ln2_rstd);
@@ -473,6 +514,7 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     size_t nparams = m->nparams;
     g->at = c->activations;
     m->compute = c->activations;
+    g->gelu_fused = g->at != DT_F32 && k->gelu_fused && k->gelu_fused(kc);
     g->resid = calloc((size_t)L + 1, sizeof *g->resid);
     g->blk = calloc((size_t)L, sizeof *g->blk);
     if (!g->resid || !g->blk) {

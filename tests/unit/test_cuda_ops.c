@@ -16,6 +16,7 @@
 #include "core/half.h"
 #include "cuda_check.h"
 #include "kernels/formulas.h"
+#include "kernels/cpu/cpu.h"
 #include "kernels/cuda/plan.h"
 
 /* Llama's ops on activations of each type against the CPU: RMSNorm (145 rows: two full row blocks
@@ -841,6 +842,83 @@ static void matmul_split_k(void *ctx)
     free(x), free(w);
 }
 
+/* The spacing of 16-bit values of type t at x's magnitude */
+static double ulp16_at(double x, enum dt_dtype t)
+{
+    uint16_t h = t == DT_BF16 ? dt_bf16_from_f32((float)fabs(x)) : dt_f16_from_f32((float)fabs(x));
+    return wide16((uint16_t)(h + 1), t) - wide16(h, t);
+}
+
+/*
+ * GELU in the matmul (DTRUN_CUDA_TRY's gelu: cuBLASLt's GELU_AUX_BIAS and DGELU epilogues, or the
+ * ops apart where a shape is not aligned for them) against the CPU's composition. pre within the
+ * matmul's bound and an ulp; out = gelu(pre), which the epilogue takes of the unrounded sum: within
+ * GELU's slope (under 1.13) times half an ulp of pre and the sum's bound, plus an ulp of out; dpre =
+ * gelu'(pre) (dout . weight) within 1.2 times dinp's bound and an ulp; dweight within its bound,
+ * dbias bit for bit. A GELU of another formula (erf's, not tanh's) is far outside these.
+ */
+static void matmul_gelu_case(void *ctx, enum dt_dtype lp, int BT, int C, int OC)
+{
+    size_t nx = (size_t)BT * C, nw = (size_t)OC * C, ny = (size_t)BT * OC, es = dt_dtype_size(lp);
+    char what[160], shape[64];
+    snprintf(shape, sizeof shape, "%s %dx%dx%d", dt_dtype_str(lp), BT, C, OC);
+    float *x = randn(nx, 90), *w = randn(nw, 91), *b = randn(OC, 92);
+    for (size_t i = 0; i < nw; i++) w[i] *= 0.1f; /* sums of a few units: GELU's curved part */
+    void *xt = typed(x, nx, lp), *pre = malloc(ny * es), *out = malloc(ny * es);
+    round_host(x, nx, lp);
+    float *wr = malloc(nw * 4), *br = malloc(OC * 4);
+    memcpy(wr, w, nw * 4), memcpy(br, b, OC * 4);
+    round_host(wr, nw, lp), round_host(br, OC, lp);
+    void *gx = dev(xt, nx * es), *gpre = dev(NULL, ny * es), *gout = dev(NULL, ny * es);
+    float *gw = dev(w, nw * 4), *gb = dev(b, OC * 4);
+    dt_cpu_matmul_gelu_forward_lp(kc, out, pre, xt, w, b, DT_F32, BT, C, OC, lp);
+    CK(gpu->matmul_gelu_forward(ctx, gout, gpre, gx, gw, gb, (int)DT_F32, BT, C, OC, (int)lp));
+    void *hpre = back_typed(gpre, ny, lp), *hout = back_typed(gout, ny, lp);
+    double *S = bound(x, C, 1, wr, C, 1, NULL, br, BT, OC, C);
+    double dp = mm_excess(hpre, pre, S, ny, C, lp), dout = 0;
+    for (size_t i = 0; i < ny; i++) {
+        double p = wide16(((uint16_t *)pre)[i], lp), o = wide16(((uint16_t *)out)[i], lp);
+        double tol = 1.13 * (0.5 * ulp16_at(p, lp) + 3.0 * (C + 2) * U32 * S[i]) + ulp16_at(o, lp);
+        double d = fabs(wide16(((uint16_t *)hout)[i], lp) - o) / tol;
+        if (!(d <= dout)) dout = d;
+    }
+    snprintf(what, sizeof what, "matmul_gelu_forward %s: pre within the matmul's bound", shape);
+    report(dp <= 1.0, what, dp);
+    snprintf(what, sizeof what, "matmul_gelu_forward %s: gelu(pre) within GELU's slope times pre's error", shape);
+    report(dout <= 1.0, what, dout);
+
+    /* backward of the next layer (OC2 outputs) that read gelu(pre): dpre, its dweight and dbias */
+    int OC2 = C;
+    size_t nw2 = (size_t)OC2 * OC, nd = (size_t)BT * OC2;
+    float *w2 = randn(nw2, 93), *dy = randn(nd, 94), *dw2 = randn(nw2, 95), *db2 = randn(OC2, 96);
+    void *dyt = typed(dy, nd, lp), *dpre = malloc(ny * es);
+    float *gw2 = dev(w2, nw2 * 4), *gdw2 = dev(dw2, nw2 * 4), *gdb2 = dev(db2, OC2 * 4);
+    void *gdy = dev(dyt, nd * es), *gdpre = dev(NULL, ny * es), *gin = dev(out, ny * es);
+    CK(gpu->to_device(gpre, pre, ny * es)); /* both sides from the CPU's pre and gelu(pre) */
+    dt_cpu_matmul_dgelu_backward_lp(kc, dpre, pre, dw2, db2, dyt, lp, out, w2, DT_F32, BT, OC, OC2, lp, 0);
+    CK(gpu->matmul_dgelu_backward(ctx, gdpre, gpre, gdw2, gdb2, gdy, (int)lp, gin, gw2, (int)DT_F32, BT, OC, OC2,
+                                   (int)lp, 0));
+    void *hdpre = back_typed(gdpre, ny, lp);
+    float *hdw = back(gdw2, nw2), *hdb = back(gdb2, OC2), *dyr = malloc(nd * 4), *w2r = malloc(nw2 * 4), *inr = malloc(ny * 4);
+    memcpy(dyr, dy, nd * 4), memcpy(w2r, w2, nw2 * 4);
+    round_host(dyr, nd, lp), round_host(w2r, nw2, lp);
+    for (size_t i = 0; i < ny; i++) inr[i] = (float)wide16(((uint16_t *)out)[i], lp);
+    double *Sx = bound(dyr, OC2, 1, w2r, 1, OC, NULL, NULL, BT, OC, OC2);
+    for (size_t i = 0; i < ny; i++) Sx[i] *= 1.2;
+    float *dw0 = randn(nw2, 95);
+    double *Sw = bound(dyr, 1, OC2, inr, 1, OC, dw0, NULL, OC2, OC, BT);
+    double dd = mm_excess(hdpre, dpre, Sx, ny, OC2, lp), dw = mm_excess(hdw, dw2, Sw, nw2, BT, DT_F32);
+    snprintf(what, sizeof what, "matmul_dgelu_backward %s: dpre within gelu' times dinp's bound", shape);
+    report(dd <= 1.0, what, dd);
+    snprintf(what, sizeof what, "matmul_dgelu_backward %s: dweight added within its bound, dbias bit for bit", shape);
+    report(dw <= 1.0 && memcmp(hdb, db2, OC2 * 4) == 0, what, fmax(dw, maxrel(hdb, db2, OC2)));
+    free(S), free(Sx), free(Sw), free(hpre), free(hout), free(hdpre), free(hdw), free(hdb);
+    free(x), free(w), free(b), free(xt), free(pre), free(out), free(wr), free(br), free(w2), free(dy), free(dw2);
+    free(db2), free(dyt), free(dpre), free(dyr), free(w2r), free(inr), free(dw0);
+    void *all[] = {gx, gpre, gout, gw, gb, gw2, gdw2, gdb2, gdy, gdpre, gin};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
+}
+
 static void matmuls(void)
 {
     void *ctx = NULL;
@@ -858,6 +936,8 @@ static void matmuls(void)
     matmul_split_k(ctx);
     for (int k = 0; k < 4; k++) matmul_16bit_weight(ctx, k % 2 ? DT_F16 : DT_BF16, shapes[k / 2], k < 2);
     matmul_exact(ctx);
+    /* the epilogues' shape (16-byte rows), and one they do not take (the ops apart) */
+    for (int k = 0; k < 4; k++) matmul_gelu_case(ctx, k % 2 ? DT_F16 : DT_BF16, k < 2 ? 256 : 67, 192, k < 2 ? 384 : 130);
     /* refused before any launch: a weight of another 16-bit type than lp, a 16-bit weight in fp32,
      * an output or dout of another 16-bit type than lp */
     int e1 = gpu->matmul_forward(ctx, NULL, (int)DT_F32, NULL, NULL, NULL, (int)DT_F16, 4, 4, 4, (int)DT_BF16);
@@ -1041,8 +1121,8 @@ int main(void)
     loss_lp();
     narrow_widen();
     /* the kernels on trial (plan.h's DTRUN_CUDA_TRY), held to the same checks as those in use */
-    gpu->set_tries(DT_CUDA_TRY_XENT2 | DT_CUDA_TRY_ROWS2 | DT_CUDA_TRY_CONVERT2);
-    report_prefix = "on trial (xent2, rows2, convert2): ";
+    gpu->set_tries(DT_CUDA_TRY_ALL);
+    report_prefix = "on trial (" DT_CUDA_TRY_NAMES "): ";
     embeddings_and_loss();
     rows_add_cases();
     updates_and_conversions();

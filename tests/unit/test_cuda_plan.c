@@ -512,7 +512,9 @@ static void cuda_tries(void **state)
     assert_int_equal(dt_cuda_tries_parse("convert2,xent2", &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_CONVERT2 | DT_CUDA_TRY_XENT2);
     assert_int_equal(dt_cuda_tries_parse("all", &f, bad, sizeof bad), 0);
-    assert_int_equal(f, DT_CUDA_TRY_XENT2 | DT_CUDA_TRY_ROWS2 | DT_CUDA_TRY_CONVERT2);
+    assert_int_equal(f, DT_CUDA_TRY_XENT2 | DT_CUDA_TRY_ROWS2 | DT_CUDA_TRY_CONVERT2 | DT_CUDA_TRY_GELU);
+    assert_int_equal(dt_cuda_tries_parse("gelu", &f, bad, sizeof bad), 0);
+    assert_int_equal(f, DT_CUDA_TRY_GELU);
     assert_int_equal(dt_cuda_tries_parse("xent2,xent", &f, bad, sizeof bad), -1);
     assert_string_equal(bad, "xent");
     assert_int_equal(dt_cuda_tries_parse("xent22", &f, bad, sizeof bad), -1);

@@ -9,6 +9,8 @@
 #include <string.h>
 #include "core/error.h"
 #include "dt_test.h"
+#include "kernels/cpu/cpu.h"
+#include "kernels/profile.h"
 #include "model/gpt.h"
 #include "optim/optimizer.h"
 
@@ -203,5 +205,60 @@ static void loads_llmc_weights(void **state)
     release(&x);
 }
 
+/* calls of the op named `name` in a profiled context */
+static int64_t calls_of(struct dt_kctx *kc, const char *name)
+{
+    const struct dt_kprofile *p = dt_kprofile_of(kc);
+    for (int i = 0; i < p->n; i++)
+        if (!strcmp(p->name[i], name)) return p->calls_total[i];
+    fail_msg("no op %s", name);
+    return -1;
+}
+
+/* GELU in the MLP's matmuls (kernels.h's gelu_fused; on trial on the GPU as DTRUN_CUDA_TRY=gelu): the
+ * model's fused path, taken here through the CPU's composed ops, gives the bits of the ops apart, in
+ * bf16 and fp16, with activation checkpointing (the forward recomputed in backward) and without; it
+ * is taken in each layer's forward and backward, and not at all under fp32 compute */
+static void gelu_in_the_matmul(void **state)
+{
+    (void)state;
+    static const enum dt_dtype types[] = {DT_BF16, DT_F16, DT_F32};
+    const struct dt_kernels *k = &dt_kernels_cpu;
+    struct dt_kctx *kc;
+    assert_int_equal(dt_cpu_ctx_create(0, &kc), DT_SUCCESS);
+    dt_cpu_gelu_fuse(kc, true);
+    assert_int_equal(dt_kprofile_wrap(&k, &kc), DT_SUCCESS);
+    int B = 2, T = 24, L = 2;
+    int32_t tokens[2 * 25];
+    for (int i = 0; i < B * (T + 1); i++) tokens[i] = (i * 37 + 11) % 97;
+    struct dt_batch batch = {.B = B, .T = T, .tokens = tokens};
+    int64_t forwards = 0, backwards = 0;
+    for (int ti = 0; ti < 3; ti++)
+        for (int ck = 0; ck < 2; ck++) {
+            struct dt_gpt_config c = {L, 4, 64, 97, T, ck, false, types[ti]};
+            struct dt_model *apart, *fused;
+            assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, dt_test_kctx(), B, T, &apart), DT_SUCCESS);
+            assert_int_equal(dt_gpt_create(&c, k, kc, B, T, &fused), DT_SUCCESS);
+            dt_test_own(apart, NULL, 7);
+            dt_test_own(fused, NULL, 7);
+            memset(apart->grads, 0, apart->nparams * sizeof(float));
+            memset(fused->grads, 0, fused->nparams * sizeof(float));
+            float la = apart->iface.forward(apart, &batch, 1.0f, NULL);
+            apart->iface.backward(apart);
+            float lf = fused->iface.forward(fused, &batch, 1.0f, NULL);
+            fused->iface.backward(fused);
+            assert_true(la == lf && isfinite(la));
+            assert_memory_equal(apart->grads, fused->grads, apart->nparams * sizeof(float));
+            dt_model_free(apart);
+            dt_model_free(fused);
+            /* forward: each layer once, again in backward when checkpointing; backward: each layer once */
+            int64_t f = calls_of(kc, "matmul_gelu_forward_lp"), b = calls_of(kc, "matmul_dgelu_backward_lp");
+            assert_int_equal(f - forwards, types[ti] == DT_F32 ? 0 : L * (ck ? 2 : 1));
+            assert_int_equal(b - backwards, types[ti] == DT_F32 ? 0 : L);
+            forwards = f, backwards = b;
+        }
+    k->ctx_destroy(kc);
+}
+
 DT_TESTS(T(matches_pytorch), T(matches_pytorch_with_checkpointing), T(checkpointing_saves_memory),
-         T(loads_llmc_weights))
+         T(loads_llmc_weights), T(gelu_in_the_matmul))
