@@ -53,6 +53,7 @@
 struct algo_key {
     int ta, tb, m, n, k, lda, ldb, ldd, at, bt, dt, bias, beta0, gelu;
     uint32_t align[4];
+    uint32_t aux_align; /* the heuristic infers the GELU aux matrix's from its address */
 };
 
 /* heuristic answers kept per context: a step runs a few dozen shapes, each asked once */
@@ -221,7 +222,7 @@ static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, co
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
     const void *ptr[4] = {A, B, D, D};
     struct algo_key key = {ta, tb, m, n, k, lda, ldb, ldd, ty->a, ty->b, ty->d, bias ? (int)ty->bias + 1 : 0,
-                           beta == 0.0f, ty->gelu, {0}};
+                           beta == 0.0f, ty->gelu, {0}, ty->gelu ? alignment(ty->aux) : 0};
     for (int i = 0; i < 4 && !e; i++) {
         key.align[i] = alignment(ptr[i]);
         e = lt_err(cublasLtMatmulPreferenceSetAttribute(pref, align[i], &key.align[i], sizeof key.align[i]));
@@ -357,6 +358,8 @@ int dt_cuda_matmul_backward(struct dt_cuda_ctx *c, float *dinp, float *dweight, 
  * from one gemm and without the fp32 dinp between. Where the operands are not what the 16-byte
  * kernels take (aligned_forward) or lp is fp32, the same results come from the matmul and the GELU
  * kernels apart. */
+#define NOT_SUPPORTED (DT_CUDA_CUBLAS_ERR + (int)CUBLAS_STATUS_NOT_SUPPORTED) /* gemm(): the heuristic found none */
+
 static bool gelu_fusable(int lp, const void *a, const void *b, const void *d, const void *aux, int C, int OC)
 {
     return lp != DT_CUDA_F32 && aligned_forward(a, b, d, C, OC, sizeof(uint16_t), sizeof(uint16_t)) &&
@@ -370,16 +373,18 @@ int dt_cuda_matmul_gelu_forward(struct dt_cuda_ctx *c, void *out, void *pre, con
     const void *w = weight, *b = bias;
     int e = 0;
     if (lp != DT_CUDA_F32 && wt == DT_CUDA_F32) e = rounded(c, DT_CUDA_SCRATCH_WEIGHT, weight, (size_t)OC * C, lp, &w);
-    if (e || !gelu_fusable(lp, inp, w, out, pre, C, OC)) {
-        if (!e) e = dt_cuda_matmul_forward(c, pre, lp, inp, weight, bias, wt, BT, C, OC, lp);
-        return e ? e : (int)dt_cuda_gelu_forward(out, pre, lp, (size_t)BT * OC);
+    if (!e && gelu_fusable(lp, inp, w, out, pre, C, OC)) {
+        if (bias) e = epilogue_bias(c, bias, wt, lp, lp, OC, &b);
+        struct dt_gemm_plan p[2];
+        dt_matmul_plans(false, BT, C, OC, p);
+        const void *in[] = {[DT_MM_INP] = inp, [DT_MM_WEIGHT] = w};
+        struct gemm_types ty = {cuda_type(lp), cuda_type(lp), cuda_type(lp), cuda_type(lp), NULL, GELU_FORWARD, pre};
+        if (!e) e = run_plan_typed(c, &p[0], in, out, b, &ty);
+        if (e != NOT_SUPPORTED) return e; /* no algorithm with the epilogue for this gemm: nothing ran */
+        e = 0;
     }
-    if (bias) e = epilogue_bias(c, bias, wt, lp, lp, OC, &b);
-    struct dt_gemm_plan p[2];
-    dt_matmul_plans(false, BT, C, OC, p);
-    const void *in[] = {[DT_MM_INP] = inp, [DT_MM_WEIGHT] = w};
-    struct gemm_types ty = {cuda_type(lp), cuda_type(lp), cuda_type(lp), cuda_type(lp), NULL, GELU_FORWARD, pre};
-    return e ? e : run_plan_typed(c, &p[0], in, out, b, &ty);
+    if (!e) e = dt_cuda_matmul_forward(c, pre, lp, inp, weight, bias, wt, BT, C, OC, lp);
+    return e ? e : (int)dt_cuda_gelu_forward(out, pre, lp, (size_t)BT * OC);
 }
 
 int dt_cuda_matmul_dgelu_backward(struct dt_cuda_ctx *c, void *dpre, const void *pre, float *dweight, float *dbias,
@@ -392,21 +397,21 @@ int dt_cuda_matmul_dgelu_backward(struct dt_cuda_ctx *c, void *dpre, const void 
     if (wt == DT_CUDA_F32) e = rounded(c, DT_CUDA_SCRATCH_WEIGHT, weight, (size_t)OC * C, lp, &w);
     if (!e && dt != lp) e = rounded(c, DT_CUDA_SCRATCH_DOUT, dout, (size_t)BT * OC, lp, &dy);
     if (e) return e;
-    /* dinp's gemm reads dout (BT, OC) and the weight, writes (BT, C): the forward's shape turned round */
-    if (!gelu_fusable(lp, dy, w, dpre, pre, OC, C)) {
-        void *d32;
-        e = dt_cuda_ctx_scratch(c, DT_CUDA_SCRATCH_OUT, (size_t)BT * C * sizeof(float), &d32);
-        if (!e) e = dt_cuda_matmul_backward(c, d32, dweight, dbias, dout, dt, inp, weight, wt, BT, C, OC, lp,
-                                            set | DT_CUDA_SET_DINP);
-        return e ? e : (int)dt_cuda_gelu_backward(dpre, pre, d32, lp, (size_t)BT * C);
-    }
     struct dt_gemm_plan p[2];
     dt_matmul_plans(true, BT, C, OC, p);
     p[0].beta = 0.0f;
     if (set & DT_CUDA_SET_DPARAMS) p[1].beta = 0.0f;
     const void *in[] = {[DT_MM_WEIGHT] = w, [DT_MM_INP] = inp, [DT_MM_DOUT] = dy};
     struct gemm_types ty = {cuda_type(lp), cuda_type(lp), cuda_type(lp), cuda_type(lp), NULL, GELU_BACKWARD, pre};
-    e = run_plan_typed(c, &p[0], in, dpre, NULL, &ty);
+    /* dinp's gemm reads dout (BT, OC) and the weight, writes (BT, C): the forward's shape turned round */
+    e = gelu_fusable(lp, dy, w, dpre, pre, OC, C) ? run_plan_typed(c, &p[0], in, dpre, NULL, &ty) : NOT_SUPPORTED;
+    if (e == NOT_SUPPORTED) { /* the ops apart (nothing ran): dinp in fp32, then GELU's backward */
+        void *d32;
+        e = dt_cuda_ctx_scratch(c, DT_CUDA_SCRATCH_OUT, (size_t)BT * C * sizeof(float), &d32);
+        if (!e) e = dt_cuda_matmul_backward(c, d32, dweight, dbias, dout, dt, inp, weight, wt, BT, C, OC, lp,
+                                            set | DT_CUDA_SET_DINP);
+        return e ? e : (int)dt_cuda_gelu_backward(dpre, pre, d32, lp, (size_t)BT * C);
+    }
     if (!e) e = run_plan(c, &p[1], in, dweight, NULL, lp, DT_CUDA_F32);
     void *s = NULL;
     if (!e && dbias) e = dt_cuda_ctx_scratch(c, DT_CUDA_SCRATCH_PARTIALS, dt_cuda_row_partials(BT, OC) * sizeof(float), &s);

@@ -22,7 +22,7 @@ static inline int dt_cuda_copy_overlaps(const void *dst, const void *src, size_t
     return !(d + bytes <= s || s + bytes <= d);
 }
 
-#define DT_CUDA_MODULE_ABI 11
+#define DT_CUDA_MODULE_ABI 12
 #define DT_CUDA_MODULE_SYMBOL "dt_cuda_module"
 #define DT_CUDA_MODULE_FILE "dtrun_cuda.so"
 
