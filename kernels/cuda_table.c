@@ -3,7 +3,7 @@
  * a rank that drives a GPU. It includes no CUDA header: every call goes through the module dtrun
  * dlopens. The ops return nothing and a GPU runs them asynchronously, so the context keeps the
  * first failure (the op, the device, CUDA's words) and synchronize reports it with the step; an
- * op that hands a value back to the host (a loss, a norm) synchronizes by itself.
+ * op that hands a value back to the host (a norm, a loss without a sink) synchronizes by itself.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -55,12 +55,12 @@ static dt_status_t cuda_ctx_create(int device, struct dt_kctx **out)
     if (!c) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the CUDA kernels' context");
     c->ops = m->ops;
     c->device = device;
-    char bad[32];
+    char bad[32], names[96];
     if (dt_cuda_tries_parse(getenv("DTRUN_CUDA_TRY"), &c->tries, bad, sizeof bad)) {
         free(c);
+        dt_cuda_tries_str(DT_CUDA_TRY_ALL, names, sizeof names);
         return dt_error(DT_ERR_CONFIG, "dtrun: error: DTRUN_CUDA_TRY names \"%s\", no kernel on trial\n  hint: "
-                        "a comma-separated list of %s, or all; unset it for the kernels in use", bad,
-                        DT_CUDA_TRY_NAMES);
+                        "a comma-separated list of %s, or all; unset it for the kernels in use", bad, names);
     }
     m->ops->set_tries(c->tries);
     int e = c->ops->set_device(device);
@@ -85,11 +85,11 @@ static void cuda_ctx_destroy(struct dt_kctx *kc)
 
 static void describe(struct dt_kctx *kc, char *buf, size_t n, enum dt_dtype compute)
 {
-    unsigned t = C(kc)->tries;
-    snprintf(buf, n, "cuBLASLt %s on cuda:%d; attention fused (flash)%s%s%s%s%s",
-             compute == DT_F32 ? "fp32" : dt_dtype_str(compute), C(kc)->device, t ? "; on trial (DTRUN_CUDA_TRY):" : "",
-             t & DT_CUDA_TRY_XENT2 ? " xent2" : "", t & DT_CUDA_TRY_ROWS2 ? " rows2" : "",
-             t & DT_CUDA_TRY_CONVERT2 ? " convert2" : "", t & DT_CUDA_TRY_GELU ? " gelu" : "");
+    char tries[96];
+    dt_cuda_tries_str(C(kc)->tries, tries, sizeof tries);
+    snprintf(buf, n, "cuBLASLt %s on cuda:%d; attention fused (flash)%s%s",
+             compute == DT_F32 ? "fp32" : dt_dtype_str(compute), C(kc)->device,
+             tries[0] ? "; on trial (DTRUN_CUDA_TRY): " : "", tries);
 }
 
 /* The most dtrun held on the device: what this table allocated plus the module's own (its cuBLASLt

@@ -50,14 +50,6 @@ struct dt_loss_sink {
     double div;
 };
 
-/* A CPU kernel's mean loss through a sink (none: returned) */
-static inline float dt_loss_out(float mean, const struct dt_loss_sink *sink)
-{
-    if (!sink) return mean;
-    *sink->acc += (double)mean / sink->div;
-    return 0.0f;
-}
-
 /* One slice of AdamW's update: what differs between the slices of a multi-tensor step (adamw_slices);
  * each field as adamw's argument of that name. */
 struct dt_adamw_slice {

@@ -49,6 +49,14 @@ void dt_cpu_chunks(void *out, enum dt_dtype ot, const void *inp, enum dt_dtype i
  * block order. The GPU kernels keep the same order, so both give the same bits, and the blocks run
  * in parallel on either. */
 #define DT_ROW_BLOCK 64
+/* A CPU kernel's mean loss through a sink (kernels.h; none: returned) */
+static inline float dt_loss_out(float mean, const struct dt_loss_sink *sink)
+{
+    if (!sink) return mean;
+    *sink->acc += (double)mean / sink->div;
+    return 0.0f;
+}
+
 /* Growing scratch of the CPU context (matmul_lp.c), slot 0..DT_CPU_SCRATCH_SLOTS-1: slot 0 the norms'
  * 16-bit rows, the 16-bit loss's widened blocks and attention backward's shares of dK and dV, 1-3
  * attention's widened copies (none of them calls another op that takes a slot).

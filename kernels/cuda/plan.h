@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include "core/half.h" /* DT_HD: host and device */
 
 /* what the kernels' templates use as compile-time constants is constexpr in C++ */
@@ -67,24 +68,30 @@ static inline size_t dt_xent_row_bytes(int V, size_t esz, size_t static_bytes, s
  * What wins becomes the kernel in use, and its flag goes. */
 enum { DT_CUDA_TRY_XENT2 = 1u, DT_CUDA_TRY_ROWS2 = 2u, DT_CUDA_TRY_CONVERT2 = 4u, DT_CUDA_TRY_GELU = 8u };
 #define DT_CUDA_TRY_ALL (DT_CUDA_TRY_XENT2 | DT_CUDA_TRY_ROWS2 | DT_CUDA_TRY_CONVERT2 | DT_CUDA_TRY_GELU)
-#define DT_CUDA_TRY_NAMES "xent2, rows2, convert2, gelu"
-/* The flags DTRUN_CUDA_TRY's value names: 0, or -1 with the name it does not know in bad */
+/* their names, flag 1 << i */
+static const char *const dt_cuda_try_names[] = {"xent2", "rows2", "convert2", "gelu"};
+#define DT_CUDA_TRY_COUNT ((int)(sizeof dt_cuda_try_names / sizeof dt_cuda_try_names[0]))
+
+/* The flags DTRUN_CUDA_TRY's value names (spaces around a name are skipped): 0, or -1 with the name
+ * it does not know in bad */
 static inline int dt_cuda_tries_parse(const char *s, unsigned *flags, char *bad, size_t n)
 {
-    static const char *const names[] = {"xent2", "rows2", "convert2", "gelu"};
     *flags = 0;
     while (s && *s) {
-        size_t len = 0;
+        while (*s == ' ') s++;
+        size_t len = 0, end;
         while (s[len] && s[len] != ',') len++;
+        end = len;
+        while (end > 0 && s[end - 1] == ' ') end--;
         unsigned f = 0;
-        if (len == 3 && s[0] == 'a' && s[1] == 'l' && s[2] == 'l') f = DT_CUDA_TRY_ALL;
-        for (unsigned i = 0; i < sizeof names / sizeof names[0] && !f; i++) {
+        if (end == 3 && s[0] == 'a' && s[1] == 'l' && s[2] == 'l') f = DT_CUDA_TRY_ALL;
+        for (int i = 0; i < DT_CUDA_TRY_COUNT && !f; i++) {
             size_t k = 0;
-            while (k < len && names[i][k] == s[k]) k++;
-            if (k == len && !names[i][k]) f = 1u << i;
+            while (k < end && dt_cuda_try_names[i][k] == s[k]) k++;
+            if (k == end && !dt_cuda_try_names[i][k]) f = 1u << i;
         }
         if (!f) {
-            size_t k = len < n ? len : n - 1;
+            size_t k = end < n ? end : n - 1;
             for (size_t i = 0; i < k; i++) bad[i] = s[i];
             bad[k] = 0;
             return -1;
@@ -93,6 +100,19 @@ static inline int dt_cuda_tries_parse(const char *s, unsigned *flags, char *bad,
         s += len + (s[len] == ',');
     }
     return 0;
+}
+
+/* the names of flags joined by ", " into buf ("" for none) */
+static inline void dt_cuda_tries_str(unsigned flags, char *buf, size_t n)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < DT_CUDA_TRY_COUNT; i++) {
+        if (!(flags & (1u << i))) continue;
+        int w = snprintf(buf + at, n - at, "%s%s", at ? ", " : "", dt_cuda_try_names[i]);
+        if (w < 0 || (size_t)w >= n - at) return;
+        at += (size_t)w;
+    }
 }
 
 /* ---- a table's gradient by sorted rows (rows_add under rows2). Entry i's key is its table row less

@@ -235,20 +235,16 @@ static void norm(struct gpt *g, int l, int pair, void *out, float *mean, float *
     done(g, l, pair);
 }
 
-/* Whether the pair's linear layer runs GELU in its matmul: its forward's after it (P_FC), its
- * backward's before it (P_FCPROJ); not where fp8-mixed quantises it */
-static bool gelu_in(const struct gpt *g, int l, int pair)
-{
-    return g->gelu_fused && !(g->base.fp8 && fp8_linear(l, pair) >= 0);
-}
+/* Whether the MLP runs GELU in its matmuls (fc's forward, the projection's backward): not under
+ * fp8-mixed, which quantises every block's linear layers */
+static bool gelu_in(const struct gpt *g) { return g->gelu_fused && !g->base.fp8; }
 
 /* pre = the pair's linear layer on inp, out = gelu(pre), in one matmul */
 static void linear_gelu(struct gpt *g, int l, int pair, void *out, void *pre, const void *inp, int C, int OC, int BT)
 {
     int u = pair_unit(g, l, pair);
     struct dt_wref w = dt_model_params_any(&g->base, u);
-    g->base.k->matmul_gelu_forward_lp(g->base.kc, out, pre, inp, w.p, (const char *)w.p + (size_t)OC * C * dt_dtype_size(w.t),
-                                      w.t, BT, C, OC, g->at);
+    g->base.k->matmul_gelu_forward_lp(g->base.kc, out, pre, inp, w.p, dt_wref_bias(w, C, OC), w.t, BT, C, OC, g->at);
     dt_model_params_any_done(&g->base, u, w);
 }
 
@@ -270,7 +266,7 @@ static void block_forward(struct gpt *g, int l, const float *x, float *out, stru
     linear(g, l, P_ATTPROJ, g->proj, b->atty, C, C, BT);
     k->residual_forward(kc, b->res2, x, g->proj, g->at, BTC);
     norm(g, l, P_LN2, b->ln2, b->ln2_mean, b->ln2_rstd, b->res2, BT);
-    if (gelu_in(g, l, P_FC)) {
+    if (gelu_in(g)) {
         linear_gelu(g, l, P_FC, b->fch_gelu, b->fch, b->ln2, C, 4 * C, BT);
     } else {
         linear(g, l, P_FC, b->fch, b->ln2, C, 4 * C, BT);
@@ -335,7 +331,7 @@ static void block_backward(struct gpt *g, int l, const float *x)
     int B = g->B, T = g->T, C = g->c.n_embd, NH = g->c.n_head;
     size_t BTC = (size_t)B * T * C;
     struct block *b = &g->blk[l];
-    if (gelu_in(g, l, P_FCPROJ)) {
+    if (gelu_in(g)) {
         linear_dgelu_backward(g, l, P_FCPROJ, g->dfch, b->fch, dres(g), g->at, b->fch_gelu, 4 * C, C);
     } else {
         linear_backward(g, l, P_FCPROJ, g->dfch_gelu, dres(g), g->at, b->fch_gelu, 4 * C, C);

@@ -40,8 +40,8 @@ struct dt_lm_head {
 /* out (BT, C) fp32 = the rows of the embedding's units [u0, u0 + nchunks) that inputs name, added */
 void dt_embed_forward(struct dt_model *m, const struct dt_vocab *v, int u0, float *out, const int32_t *inputs, int BT,
                       int C);
-/* The mean loss of x (BT, C, of type at) through the head; with grad_scale != 0 the logits hold
- * their gradient after (scaled by grad_scale / BT). */
+/* The mean loss of x (BT, C, of type at) through the head (with a sink: added there, 0 returned;
+ * kernels.h); with grad_scale != 0 the logits hold their gradient after (scaled by grad_scale / BT). */
 float dt_lm_head_forward(struct dt_model *m, const struct dt_lm_head *h, const void *x, float grad_scale,
                          const struct dt_loss_sink *sink);
 /* dx (fp32, =) = dlogits @ W, the head's gradients added */

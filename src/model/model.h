@@ -1,7 +1,8 @@
 /*
  * model.h - what the trainer and the strategies see of a model: one flat
  * parameter space with named views, cut into units, a forward that returns
- * the mean loss, and a backward that accumulates gradients.
+ * the mean loss (or adds it into a sink, returning 0), and a backward that
+ * accumulates gradients.
  *
  * A unit is a contiguous range of the flat buffer that the model reads and
  * writes as a whole: a transformer block, a block of vocabulary rows, the
@@ -181,10 +182,16 @@ static inline struct dt_fp8_q dt_fp8_q_of(const struct dt_fp8_meta *f, int j, in
  * activations of the model's compute type (fp32, or mixed precision's 16-bit type); out is of type
  * ot: the compute type, or fp32 where a loss reads it (fp32 compute: both fp32). fp8: the linear
  * layer's index (0 .. n_linear - 1), quantised under fp8-mixed; -1: never quantised. */
+/* the bias that follows the OC x C weight in a unit */
+static inline const void *dt_wref_bias(struct dt_wref w, int C, int OC)
+{
+    return (const char *)w.p + (size_t)OC * C * dt_dtype_size(w.t);
+}
+
 static inline void dt_mm_forward(const struct dt_model *m, void *out, enum dt_dtype ot, const void *inp,
                                  struct dt_wref w, bool bias, int BT, int C, int OC, int fp8)
 {
-    const void *b = bias ? (const char *)w.p + (size_t)OC * C * dt_dtype_size(w.t) : NULL;
+    const void *b = bias ? dt_wref_bias(w, C, OC) : NULL;
     if (m->compute == DT_F32) m->k->matmul_forward(m->kc, out, inp, w.p, b, BT, C, OC);
     else if (fp8 >= 0 && m->fp8) {
         struct dt_fp8_q qx = dt_fp8_q_of(m->fp8, fp8, 0, true), qw = dt_fp8_q_of(m->fp8, fp8, 1, true);

@@ -229,8 +229,10 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
         if (!tr->fp8_pending) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for fp8-mixed's state");
     }
     tr->loss_acc = tr->k->alloc(tr->kc, sizeof *tr->loss_acc);
-    if (!tr->loss_acc) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the loss (%zu bytes)",
-                                       sizeof *tr->loss_acc);
+    if (!tr->loss_acc)
+        return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the loss (%zu bytes): the model filled the "
+                        "device\n  hint: lower data.micro_batch_size or enable model.activation_checkpointing",
+                        sizeof *tr->loss_acc);
     struct dt_optim_config oc;
     dt_shapes_optim(cfg, &oc);
     DT_CHECK(dt_strategy_attach(tr->strategy, tr->model, &oc));
@@ -435,7 +437,7 @@ static double forward_backward(struct trainer *tr)
     struct dt_model *m = tr->model;
     struct dt_strat *st = tr->strategy;
     struct dt_loss_sink sink = {tr->loss_acc, tr->gas};
-    double loss, t = dt_now(), t1;
+    double loss = 0, t = dt_now(), t1; /* 0 if the copy back fails: synchronize reports why */
     tr->k->zero(tr->kc, tr->loss_acc, sizeof *tr->loss_acc);
     for (int micro = 0; micro < tr->gas; micro++) {
         int64_t first = tr->state.samples + ((int64_t)micro * tr->world + tr->rank) * tr->B;

@@ -181,7 +181,8 @@ import json, sys
 m = json.loads(sys.argv[1])
 o = m["op_ms"]
 print(len(o), sum(o.values()) <= m["step_ms"] * 1.001, all(o[k] > 0 for k in ("matmul_forward", "matmul_backward", "adamw_slices", "layernorm_forward", "attention_backward", "sumsq_nonfinite")))' "$last")
-same "op_ms: 44 ops, inside the step, the ones a GPT step runs measured" "$ops" "44 True True"
+nops=$(sed -n '/^static const char \*const op_names\[OP_N\] = {/,/^};/p' "$DT_SRCDIR/kernels/profile.c" | grep -c '^    "')
+same "op_ms: every op of kernels/profile.c ($nops), inside the step, the ones a GPT step runs measured" "$ops" "$nops True True"
 table=$(sed -n '/wall clock per step by op/,/(outside the ops)/p' <<<"$err")
 has "the run ends with the table" "$table" "dtrun: wall clock per step by op (events.wall_clock_breakdown; each op timed from when the device has run the ops before it, so a GPU's are device times), over 19 steps of "
 [ "$(grep -cE '^  [a-z_]+ +[0-9.]+ ms +[0-9.]+%  +[0-9.]+ calls$' <<<"$table")" -ge 10 ] && has "... slowest first, outside the ops last" "$table" "(outside the ops)" ||

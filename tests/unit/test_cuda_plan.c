@@ -523,6 +523,22 @@ static void cuda_tries(void **state)
     assert_string_equal(bad, "");
     assert_int_equal(dt_cuda_tries_parse("a-very-long-name", &f, bad, sizeof bad), -1);
     assert_string_equal(bad, "a-very-");
+    assert_int_equal(dt_cuda_tries_parse(" xent2 , rows2", &f, bad, sizeof bad), 0); /* as the hint lists them */
+    assert_int_equal(f, DT_CUDA_TRY_XENT2 | DT_CUDA_TRY_ROWS2);
+    assert_int_equal(dt_cuda_tries_parse("x ent2", &f, bad, sizeof bad), -1);
+    assert_string_equal(bad, "x ent2");
+    /* each name its own flag, and the list the log and the hint print parses back to all of them */
+    char names[96];
+    for (int i = 0; i < DT_CUDA_TRY_COUNT; i++) {
+        assert_int_equal(dt_cuda_tries_parse(dt_cuda_try_names[i], &f, bad, sizeof bad), 0);
+        assert_int_equal(f, 1u << i);
+    }
+    dt_cuda_tries_str(DT_CUDA_TRY_ALL, names, sizeof names);
+    assert_string_equal(names, "xent2, rows2, convert2, gelu");
+    assert_int_equal(dt_cuda_tries_parse(names, &f, bad, sizeof bad), 0);
+    assert_int_equal(f, DT_CUDA_TRY_ALL);
+    dt_cuda_tries_str(0, names, sizeof names);
+    assert_string_equal(names, "");
 }
 
 static int by_key(const void *a, const void *b)
