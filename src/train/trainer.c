@@ -556,9 +556,12 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
         DT_CHECK(dt_strategy_mean(st, v, 4));
         double loss = v[0];
         tr->t_comm += (t = dt_now()) - t1;
-        if (!isfinite(loss))
+        if (!isfinite(loss)) {
+            /* a kernel that failed (out of scratch memory) leaves a NaN loss: its own error first */
+            DT_CHECK(tr->k->synchronize(tr->kc, step + 1));
             return dt_error(DT_ERR_TRAIN, "dtrun: error: the loss is %f at step %lld\n  hint: lower optimizer.lr or "
                             "set compute.gradient_clipping", loss, (long long)step + 1);
+        }
         float norm;
         double lr, scale = tr->state.scaler.scale;
         DT_CHECK(apply_step(tr, step, &norm, &lr));

@@ -44,6 +44,12 @@ run "non-finite loss stops the run" 1 "$DTRUN" run model.n_layer=1 model.n_embd=
     optimizer.lr=10 compute.gradient_clipping=0 optimizer.type=sgd optimizer.momentum=0.99 run.max_duration=200ba \
     run.dir=nan
 has "non-finite loss: message" "$err" "hint: lower optimizer.lr or set compute.gradient_clipping"
+# a kernel that could not have its scratch leaves a NaN loss: the kernel's failure is what is said
+DTRUN_FAULT=nomem@3 run "a kernel out of memory stops the run" 6 "$DTRUN" run model.n_layer=1 model.n_embd=32 \
+    model.n_head=2 model.seq_len=16 compute.precision=bf16-mixed run.max_duration=6ba run.eval_interval=0ba \
+    checkpoint.dir=null run.dir=nomem
+has "... saying which op and step, not the loss" "$err" "dtrun: error: step 3: out of memory for "
+same "... and nothing about the loss" "$(grep -c 'the loss is' <<<"$err")" 0
 
 # on a machine without GPU; a build without CUDA says so (the CUDA build: test_cuda_module.sh)
 if dtrun_has '^cuda: not built'; then
