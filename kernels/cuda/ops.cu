@@ -190,19 +190,11 @@ __global__ static void adamw_slices_kernel(const struct dt_cuda_slice_dev *s, in
     }
 }
 
-/* Block sums into partial[blockIdx.x]: a fixed tree over a fixed strided set of elements. */
-__global__ static void sumsq_partial_kernel(double *partial, unsigned long long *bad, const void *x, int t, size_t n)
+/* the block's sums of acc and nb in a fixed tree, into partial and bad at the block's index */
+__device__ static inline void block_partial(double *partial, unsigned long long *bad, double acc, unsigned long long nb)
 {
     __shared__ double s[THREADS];
     __shared__ unsigned long long b[THREADS];
-    double acc = 0;
-    unsigned long long nb = 0;
-    FOR_EACH(i, n)
-    {
-        float f = load(x, t, i);
-        acc += (double)f * f;
-        nb += !isfinite(f);
-    }
     s[threadIdx.x] = acc;
     b[threadIdx.x] = nb;
     __syncthreads();
@@ -217,6 +209,50 @@ __global__ static void sumsq_partial_kernel(double *partial, unsigned long long 
         partial[blockIdx.x] = s[0];
         bad[blockIdx.x] = b[0];
     }
+}
+
+/* Block sums into partial[blockIdx.x]: a fixed tree over a fixed strided set of elements. */
+__global__ static void sumsq_partial_kernel(double *partial, unsigned long long *bad, const void *x, int t, size_t n)
+{
+    double acc = 0;
+    unsigned long long nb = 0;
+    FOR_EACH(i, n)
+    {
+        float f = load(x, t, i);
+        acc += (double)f * f;
+        nb += !isfinite(f);
+    }
+    block_partial(partial, bad, acc, nb);
+}
+
+/* sumsq_partial_kernel on trial (norm2, plan.h): S the storage type, the elements moved 16 bytes at a
+ * time from x's first 16-byte boundary (the head before it and the tail after the last pack one by
+ * one), NORM2_BLOCKS blocks: a fixed grid, so the same partition and bits on every run and GPU */
+#define NORM2_BLOCKS 1024
+template <typename S>
+__global__ static void __launch_bounds__(THREADS) sumsq2_partial_kernel(double *partial, unsigned long long *bad,
+                                                                        const S *x, size_t n)
+{
+    constexpr int E = pack_n<S>;
+    double acc = 0;
+    unsigned long long nb = 0;
+    size_t head = (16 - (uintptr_t)x % 16) % 16 / sizeof(S);
+    head = head < n ? head : n;
+    size_t packs = (n - head) / E, tail = head + packs * E;
+    auto add = [&](float f) {
+        acc += (double)f * f;
+        nb += !isfinite(f);
+    };
+    FOR_EACH(i, head) add(dt_ld(x[i]));
+    const pack16<S> *p = reinterpret_cast<const pack16<S> *>(x + head);
+    FOR_EACH(j, packs)
+    {
+        pack16<S> a = p[j];
+#pragma unroll
+        for (int k = 0; k < E; k++) add(dt_ld(a.x[k]));
+    }
+    FOR_EACH(i, n - tail) add(dt_ld(x[tail + i]));
+    block_partial(partial, bad, acc, nb);
 }
 
 /* One warp adds the partials in a fixed order (lane l the partials l, l + 32, ..., then the lanes'
@@ -1043,6 +1079,8 @@ cudaError_t dt_cuda_adamw_slices(const struct dt_cuda_slice_dev *s, int ns, size
     return cudaGetLastError();
 }
 
+static_assert(DT_CUDA_REDUCE_BYTES >= NORM2_BLOCKS * (sizeof(double) + sizeof(unsigned long long)),
+              "the reduction scratch holds norm2's partials");
 static_assert(DT_CUDA_REDUCE_BYTES >= REDUCE_BLOCKS * (sizeof(double) + sizeof(unsigned long long)),
               "ops.h's reduction scratch holds the partials");
 
@@ -1052,10 +1090,21 @@ cudaError_t dt_cuda_sumsq_nonfinite(const void *x, int t, size_t n, double *sums
 {
     if (t != DT_CUDA_F32 && t != DT_CUDA_BF16 && t != DT_CUDA_F16) return cudaErrorInvalidValue;
     double *partial = (double *)scratch;
-    unsigned long long *bad = (unsigned long long *)(partial + REDUCE_BLOCKS);
-    sumsq_partial_kernel<<<REDUCE_BLOCKS, THREADS>>>(partial, bad, x, t, n);
-    sumsq_final_kernel<<<1, 32>>>(partial, bad, REDUCE_BLOCKS);
-    cudaError_t e = cudaGetLastError();
+    cudaError_t e;
+    if (g_tries & DT_CUDA_TRY_NORM2) {
+        unsigned long long *bad = (unsigned long long *)(partial + NORM2_BLOCKS);
+        e = dt_by_type(t, [&](auto *tag) {
+            using S = std::remove_pointer_t<decltype(tag)>;
+            sumsq2_partial_kernel<S><<<NORM2_BLOCKS, THREADS>>>(partial, bad, (const S *)x, n);
+            sumsq_final_kernel<<<1, 32>>>(partial, bad, NORM2_BLOCKS);
+            return cudaGetLastError();
+        });
+    } else {
+        unsigned long long *bad = (unsigned long long *)(partial + REDUCE_BLOCKS);
+        sumsq_partial_kernel<<<REDUCE_BLOCKS, THREADS>>>(partial, bad, x, t, n);
+        sumsq_final_kernel<<<1, 32>>>(partial, bad, REDUCE_BLOCKS);
+        e = cudaGetLastError();
+    }
     double got[2];
     if (e == cudaSuccess) e = cudaMemcpy(got, partial, sizeof got, cudaMemcpyDeviceToHost);
     if (e == cudaSuccess) {

@@ -36,7 +36,7 @@ cudaError_t dt_cuda_adamw(float *param, const void *grad, int gt, float gscale, 
                           float lr, float beta1, float beta2, float eps, float wd, int t, void *plp, int pt);
 /* both of one gradient in one read, copied back to the host (synchronizes) */
 /* the device scratch the reductions to a host value take (sumsq_nonfinite, mse): their block partials */
-#define DT_CUDA_REDUCE_BYTES (256 * 16)
+#define DT_CUDA_REDUCE_BYTES (1024 * 16) /* 1024 blocks' (norm2's) */
 cudaError_t dt_cuda_sumsq_nonfinite(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite, void *scratch);
 /* Reductions over rows (layernorm's dweight and dbias, a bias's column sums) in kernels/cpu/cpu.h's
  * fixed order: rows cut into blocks of DT_CUDA_ROW_BLOCK, each block summed in row order into a

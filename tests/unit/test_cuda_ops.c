@@ -1203,6 +1203,41 @@ static void convert_offsets(void)
     free(src32), free(dst32);
 }
 
+/* the gradient's sum of squares and inf/nan count from places 0, 1 and 3 elements in (under norm2:
+ * a head before the first 16-byte boundary, packs, a tail), fp32, bf16 and fp16, an inf at the
+ * first, middle and last element, against the CPU */
+static void sumsq_offsets(void)
+{
+    static const enum dt_dtype t[] = {DT_F32, DT_BF16, DT_F16};
+    size_t n = 100003, cap = n + 3;
+    float *g = randn(cap, 99);
+    int bad_cases = 0;
+    double worst = 0;
+    for (int k = 0; k < 3; k++)
+        for (size_t off = 0; off < 4; off += off ? 2 : 1)
+            for (int inf = 0; inf < 2; inf++) {
+                size_t es = dt_dtype_size(t[k]);
+                if (inf) g[off] = g[off + n / 2] = g[off + n - 1] = INFINITY;
+                void *h = typed(g, cap, t[k]);
+                char *d = dev(h, cap * es);
+                double s = 0;
+                size_t bad = 0;
+                CK(gpu->sumsq_nonfinite(mm, d + off * es, (int)t[k], n, &s, &bad));
+                size_t cbad = dt_kernels_cpu.nonfinite(kc, (char *)h + off * es, t[k], n);
+                bad_cases += bad != cbad || bad != (inf ? 3u : 0u);
+                if (!inf) {
+                    double ref = dt_kernels_cpu.sumsq(kc, (char *)h + off * es, t[k], n);
+                    worst = fmax(worst, fabs(s - ref) / ref);
+                }
+                if (inf) g[off] = g[off + n / 2] = g[off + n - 1] = 1.0f;
+                gpu->free(d);
+                free(h);
+            }
+    report(bad_cases == 0 && worst < 1e-12,
+           "sumsq_nonfinite from aligned and unaligned places, each type: the CPU's count, its sum within 1e-12", worst);
+    free(g);
+}
+
 int main(void)
 {
     int rc = cuda_check_start();
@@ -1221,15 +1256,18 @@ int main(void)
     loss_lp();
     narrow_widen();
     convert_offsets();
+    sumsq_offsets();
     /* the kernels on trial (plan.h's DTRUN_CUDA_TRY), held to the same checks as those in use (gelu's
      * ops are the matmuls' above: the flag only tells the model to call them) */
     gpu->set_tries(DT_CUDA_TRY_ALL);
-    report_prefix = "on trial (xent2, rows2, convert2): ";
+    report_prefix = "on trial (xent2, rows2, convert2, norm2): ";
+    optimizer_and_norms();
     embeddings_and_loss();
     rows_add_cases();
     updates_and_conversions();
     loss_lp();
     convert_offsets();
+    sumsq_offsets();
     gpu->set_tries(0);
     return cuda_check_finish();
 }
