@@ -132,6 +132,28 @@ __global__ static void residual_kernel(float *out, const float *a, const S *b, s
     FOR_EACH(i, N) out[i] = a[i] + dt_ld(b[i]);
 }
 
+/* the residual add on trial (resid2, plan.h): 8 elements a thread, a and out as two float4 and b as 8
+ * values of S in one or two 16-byte loads (every buffer aligned to 32 bytes: the launcher checks),
+ * the tail one by one; the same sum per element */
+template <typename T>
+struct __align__(8 * sizeof(T)) pack8 {
+    T x[8];
+};
+template <typename S>
+__global__ static void residual8_kernel(float *out, const float *a, const S *b, size_t N)
+{
+    FOR_EACH(j, N / 8)
+    {
+        pack8<float> x = reinterpret_cast<const pack8<float> *>(a)[j], r;
+        pack8<S> y = reinterpret_cast<const pack8<S> *>(b)[j];
+#pragma unroll
+        for (int k = 0; k < 8; k++) r.x[k] = x.x[k] + dt_ld(y.x[k]);
+        reinterpret_cast<pack8<float> *>(out)[j] = r;
+    }
+    size_t i0 = N / 8 * 8;
+    FOR_EACH(i, N % 8) out[i0 + i] = a[i0 + i] + dt_ld(b[i0 + i]);
+}
+
 __global__ static void cast_to_lp_kernel(uint16_t *dst, const float *src, size_t n, int bf16)
 {
     FOR_EACH(i, n) dst[i] = bf16 ? dt_bf16_from_f32(src[i]) : dt_f16_from_f32(src[i]);
@@ -411,6 +433,41 @@ __global__ static void rmsnorm_forward_kernel(S *out, float *rstd, const float *
     S *o = out + (size_t)blockIdx.x * C;
     for (int c = threadIdx.x; c < C; c += blockDim.x) dt_st(&o[c], x[c] * s * weight[c]);
     if (threadIdx.x == 0) rstd[blockIdx.x] = s;
+}
+
+/* RMSNorm on trial (rms2, plan.h): a warp per row, LN_ROWS rows a block, as layernorm's kernels; the
+ * sums of each lane's columns then the warp's shuffles (another order than the block's tree above) */
+template <typename S>
+__global__ static void rmsnorm2_forward_kernel(S *out, float *rstd, const float *inp, const float *weight, float eps,
+                                               int BT, int C)
+{
+    int r = blockIdx.x * LN_ROWS + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (r >= BT) return;
+    const float *x = inp + (size_t)r * C;
+    float ss = 0;
+    for (int c = lane; c < C; c += 32) ss += x[c] * x[c];
+    float s = 1.0f / sqrtf(warp_sum(ss) / C + eps);
+    S *o = out + (size_t)r * C;
+    for (int c = lane; c < C; c += 32) dt_st(&o[c], x[c] * s * weight[c]);
+    if (lane == 0) rstd[r] = s;
+}
+
+template <typename S>
+__global__ static void rmsnorm2_dinp_kernel(float *dinp, S *lp, const float *dout, const float *inp,
+                                            const float *weight, const float *rstd, int BT, int C)
+{
+    int r = blockIdx.x * LN_ROWS + threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (r >= BT) return;
+    size_t row = (size_t)r * C;
+    const float *dy = dout + row, *x = inp + row;
+    float s = rstd[r], a = 0;
+    for (int c = lane; c < C; c += 32) a += weight[c] * dy[c] * x[c];
+    float k = warp_sum(a) / C * s * s * s;
+    for (int c = lane; c < C; c += 32) {
+        float d = dinp[row + c] + (s * weight[c] * dy[c] - x[c] * k);
+        dinp[row + c] = d;
+        if (lp) dt_st(&lp[row + c], d);
+    }
 }
 
 /* RMSNorm's dinp, one block per row: dx += s w dy - x s^3 mean(w dy x); lp not NULL: rounded too */
@@ -865,12 +922,8 @@ __global__ static void convert_kernel(void *dst, int dt, const void *src, int st
 }
 
 /* convert on trial (convert2, plan.h): the types as template arguments and 8 elements a thread,
- * moved in packs of 8 (16 or 32 bytes: both buffers aligned to them, which the launcher checks);
- * the tail's elements one by one. The same arithmetic per element: the same bits. */
-template <typename T>
-struct __align__(8 * sizeof(T)) pack8 {
-    T x[8];
-};
+ * moved in packs of 8 (pack8: 16 or 32 bytes; both buffers aligned to them, which the launcher
+ * checks); the tail's elements one by one. The same arithmetic per element: the same bits. */
 template <typename D, typename S, bool ADD>
 __global__ static void convert8_kernel(D *dst, const S *src, size_t n)
 {
@@ -1029,7 +1082,10 @@ cudaError_t dt_cuda_residual_forward(float *out, const float *a, const void *b, 
 {
     return dt_by_type(bt, [&](auto *tag) {
         using S = std::remove_pointer_t<decltype(tag)>;
-        residual_kernel<<<blocks(N), THREADS>>>(out, a, (const S *)b, N);
+        if ((g_tries & DT_CUDA_TRY_RESID2) && (uintptr_t)out % 32 == 0 && (uintptr_t)a % 32 == 0 &&
+            (uintptr_t)b % (8 * sizeof(S)) == 0)
+            residual8_kernel<<<blocks((N + 7) / 8), THREADS>>>(out, a, (const S *)b, N);
+        else residual_kernel<<<blocks(N), THREADS>>>(out, a, (const S *)b, N);
         return cudaGetLastError();
     });
 }
@@ -1153,7 +1209,8 @@ cudaError_t dt_cuda_rmsnorm_forward(void *out, int ot, float *rstd, const float 
     return dt_by_type(ot, [&](auto *tag) {
         using S = std::remove_pointer_t<decltype(tag)>;
         if (BT <= 0 || C <= 0) return cudaSuccess;
-        rmsnorm_forward_kernel<<<BT, THREADS>>>((S *)out, rstd, inp, weight, eps, C);
+        if (g_tries & DT_CUDA_TRY_RMS2) rmsnorm2_forward_kernel<<<ln_blocks(BT), THREADS>>>((S *)out, rstd, inp, weight, eps, BT, C);
+        else rmsnorm_forward_kernel<<<BT, THREADS>>>((S *)out, rstd, inp, weight, eps, C);
         return cudaGetLastError();
     });
 }
@@ -1167,7 +1224,9 @@ cudaError_t dt_cuda_rmsnorm_backward(float *dinp, void *dinp_lp, int lt, float *
     if (!row_grid(BT, C, &grid)) return cudaErrorInvalidValue;
     cudaError_t e = dt_by_type(dinp_lp ? lt : DT_CUDA_F32, [&](auto *tag) {
         using S = std::remove_pointer_t<decltype(tag)>;
-        rmsnorm_dinp_kernel<S><<<BT, THREADS>>>(dinp, (S *)dinp_lp, dout, inp, weight, rstd, C);
+        if (g_tries & DT_CUDA_TRY_RMS2)
+            rmsnorm2_dinp_kernel<S><<<ln_blocks(BT), THREADS>>>(dinp, (S *)dinp_lp, dout, inp, weight, rstd, BT, C);
+        else rmsnorm_dinp_kernel<S><<<BT, THREADS>>>(dinp, (S *)dinp_lp, dout, inp, weight, rstd, C);
         return cudaSuccess;
     });
     if (e != cudaSuccess) return e;

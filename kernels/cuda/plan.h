@@ -68,18 +68,22 @@ static inline size_t dt_xent_row_bytes(int V, size_t esz, size_t static_bytes, s
  *   norm2     the gradient's sum of squares and inf/nan count with the type as a template argument,
  *             16-byte loads and 1024 blocks (the kernel in use: 256 blocks of 2-byte loads through a
  *             type switch)
+ *   rms2      RMSNorm's forward and dinp a warp per row, as layernorm's (in use: a block per row and
+ *             a shared-memory tree with eight barriers)
+ *   resid2    the residual add (fp32 plus the activation type) 8 elements a thread in packs
  * What wins becomes the kernel in use, and its flag goes. */
 enum {
     DT_CUDA_TRY_XENT2 = 1u,
     DT_CUDA_TRY_ROWS2 = 2u,
     DT_CUDA_TRY_CONVERT2 = 4u,
     DT_CUDA_TRY_GELU = 8u,
-    DT_CUDA_TRY_NORM2 = 16u
+    DT_CUDA_TRY_NORM2 = 16u,
+    DT_CUDA_TRY_RMS2 = 32u,
+    DT_CUDA_TRY_RESID2 = 64u
 };
-#define DT_CUDA_TRY_ALL \
-    (DT_CUDA_TRY_XENT2 | DT_CUDA_TRY_ROWS2 | DT_CUDA_TRY_CONVERT2 | DT_CUDA_TRY_GELU | DT_CUDA_TRY_NORM2)
+#define DT_CUDA_TRY_ALL 127u
 /* their names, flag 1 << i */
-static const char *const dt_cuda_try_names[] = {"xent2", "rows2", "convert2", "gelu", "norm2"};
+static const char *const dt_cuda_try_names[] = {"xent2", "rows2", "convert2", "gelu", "norm2", "rms2", "resid2"};
 #define DT_CUDA_TRY_COUNT ((int)(sizeof dt_cuda_try_names / sizeof dt_cuda_try_names[0]))
 
 /* The flags DTRUN_CUDA_TRY's value names (spaces around a name are skipped): 0, or -1 with the name

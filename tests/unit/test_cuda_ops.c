@@ -1260,8 +1260,10 @@ int main(void)
     /* the kernels on trial (plan.h's DTRUN_CUDA_TRY), held to the same checks as those in use (gelu's
      * ops are the matmuls' above: the flag only tells the model to call them) */
     gpu->set_tries(DT_CUDA_TRY_ALL);
-    report_prefix = "on trial (xent2, rows2, convert2, norm2): ";
+    report_prefix = "on trial (xent2, rows2, convert2, norm2, rms2, resid2): ";
+    elementwise();
     optimizer_and_norms();
+    llama_ops();
     embeddings_and_loss();
     rows_add_cases();
     updates_and_conversions();

@@ -513,7 +513,8 @@ static void cuda_tries(void **state)
     assert_int_equal(f, DT_CUDA_TRY_CONVERT2 | DT_CUDA_TRY_XENT2);
     assert_int_equal(dt_cuda_tries_parse("all", &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_XENT2 | DT_CUDA_TRY_ROWS2 | DT_CUDA_TRY_CONVERT2 | DT_CUDA_TRY_GELU |
-                            DT_CUDA_TRY_NORM2);
+                            DT_CUDA_TRY_NORM2 | DT_CUDA_TRY_RMS2 | DT_CUDA_TRY_RESID2);
+    assert_int_equal(DT_CUDA_TRY_ALL, (1u << DT_CUDA_TRY_COUNT) - 1); /* every name's flag, no other */
     assert_int_equal(dt_cuda_tries_parse("gelu", &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_GELU);
     assert_int_equal(dt_cuda_tries_parse("xent2,xent", &f, bad, sizeof bad), -1);
@@ -535,7 +536,7 @@ static void cuda_tries(void **state)
         assert_int_equal(f, 1u << i);
     }
     dt_cuda_tries_str(DT_CUDA_TRY_ALL, names, sizeof names);
-    assert_string_equal(names, "xent2, rows2, convert2, gelu, norm2");
+    assert_string_equal(names, "xent2, rows2, convert2, gelu, norm2, rms2, resid2");
     assert_int_equal(dt_cuda_tries_parse(names, &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_ALL);
     dt_cuda_tries_str(0, names, sizeof names);
