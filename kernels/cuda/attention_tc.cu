@@ -284,6 +284,28 @@ __device__ static inline tc_head<S> tc_head_of(const S *qkv, size_t ld, int BH, 
     return o;
 }
 
+/* A double-buffered loop's tiles (forward's and dq2's): buf holds two buffers, each a K tile then a V
+ * tile of KT rows; iteration it's pair was copied into buffer it % 2 by the iteration before (or
+ * before the loop: the first). Copies the next pair into the other buffer (free since the
+ * __syncthreads ending the last iteration), waits for this one's, and returns it once every
+ * thread's copies are in shared memory. */
+template <int D, int KT, typename S>
+__device__ static inline S *kv_tiles(S *buf, const S *k, const S *v, size_t ld, int k0, int end, int it, int T)
+{
+    constexpr int LD = D + PAD;
+    if (k0 + KT < end) {
+        S *next = buf + ((it + 1) % 2) * 2 * KT * LD;
+        stage_async<D, KT>(next, k, ld, k0 + KT, T);
+        stage_async<D, KT>(next + KT * LD, v, ld, k0 + KT, T);
+        cp_async_commit();
+        cp_async_wait<1>();
+    } else {
+        cp_async_wait<0>();
+    }
+    __syncthreads();
+    return buf + (it % 2) * 2 * KT * LD;
+}
+
 // ---------------------------------------------------------------- forward
 
 /* scale2 = scale * log2(e): the scores in base 2, the softmax through exp2f */
@@ -319,19 +341,7 @@ __global__ static void __launch_bounds__(WARPS * 32)
     stage_async<D, KT>(buf + KT * LD, v, ld, 0, T);
     cp_async_commit();
     for (int k0 = 0, it = 0; k0 < end; k0 += KT, it++) {
-        /* the next tiles into the other buffer (free since the __syncthreads ending the last
-         * iteration), then wait for this one's */
-        if (k0 + KT < end) {
-            S *next = buf + ((it + 1) % 2) * 2 * KT * LD;
-            stage_async<D, KT>(next, k, ld, k0 + KT, T);
-            stage_async<D, KT>(next + KT * LD, v, ld, k0 + KT, T);
-            cp_async_commit();
-            cp_async_wait<1>();
-        } else {
-            cp_async_wait<0>();
-        }
-        __syncthreads(); /* this tile's copies, every thread's, are in shared memory */
-        ks = buf + (it % 2) * 2 * KT * LD;
+        ks = kv_tiles<D, KT>(buf, k, v, ld, k0, end, it, T);
         const S *vs = ks + KT * LD;
         float s[NS][4];
         zero(s);
@@ -465,13 +475,49 @@ __global__ static void __launch_bounds__(WARPS * 32)
     }
 }
 
+/* dq's rows: the lane's two rows' lse (base 2) and Drow */
+__device__ static inline void dq_rows(float (&lr)[2], float (&dr)[2], const float *lse, const float *drow, size_t bh,
+                                      int r0, int lane, int T)
+{
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        int t = r0 + dt_mma_acc_row(lane, 2 * h);
+        lr[h] = t < T ? lse[bh * T + t] * LOG2E : 0.0f;
+        dr[h] = t < T ? drow[bh * T + t] : 0.0f;
+    }
+}
+
+/* One key tile's share of a warp's dQ (dq's and dq2's): S = Q K^T, dP = dO V^T, dS = P (dP - Drow),
+ * dQ += dS K; q and g the warp's 16 rows of Q and dO, ks and vs the tile of KT keys from k0 */
+template <int D, typename S, int KT>
+__device__ static inline void dq_tile(float (&dq)[D / 8][4], const S *q, const S *g, const S *ks, const S *vs,
+                                      const float (&lr)[2], const float (&dr)[2], int r0, int k0, int lane, int T,
+                                      float scale2)
+{
+    constexpr int LD = D + PAD, NS = KT / 8, NO = D / 8;
+    float s[NS][4], dp[NS][4];
+    zero(s);
+    zero(dp);
+    product<S, D / 16, NS, LD>(s, q, ks);
+    product<S, D / 16, NS, LD>(dp, g, vs);
+#pragma unroll
+    for (int j = 0; j < NS; j++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            int row = r0 + dt_mma_acc_row(lane, i), key = k0 + j * 8 + dt_mma_acc_col(lane, i);
+            float p = key <= row && row < T ? exp2f(s[j][i] * scale2 - lr[i / 2]) : 0.0f;
+            dp[j][i] = p * (dp[j][i] - dr[i / 2]);
+        }
+    product_acc<S, NS, NO, LD>(dq, dp, ks);
+}
+
 /* dQ of the block's 64 queries, over the key tiles up to its last query */
 template <int D, typename S>
 __global__ static void __launch_bounds__(WARPS * 32)
     attention_tc_dq_kernel(S *dqkv, const float *dout, const S *qkv, const float *lse, const float *drow, int BH,
                            int NH, int NKV, int T, int C, float scale, float scale2)
 {
-    constexpr int KT = dt_attn_tc_kt(DT_ATTN_TC_DQ, D), LD = D + PAD, NS = KT / 8, NO = D / 8;
+    constexpr int KT = dt_attn_tc_kt(DT_ATTN_TC_DQ, D), LD = D + PAD, NO = D / 8;
     S *qs = reinterpret_cast<S *>(tc_smem), *gs = qs + ROWS * LD, *ks = gs + ROWS * LD, *vs = ks + KT * LD;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     size_t ld = C + 2 * (size_t)NKV * D; /* dt_attn_width */
@@ -483,12 +529,7 @@ __global__ static void __launch_bounds__(WARPS * 32)
     stage<D, ROWS>(qs, q, ld, q0, T);
     stage<D, ROWS>(gs, dy, C, q0, T);
     float lr[2], dr[2]; /* the lane's two rows' lse (base 2) and Drow */
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        int t = r0 + dt_mma_acc_row(lane, 2 * h);
-        lr[h] = t < T ? lse[(size_t)hd.bh * T + t] * LOG2E : 0.0f;
-        dr[h] = t < T ? drow[(size_t)hd.bh * T + t] : 0.0f;
-    }
+    dq_rows(lr, dr, lse, drow, hd.bh, r0, lane, T);
     float dq[NO][4];
     zero(dq);
     for (int k0 = 0; k0 < end; k0 += KT) {
@@ -496,20 +537,43 @@ __global__ static void __launch_bounds__(WARPS * 32)
         stage<D, KT>(ks, k, ld, k0, T);
         stage<D, KT>(vs, v, ld, k0, T);
         __syncthreads();
-        float s[NS][4], dp[NS][4];
-        zero(s);
-        zero(dp);
-        product<S, D / 16, NS, LD>(s, qs + warp * 16 * LD, ks);
-        product<S, D / 16, NS, LD>(dp, gs + warp * 16 * LD, vs);
-#pragma unroll
-        for (int j = 0; j < NS; j++)
-#pragma unroll
-            for (int i = 0; i < 4; i++) {
-                int row = r0 + dt_mma_acc_row(lane, i), key = k0 + j * 8 + dt_mma_acc_col(lane, i);
-                float p = key <= row && row < T ? exp2f(s[j][i] * scale2 - lr[i / 2]) : 0.0f;
-                dp[j][i] = p * (dp[j][i] - dr[i / 2]);
-            }
-        product_acc<S, NS, NO, LD>(dq, dp, ks);
+        dq_tile<D, S, KT>(dq, qs + warp * 16 * LD, gs + warp * 16 * LD, ks, vs, lr, dr, r0, k0, lane, T, scale2);
+    }
+    store_rows<NO>(dqkv + (size_t)hd.b * T * ld + (size_t)hd.h * D, ld, dq, scale, r0, T);
+}
+
+/* dq on trial (dq2, plan.h): the same sums in the same order, the key and value tiles staged by
+ * cp.async into two buffers, the next pair copied while the warps work on the current one (the
+ * forward's loop); Q and dO (converted from fp32) staged once, as dq's */
+template <int D, typename S>
+__global__ static void __launch_bounds__(WARPS * 32)
+    attention_tc_dq2_kernel(S *dqkv, const float *dout, const S *qkv, const float *lse, const float *drow, int BH,
+                            int NH, int NKV, int T, int C, float scale, float scale2)
+{
+    constexpr int KT = dt_attn_tc_kt(DT_ATTN_TC_DQ2, D), LD = D + PAD, NO = D / 8;
+    /* Q, dO, then two buffers, each a K tile then a V tile */
+    S *qs = reinterpret_cast<S *>(tc_smem), *gs = qs + ROWS * LD, *buf = gs + ROWS * LD;
+    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    size_t ld = C + 2 * (size_t)NKV * D; /* dt_attn_width */
+    tc_head<S> hd = tc_head_of<D>(qkv, ld, BH, NH, NKV, T, C);
+    const S *q = hd.q, *k = hd.k, *v = hd.v;
+    const float *dy = dout + (size_t)hd.b * T * C + (size_t)hd.h * D;
+    int q0 = hd.blk * ROWS, r0 = q0 + warp * 16, end = min(q0 + ROWS, T);
+
+    stage_async<D, KT>(buf, k, ld, 0, T);
+    stage_async<D, KT>(buf + KT * LD, v, ld, 0, T);
+    cp_async_commit();
+    stage<D, ROWS>(qs, q, ld, q0, T);
+    stage<D, ROWS>(gs, dy, C, q0, T);
+    float lr[2], dr[2]; /* the lane's two rows' lse (base 2) and Drow */
+    dq_rows(lr, dr, lse, drow, hd.bh, r0, lane, T);
+    float dq[NO][4];
+    zero(dq);
+    for (int k0 = 0, it = 0; k0 < end; k0 += KT, it++) {
+        /* (the first time, Q and dO, every thread's, are in shared memory too) */
+        const S *ks = kv_tiles<D, KT>(buf, k, v, ld, k0, end, it, T), *vs = ks + KT * LD;
+        dq_tile<D, S, KT>(dq, qs + warp * 16 * LD, gs + warp * 16 * LD, ks, vs, lr, dr, r0, k0, lane, T, scale2);
+        __syncthreads(); /* every warp is done with this buffer before the next iteration refills it */
     }
     store_rows<NO>(dqkv + (size_t)hd.b * T * ld + (size_t)hd.h * D, ld, dq, scale, r0, T);
 }
@@ -553,6 +617,13 @@ static cudaError_t backward_tc(S *dqkv, float *part, int splits, const float *do
     if (e != cudaSuccess) return e;
     dkv<<<kv_grid, WARPS * 32, dkv_bytes>>>(dqkv, part, dout, qkv, lse, drow, B, NH, NKV, splits, T, C, scale, scale2);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    if (dt_cuda_tries() & DT_CUDA_TRY_DQ2) {
+        constexpr int dq2_bytes = dt_attn_tc_smem(DT_ATTN_TC_DQ2, D);
+        if ((e = smem_for(attention_tc_dq2_kernel<D, S>, dq2_bytes)) != cudaSuccess) return e;
+        attention_tc_dq2_kernel<D, S>
+            <<<grid, WARPS * 32, dq2_bytes>>>(dqkv, dout, qkv, lse, drow, B * NH, NH, NKV, T, C, scale, scale2);
+        return cudaGetLastError();
+    }
     if ((e = smem_for(attention_tc_dq_kernel<D, S>, dq_bytes)) != cudaSuccess) return e;
     attention_tc_dq_kernel<D, S>
         <<<grid, WARPS * 32, dq_bytes>>>(dqkv, dout, qkv, lse, drow, B * NH, NH, NKV, T, C, scale, scale2);

@@ -71,6 +71,8 @@ static inline size_t dt_xent_row_bytes(int V, size_t esz, size_t static_bytes, s
  *   rms2      RMSNorm's forward and dinp a warp per row, as layernorm's (in use: a block per row and
  *             a shared-memory tree with eight barriers)
  *   resid2    the residual add (fp32 plus the activation type) 8 elements a thread in packs
+ *   dq2       attention backward's dq on tensor cores with its key and value tiles double-buffered
+ *             by cp.async, as the forward's (attention_tc.cu)
  * What wins becomes the kernel in use, and its flag goes. */
 enum {
     DT_CUDA_TRY_XENT2 = 1u,
@@ -79,11 +81,12 @@ enum {
     DT_CUDA_TRY_GELU = 8u,
     DT_CUDA_TRY_NORM2 = 16u,
     DT_CUDA_TRY_RMS2 = 32u,
-    DT_CUDA_TRY_RESID2 = 64u
+    DT_CUDA_TRY_RESID2 = 64u,
+    DT_CUDA_TRY_DQ2 = 128u
 };
-#define DT_CUDA_TRY_ALL 127u
+#define DT_CUDA_TRY_ALL 255u
 /* their names, flag 1 << i */
-static const char *const dt_cuda_try_names[] = {"xent2", "rows2", "convert2", "gelu", "norm2", "rms2", "resid2"};
+static const char *const dt_cuda_try_names[] = {"xent2", "rows2", "convert2", "gelu", "norm2", "rms2", "resid2", "dq2"};
 #define DT_CUDA_TRY_COUNT ((int)(sizeof dt_cuda_try_names / sizeof dt_cuda_try_names[0]))
 
 /* The flags DTRUN_CUDA_TRY's value names (spaces around a name are skipped): 0, or -1 with the name
@@ -195,8 +198,9 @@ DT_HD static inline void dt_attn_block(unsigned block, int BH, int nblk, bool la
  * 16-byte aligned, and its 8 rows of 16 bytes start 4 banks apart (2 (D + 8) / 4 = 4 mod 32 words):
  * the 32 banks once, no conflict */
 #define DT_ATTN_TC_PAD 8
-/* the three kernels, for the tile and shared memory sizes below */
-enum dt_attn_tc_kernel { DT_ATTN_TC_FWD, DT_ATTN_TC_DKV, DT_ATTN_TC_DQ };
+/* the three kernels, for the tile and shared memory sizes below, and dq on trial (dq2: its key and
+ * value tiles double-buffered by cp.async, as forward's) */
+enum dt_attn_tc_kernel { DT_ATTN_TC_FWD, DT_ATTN_TC_DKV, DT_ATTN_TC_DQ, DT_ATTN_TC_DQ2 };
 
 /* the head sizes the tensor-core kernels are instantiated for */
 DT_HD static inline bool dt_attn_tc_head(int hs) { return hs == 64 || hs == 128; }
@@ -227,8 +231,9 @@ static inline unsigned dt_attn_tc_grid(int B, int T, int NH)
  * (cudaFuncAttributeMaxDynamicSharedMemorySize). */
 DT_HD static DT_CONSTEXPR inline int dt_attn_tc_smem(int kernel, int D)
 {
-    return kernel == DT_ATTN_TC_FWD
-               ? 2 * 2 * dt_attn_tc_kt(kernel, D) * 2 * (D + DT_ATTN_TC_PAD)
+    return kernel == DT_ATTN_TC_FWD ? 2 * 2 * dt_attn_tc_kt(kernel, D) * 2 * (D + DT_ATTN_TC_PAD)
+           : kernel == DT_ATTN_TC_DQ2
+               ? 2 * (DT_ATTN_TC_ROWS + 2 * dt_attn_tc_kt(kernel, D)) * 2 * (D + DT_ATTN_TC_PAD)
                : 2 * (DT_ATTN_TC_ROWS + dt_attn_tc_kt(kernel, D)) * 2 * (D + DT_ATTN_TC_PAD) +
                      (kernel == DT_ATTN_TC_DKV ? 2 * dt_attn_tc_kt(kernel, D) * (int)sizeof(float) : 0);
 }

@@ -601,5 +601,10 @@ int main(void)
     attention_shapes();
     attention_tc_cases();
     attention_cached_cases();
+    /* dq on trial (plan.h's DTRUN_CUDA_TRY dq2), held to the same checks */
+    gpu->set_tries(DT_CUDA_TRY_DQ2);
+    report_prefix = "on trial (dq2): ";
+    attention_tc_cases();
+    gpu->set_tries(0);
     return cuda_check_finish();
 }

@@ -99,6 +99,13 @@ static void attention_tc_plan(void **state)
             assert_int_equal(dt_attn_tc_smem(DT_ATTN_TC_DKV, D), 52480);
             assert_int_equal(dt_attn_tc_smem(DT_ATTN_TC_DQ, D), 52224);
         }
+        /* dq2: dq's and a second key tile and value tile, its tiles dq's, within sm_80's limit (the
+         * launcher opts in past 48 KiB at both sizes: 55296 and 69632 bytes) */
+        int kt = dt_attn_tc_kt(DT_ATTN_TC_DQ2, D);
+        assert_int_equal(kt, dt_attn_tc_kt(DT_ATTN_TC_DQ, D));
+        assert_int_equal(dt_attn_tc_smem(DT_ATTN_TC_DQ2, D), dt_attn_tc_smem(DT_ATTN_TC_DQ, D) + 2 * kt * row);
+        assert_int_equal(dt_attn_tc_smem(DT_ATTN_TC_DQ2, D), D == 64 ? 55296 : 69632);
+        assert_true(dt_attn_tc_smem(DT_ATTN_TC_DQ2, D) <= 163 * 1024);
     }
     static const int T[] = {1, 63, 64, 65, 200, 1024};
     for (size_t j = 0; j < sizeof T / sizeof T[0]; j++) {
@@ -513,7 +520,7 @@ static void cuda_tries(void **state)
     assert_int_equal(f, DT_CUDA_TRY_CONVERT2 | DT_CUDA_TRY_XENT2);
     assert_int_equal(dt_cuda_tries_parse("all", &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_XENT2 | DT_CUDA_TRY_ROWS2 | DT_CUDA_TRY_CONVERT2 | DT_CUDA_TRY_GELU |
-                            DT_CUDA_TRY_NORM2 | DT_CUDA_TRY_RMS2 | DT_CUDA_TRY_RESID2);
+                            DT_CUDA_TRY_NORM2 | DT_CUDA_TRY_RMS2 | DT_CUDA_TRY_RESID2 | DT_CUDA_TRY_DQ2);
     assert_int_equal(DT_CUDA_TRY_ALL, (1u << DT_CUDA_TRY_COUNT) - 1); /* every name's flag, no other */
     assert_int_equal(dt_cuda_tries_parse("gelu", &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_GELU);
@@ -536,7 +543,7 @@ static void cuda_tries(void **state)
         assert_int_equal(f, 1u << i);
     }
     dt_cuda_tries_str(DT_CUDA_TRY_ALL, names, sizeof names);
-    assert_string_equal(names, "xent2, rows2, convert2, gelu, norm2, rms2, resid2");
+    assert_string_equal(names, "xent2, rows2, convert2, gelu, norm2, rms2, resid2, dq2");
     assert_int_equal(dt_cuda_tries_parse(names, &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_ALL);
     dt_cuda_tries_str(0, names, sizeof names);
