@@ -133,8 +133,8 @@ __global__ static void residual_kernel(float *out, const float *a, const S *b, s
 }
 
 /* the residual add on trial (resid2, plan.h): 8 elements a thread, a and out as two float4 and b as 8
- * values of S in one or two 16-byte loads (every buffer aligned to 32 bytes: the launcher checks),
- * the tail one by one; the same sum per element */
+ * values of S in one or two 16-byte loads (a and out aligned to 32 bytes, b to 8 of its elements:
+ * the launcher checks), the tail one by one; the same sum per element */
 template <typename T>
 struct __align__(8 * sizeof(T)) pack8 {
     T x[8];
@@ -1209,7 +1209,8 @@ cudaError_t dt_cuda_rmsnorm_forward(void *out, int ot, float *rstd, const float 
     return dt_by_type(ot, [&](auto *tag) {
         using S = std::remove_pointer_t<decltype(tag)>;
         if (BT <= 0 || C <= 0) return cudaSuccess;
-        if (g_tries & DT_CUDA_TRY_RMS2) rmsnorm2_forward_kernel<<<ln_blocks(BT), THREADS>>>((S *)out, rstd, inp, weight, eps, BT, C);
+        if (g_tries & DT_CUDA_TRY_RMS2)
+            rmsnorm2_forward_kernel<<<ln_blocks(BT), THREADS>>>((S *)out, rstd, inp, weight, eps, BT, C);
         else rmsnorm_forward_kernel<<<BT, THREADS>>>((S *)out, rstd, inp, weight, eps, C);
         return cudaGetLastError();
     });

@@ -226,8 +226,9 @@ static inline unsigned dt_attn_tc_grid(int B, int T, int NH)
 /* Dynamic shared memory of a block, bytes: forward two K and V tiles (the next pair loads, by
  * cp.async, while the warps work on the current one; the block's Q passes through the first K tile
  * into registers first); dkv its own K and V and a tile of Q and of dO, and the tile's
- * lse and Drow (fp32); dq its own Q and dO and a tile of K and of V. Over 48 KiB (dkv and dq at
- * D = 128: 52480 and 52224; forward at D = 128: 69632) the launcher opts in
+ * lse and Drow (fp32); dq its own Q and dO and a tile of K and of V; dq2 (on trial) dq's and a
+ * second tile of K and of V. Over 48 KiB (dkv and dq at D = 128: 52480 and 52224; forward at
+ * D = 128: 69632; dq2: 55296 and 69632) the launcher opts in
  * (cudaFuncAttributeMaxDynamicSharedMemorySize). */
 DT_HD static DT_CONSTEXPR inline int dt_attn_tc_smem(int kernel, int D)
 {

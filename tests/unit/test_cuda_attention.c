@@ -381,6 +381,9 @@ static void tc_backward_bounds(const struct tc_case *c, const float *dout, const
     free(eps), free(w), free(fl), free(cs);
 }
 
+/* the kernels on trial the module runs now (plan.h's DTRUN_CUDA_TRY flags) */
+static unsigned tries;
+
 /* one shape of the tensor-core path: forward and backward against the CPU within the bounds, and
  * backward's bits the same on a second run */
 static void attention_tc(int B, int T, int C, int NH, int NKV, enum dt_dtype t)
@@ -407,6 +410,7 @@ static void attention_tc(int B, int T, int C, int NH, int NKV, enum dt_dtype t)
     tc_backward_bounds(&tc, dout, ow, bd);
 
     void *gqkv = dev(q16, nqkv * 2), *gout = dev(NULL, nout * 2), *gd = dev(d16, nqkv * 2), *gd2 = dev(d16, nqkv * 2);
+    void *gd3 = dev(d16, nqkv * 2);
     float *glse = dev(NULL, nlse * 4), *gdout = dev(dout, nout * 4);
     float *gscr = dev(NULL, gpu->attention_scratch(B, T, C, NH, NKV, (int)t) * 4);
     CK(gpu->attention_forward(gout, glse, gqkv, (int)t, B, T, C, NH, NKV));
@@ -434,7 +438,15 @@ static void attention_tc(int B, int T, int C, int NH, int NKV, enum dt_dtype t)
     report(d <= 1.0, what, d);
     snprintf(what, sizeof what, "attention tensor cores backward %s: the same bits on a second run", shape);
     report(memcmp(fd, fd2, nqkv * 2) == 0, what, (double)(memcmp(fd, fd2, nqkv * 2) != 0));
-    void *all[] = {gqkv, gout, gd, gd2, glse, gdout, gscr};
+    /* the other dq kernel (dq2 on trial, or dq in use): the same sums in the same order, the same bits */
+    gpu->set_tries(tries ^ DT_CUDA_TRY_DQ2);
+    CK(gpu->attention_backward(gd3, gdout, gqkv, gout, glse, gscr, (int)t, B, T, C, NH, NKV));
+    gpu->set_tries(tries);
+    uint16_t *fd3 = back_typed(gd3, nqkv, t);
+    snprintf(what, sizeof what, "attention tensor cores backward %s: dq and dq2 give the same bits", shape);
+    report(memcmp(fd, fd3, nqkv * 2) == 0, what, (double)(memcmp(fd, fd3, nqkv * 2) != 0));
+    free(fd3);
+    void *all[] = {gqkv, gout, gd, gd2, gd3, glse, gdout, gscr};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
     free(qkv), free(dout), free(junk), free(q16), free(d16), free(out), free(qw), free(ow), free(lse), free(lse_d);
     free(att), free(scratch), free(bout), free(blse), free(bd), free(fo), free(fl), free(fd), free(fd2);
@@ -602,9 +614,9 @@ int main(void)
     attention_tc_cases();
     attention_cached_cases();
     /* dq on trial (plan.h's DTRUN_CUDA_TRY dq2), held to the same checks */
-    gpu->set_tries(DT_CUDA_TRY_DQ2);
+    gpu->set_tries(tries = DT_CUDA_TRY_DQ2);
     report_prefix = "on trial (dq2): ";
     attention_tc_cases();
-    gpu->set_tries(0);
+    gpu->set_tries(tries = 0);
     return cuda_check_finish();
 }

@@ -1233,8 +1233,26 @@ static void sumsq_offsets(void)
                 gpu->free(d);
                 free(h);
             }
+    /* fewer elements than the head before the first boundary: 1, 2 and 5 from one element in */
+    static const size_t shorts[] = {1, 2, 5};
+    for (int k = 0; k < 3; k++)
+        for (int j = 0; j < 3; j++) {
+            size_t es = dt_dtype_size(t[k]), m = shorts[j];
+            g[1] = INFINITY;
+            void *h = typed(g, cap, t[k]);
+            char *d = dev(h, cap * es);
+            double s = 0;
+            size_t bad = 0;
+            CK(gpu->sumsq_nonfinite(mm, d + es, (int)t[k], m, &s, &bad));
+            double ref = dt_kernels_cpu.sumsq(kc, (char *)h + es, t[k], m);
+            bad_cases += bad != 1 || !(isinf(s) && isinf(ref));
+            g[1] = 1.0f;
+            gpu->free(d);
+            free(h);
+        }
     report(bad_cases == 0 && worst < 1e-12,
-           "sumsq_nonfinite from aligned and unaligned places, each type: the CPU's count, its sum within 1e-12", worst);
+           "sumsq_nonfinite from aligned and unaligned places, each type, 1 to 100003 elements: the CPU's count, its "
+           "sum within 1e-12", worst);
     free(g);
 }
 
