@@ -105,6 +105,33 @@ static void llama_ops(void)
     free(x), free(w), free(dy), free(q), free(u), free(du), free(dx0), free(cs), free(rstd), free(dw), free(dx);
 }
 
+/* RMSNorm over rows of 77 channels (fewer than some lanes' share: a warp's lanes take 3 or 2 each
+ * under rms2) and 9 rows (a block of rows part full): forward and backward, bf16, against the CPU */
+static void rmsnorm_odd_width(void)
+{
+    enum { BT = 9, C = 77 };
+    float *x = randn(BT * C, 70), *w = randn(C, 71), *dy = randn(BT * C, 72), *dx = randn(BT * C, 73);
+    float *rstd = calloc(BT, 4), *dw = calloc(C, 4);
+    uint16_t *out = malloc(BT * C * 2);
+    float *gx = dev(x, BT * C * 4), *gw = dev(w, C * 4), *gdy = dev(dy, BT * C * 4), *gdx = dev(dx, BT * C * 4);
+    float *grstd = dev(NULL, BT * 4), *gdw = dev(NULL, C * 4);
+    uint16_t *gout = dev(NULL, BT * C * 2);
+    dt_kernels_cpu.rmsnorm_forward(kc, out, DT_BF16, rstd, x, w, 1e-5f, BT, C);
+    CK(gpu->rmsnorm_forward(gout, (int)DT_BF16, grstd, gx, gw, 1e-5f, BT, C));
+    void *h = back_typed(gout, BT * C, DT_BF16);
+    float *hr = back(grstd, BT);
+    double d = fmax(act_diff(h, out, BT * C, DT_BF16), maxrel(hr, rstd, BT));
+    CK(gpu->to_device(grstd, rstd, BT * 4)); /* backward from the CPU's rstd on both sides */
+    dt_kernels_cpu.rmsnorm_backward(kc, dx, NULL, DT_F32, dw, dy, x, w, rstd, BT, C);
+    CK(gpu->rmsnorm_backward(mm, gdx, NULL, (int)DT_BF16, gdw, gdy, gx, gw, grstd, BT, C));
+    float *hx = back(gdx, BT * C), *hw = back(gdw, C);
+    d = fmax(d, fmax(maxrel(hx, dx, BT * C), maxrel(hw, dw, C)));
+    report(d < 1e-4, "rmsnorm 9 rows of 77 channels, bf16: out, rstd, dinp, dweight", d);
+    free(h), free(hr), free(hx), free(hw), free(x), free(w), free(dy), free(dx), free(rstd), free(dw), free(out);
+    void *all[] = {gx, gw, gdy, gdx, grstd, gdw, gout};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
+}
+
 /* GELU and the residual add on activations of each type; GELU's backward writes dinp */
 static void elementwise(void)
 {
@@ -1275,6 +1302,7 @@ int main(void)
     narrow_widen();
     convert_offsets();
     sumsq_offsets();
+    rmsnorm_odd_width();
     /* the kernels on trial (plan.h's DTRUN_CUDA_TRY), held to the same checks as those in use (gelu's
      * ops are the matmuls' above: the flag only tells the model to call them) */
     gpu->set_tries(DT_CUDA_TRY_ALL);
@@ -1288,6 +1316,7 @@ int main(void)
     loss_lp();
     convert_offsets();
     sumsq_offsets();
+    rmsnorm_odd_width();
     gpu->set_tries(0);
     return cuda_check_finish();
 }
