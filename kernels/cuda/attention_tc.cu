@@ -511,47 +511,18 @@ __device__ static inline void dq_tile(float (&dq)[D / 8][4], const S *q, const S
     product_acc<S, NS, NO, LD>(dq, dp, ks);
 }
 
-/* dQ of the block's 64 queries, over the key tiles up to its last query */
-template <int D, typename S>
+/* dQ of the block's 64 queries, over the key tiles up to its last query. ASYNC: dq on trial (dq2,
+ * plan.h), the key and value tiles staged by cp.async into two buffers, the next pair copied while
+ * the warps work on the current one (the forward's loop), the same sums in the same order; without,
+ * each tile staged by all the threads between two barriers. Q and dO (converted from fp32) are
+ * staged once either way. */
+template <int D, typename S, bool ASYNC>
 __global__ static void __launch_bounds__(WARPS * 32)
     attention_tc_dq_kernel(S *dqkv, const float *dout, const S *qkv, const float *lse, const float *drow, int BH,
                            int NH, int NKV, int T, int C, float scale, float scale2)
 {
-    constexpr int KT = dt_attn_tc_kt(DT_ATTN_TC_DQ, D), LD = D + PAD, NO = D / 8;
-    S *qs = reinterpret_cast<S *>(tc_smem), *gs = qs + ROWS * LD, *ks = gs + ROWS * LD, *vs = ks + KT * LD;
-    int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    size_t ld = C + 2 * (size_t)NKV * D; /* dt_attn_width */
-    tc_head<S> hd = tc_head_of<D>(qkv, ld, BH, NH, NKV, T, C);
-    const S *q = hd.q, *k = hd.k, *v = hd.v;
-    const float *dy = dout + (size_t)hd.b * T * C + (size_t)hd.h * D;
-    int q0 = hd.blk * ROWS, r0 = q0 + warp * 16, end = min(q0 + ROWS, T);
-
-    stage<D, ROWS>(qs, q, ld, q0, T);
-    stage<D, ROWS>(gs, dy, C, q0, T);
-    float lr[2], dr[2]; /* the lane's two rows' lse (base 2) and Drow */
-    dq_rows(lr, dr, lse, drow, hd.bh, r0, lane, T);
-    float dq[NO][4];
-    zero(dq);
-    for (int k0 = 0; k0 < end; k0 += KT) {
-        __syncthreads(); /* every warp is done with the previous tile */
-        stage<D, KT>(ks, k, ld, k0, T);
-        stage<D, KT>(vs, v, ld, k0, T);
-        __syncthreads();
-        dq_tile<D, S, KT>(dq, qs + warp * 16 * LD, gs + warp * 16 * LD, ks, vs, lr, dr, r0, k0, lane, T, scale2);
-    }
-    store_rows<NO>(dqkv + (size_t)hd.b * T * ld + (size_t)hd.h * D, ld, dq, scale, r0, T);
-}
-
-/* dq on trial (dq2, plan.h): the same sums in the same order, the key and value tiles staged by
- * cp.async into two buffers, the next pair copied while the warps work on the current one (the
- * forward's loop); Q and dO (converted from fp32) staged once, as dq's */
-template <int D, typename S>
-__global__ static void __launch_bounds__(WARPS * 32)
-    attention_tc_dq2_kernel(S *dqkv, const float *dout, const S *qkv, const float *lse, const float *drow, int BH,
-                            int NH, int NKV, int T, int C, float scale, float scale2)
-{
-    constexpr int KT = dt_attn_tc_kt(DT_ATTN_TC_DQ2, D), LD = D + PAD, NO = D / 8;
-    /* Q, dO, then two buffers, each a K tile then a V tile */
+    constexpr int KT = dt_attn_tc_kt(ASYNC ? DT_ATTN_TC_DQ2 : DT_ATTN_TC_DQ, D), LD = D + PAD, NO = D / 8;
+    /* Q, dO, then a K tile and a V tile (ASYNC: two buffers, each a K tile then a V tile) */
     S *qs = reinterpret_cast<S *>(tc_smem), *gs = qs + ROWS * LD, *buf = gs + ROWS * LD;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     size_t ld = C + 2 * (size_t)NKV * D; /* dt_attn_width */
@@ -560,9 +531,11 @@ __global__ static void __launch_bounds__(WARPS * 32)
     const float *dy = dout + (size_t)hd.b * T * C + (size_t)hd.h * D;
     int q0 = hd.blk * ROWS, r0 = q0 + warp * 16, end = min(q0 + ROWS, T);
 
-    stage_async<D, KT>(buf, k, ld, 0, T);
-    stage_async<D, KT>(buf + KT * LD, v, ld, 0, T);
-    cp_async_commit();
+    if constexpr (ASYNC) {
+        stage_async<D, KT>(buf, k, ld, 0, T);
+        stage_async<D, KT>(buf + KT * LD, v, ld, 0, T);
+        cp_async_commit();
+    }
     stage<D, ROWS>(qs, q, ld, q0, T);
     stage<D, ROWS>(gs, dy, C, q0, T);
     float lr[2], dr[2]; /* the lane's two rows' lse (base 2) and Drow */
@@ -570,10 +543,18 @@ __global__ static void __launch_bounds__(WARPS * 32)
     float dq[NO][4];
     zero(dq);
     for (int k0 = 0, it = 0; k0 < end; k0 += KT, it++) {
-        /* (the first time, Q and dO, every thread's, are in shared memory too) */
-        const S *ks = kv_tiles<D, KT>(buf, k, v, ld, k0, end, it, T), *vs = ks + KT * LD;
+        const S *ks = buf, *vs = buf + KT * LD;
+        if constexpr (ASYNC) { /* (the first time, Q and dO, every thread's, are in shared memory too) */
+            ks = kv_tiles<D, KT>(buf, k, v, ld, k0, end, it, T);
+            vs = ks + KT * LD;
+        } else {
+            __syncthreads(); /* every warp is done with the previous tile */
+            stage<D, KT>(buf, k, ld, k0, T);
+            stage<D, KT>(buf + KT * LD, v, ld, k0, T);
+            __syncthreads();
+        }
         dq_tile<D, S, KT>(dq, qs + warp * 16 * LD, gs + warp * 16 * LD, ks, vs, lr, dr, r0, k0, lane, T, scale2);
-        __syncthreads(); /* every warp is done with this buffer before the next iteration refills it */
+        if constexpr (ASYNC) __syncthreads(); /* every warp is done with this buffer before it is refilled */
     }
     store_rows<NO>(dqkv + (size_t)hd.b * T * ld + (size_t)hd.h * D, ld, dq, scale, r0, T);
 }
@@ -619,13 +600,13 @@ static cudaError_t backward_tc(S *dqkv, float *part, int splits, const float *do
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
     if (dt_cuda_tries() & DT_CUDA_TRY_DQ2) {
         constexpr int dq2_bytes = dt_attn_tc_smem(DT_ATTN_TC_DQ2, D);
-        if ((e = smem_for(attention_tc_dq2_kernel<D, S>, dq2_bytes)) != cudaSuccess) return e;
-        attention_tc_dq2_kernel<D, S>
+        if ((e = smem_for(attention_tc_dq_kernel<D, S, true>, dq2_bytes)) != cudaSuccess) return e;
+        attention_tc_dq_kernel<D, S, true>
             <<<grid, WARPS * 32, dq2_bytes>>>(dqkv, dout, qkv, lse, drow, B * NH, NH, NKV, T, C, scale, scale2);
         return cudaGetLastError();
     }
-    if ((e = smem_for(attention_tc_dq_kernel<D, S>, dq_bytes)) != cudaSuccess) return e;
-    attention_tc_dq_kernel<D, S>
+    if ((e = smem_for(attention_tc_dq_kernel<D, S, false>, dq_bytes)) != cudaSuccess) return e;
+    attention_tc_dq_kernel<D, S, false>
         <<<grid, WARPS * 32, dq_bytes>>>(dqkv, dout, qkv, lse, drow, B * NH, NH, NKV, T, C, scale, scale2);
     return cudaGetLastError();
 }
