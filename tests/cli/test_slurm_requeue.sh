@@ -55,6 +55,10 @@ done
 wait $uninterrupted
 same "the job ended" "$state" ""
 echo "# the job's states:$seen"
+# a job that did not complete: what its runs said, for the log (the runs' rank-0 lines and Slurm's)
+scontrol show job -o "$job" | grep -q 'JobState=COMPLETED' ||
+    grep -E '^\[rank 0\] dtrun: (error|warning|resuming|job|stopped|checkpoint saved|done)|^srun|^slurmstepd' pre.out |
+    tail -n 40 | sed 's/^/# pre.out: /'
 same "... COMPLETED" "$(scontrol show job -o "$job" | grep -o 'JobState=[A-Z_]*')" JobState=COMPLETED
 has "a signal stopped it at a step boundary, saved" "$(cat pre.out)" "[rank 0] dtrun: checkpoint saved: $TMP/P/ckpt/step-"
 has "... and requeued it" "$(cat pre.out)" "[rank 0] dtrun: job $job requeued: it resumes from $TMP/P/ckpt/step-"
