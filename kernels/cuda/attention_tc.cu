@@ -226,6 +226,12 @@ __device__ static inline void cp_async_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
+/* one float by cp.async (4 bytes: .ca, as .cg takes only 16), in the caller's group as stage_async's */
+__device__ static inline void cp_async4(float *dst, const float *src)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(shared_addr(dst)), "l"(src) : "memory");
+}
+
 /* the same from fp32 (dout), rounded to S */
 template <int D, int R, typename S>
 __device__ static void stage(S *sh, const float *g, size_t ld, int t0, int T)
@@ -404,20 +410,78 @@ __global__ static void __launch_bounds__(WARPS * 32)
 
 // ---------------------------------------------------------------- backward
 
+/* One query tile's share of a warp's dK and dV (dkv's and dkv2's): S^T = K Q^T, dP^T = V dO^T,
+ * P^T = exp(S^T scale - lse), dS^T = P^T (dP^T - Drow); dV += P^T dO, dK += dS^T Q. ks and vs the
+ * warp's 16 keys from j0, qs and gs the tile's KT queries' Q and dO from t0, lse_s (base 2) and
+ * drow_s theirs. */
+template <int D, typename S, int KT>
+__device__ static inline void dkv_tile(float (&dk)[D / 8][4], float (&dv)[D / 8][4], const S *ks, const S *vs,
+                                       const S *qs, const S *gs, const float *lse_s, const float *drow_s, int j0,
+                                       int t0, int lane, int T, float scale2)
+{
+    constexpr int LD = D + PAD, NS = KT / 8, NO = D / 8;
+    /* s = S^T, dp = dP^T: rows the warp's keys, columns the tile's queries */
+    float s[NS][4], dp[NS][4];
+    zero(s);
+    zero(dp);
+    product<S, D / 16, NS, LD>(s, ks, qs);
+    product<S, D / 16, NS, LD>(dp, vs, gs);
+#pragma unroll
+    for (int j = 0; j < NS; j++)
+#pragma unroll
+        for (int i = 0; i < 4; i++) {
+            int key = j0 + dt_mma_acc_row(lane, i), c = j * 8 + dt_mma_acc_col(lane, i), t = t0 + c;
+            float p = key <= t && t < T ? exp2f(s[j][i] * scale2 - lse_s[c]) : 0.0f;
+            s[j][i] = p;
+            dp[j][i] = p * (dp[j][i] - drow_s[c]);
+        }
+    product_acc<S, NS, NO, LD>(dv, s, gs);
+    product_acc<S, NS, NO, LD>(dk, dp, qs);
+}
+
+/* dkv2's tile of KT queries from t0 of query head h of batch row b into buf (Q, dO, lse, Drow:
+ * plan.h's dt_attn_tc_dkv2_tile bytes), by cp.async into the caller's group; rows past T: zeros.
+ * The pointers are formed here, from the kernel's arguments, so that the loop keeps no pointer per
+ * head live across its products (see the kernel). */
+template <int D, int KT, typename S>
+__device__ static inline void dkv2_stage(unsigned char *buf, const S *qkv, const S *dout16, const float *lse2,
+                                         const float *drow, int b, int h, int t0, int T, int C, int NH, size_t ld)
+{
+    constexpr int LD = D + PAD;
+    S *qs = reinterpret_cast<S *>(buf), *gs = qs + KT * LD;
+    float *lse_s = reinterpret_cast<float *>(gs + KT * LD), *drow_s = lse_s + KT;
+    size_t bh = (size_t)b * NH + h;
+    stage_async<D, KT>(qs, qkv + (size_t)b * T * ld + (size_t)h * D, ld, t0, T);
+    stage_async<D, KT>(gs, dout16 + (size_t)b * T * C + (size_t)h * D, C, t0, T);
+    if (threadIdx.x < KT) {
+        int t = t0 + threadIdx.x;
+        if (t < T) {
+            cp_async4(lse_s + threadIdx.x, lse2 + bh * T + t);
+            cp_async4(drow_s + threadIdx.x, drow + bh * T + t);
+        } else {
+            lse_s[threadIdx.x] = drow_s[threadIdx.x] = 0.0f;
+        }
+    }
+}
+
 /* dK, dV of the block's 64 keys of one key/value head, summed over the block's query heads in
  * order (plan.h's dt_attn_kv_block), each over the query tiles from its first key on; stored into
  * dqkv, or with SPLIT (a split group) as fp32 into the split's partial in part, rows of dqkv's
  * 2 NKV D key and value columns (attention.cu's). SPLIT is a template argument, not a branch on
  * part: with both stores in one kernel ptxas gives 185 registers at D = 64 on sm_80, past the 168
- * of three blocks an SM, where this takes 168; the heads' pointers step for the same reason. */
-template <int D, typename S, bool SPLIT>
-__global__ static void __launch_bounds__(WARPS * 32)
-    attention_tc_dkv_kernel(S *dqkv, float *part, const float *dout, const S *qkv, const float *lse, const float *drow,
-                            int B, int NH, int NKV, int splits, int T, int C, float scale, float scale2)
+ * of three blocks an SM, where this takes 168; the heads' pointers step for the same reason.
+ * ASYNC: dkv on trial (dkv2, plan.h), the (head, query tile) pairs walked as one sequence whose
+ * next tile (Q, and dO and lse as dkv2_prep left them) is copied by cp.async into the second buffer
+ * while the warps work on the current one: the same sums in the same order as without, where each
+ * tile is staged by all the threads between two barriers, dO rounded and lse scaled on the way. */
+template <int D, typename S, bool SPLIT, bool ASYNC>
+__global__ static void __launch_bounds__(WARPS * 32, ASYNC && D == 64 ? 3 : 0)
+    attention_tc_dkv_kernel(S *dqkv, float *part, const float *dout, const S *dout16, const S *qkv, const float *lse,
+                            const float *lse2, const float *drow, int B, int NH, int NKV, int splits, int T, int C,
+                            float scale, float scale2)
 {
-    constexpr int KT = dt_attn_tc_kt(DT_ATTN_TC_DKV, D), LD = D + PAD, NS = KT / 8, NO = D / 8;
-    S *ks = reinterpret_cast<S *>(tc_smem), *vs = ks + ROWS * LD, *qs = vs + ROWS * LD, *gs = qs + KT * LD;
-    float *lse_s = reinterpret_cast<float *>(gs + KT * LD), *drow_s = lse_s + KT; /* lse in base 2 */
+    constexpr int KT = dt_attn_tc_kt(ASYNC ? DT_ATTN_TC_DKV2 : DT_ATTN_TC_DKV, D), LD = D + PAD, NO = D / 8;
+    S *ks = reinterpret_cast<S *>(tc_smem), *vs = ks + ROWS * LD;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     struct dt_attn_kv kv = dt_attn_kv_block(blockIdx.x, B, NH, NKV, splits, dt_attn_tc_blocks_per_head(T));
     size_t ld = C + 2 * (size_t)NKV * D; /* dt_attn_width */
@@ -429,38 +493,51 @@ __global__ static void __launch_bounds__(WARPS * 32)
     float dk[NO][4], dv[NO][4];
     zero(dk);
     zero(dv);
-    const S *q = rows + (size_t)kv.h0 * D;
-    const float *dy = dout + (size_t)kv.b * T * C + (size_t)kv.h0 * D;
-    size_t bh = (size_t)kv.b * NH + kv.h0;
-    for (int n = kv.h1 - kv.h0; n > 0; n--, q += D, dy += D, bh++) {
-        const float *lh = lse + bh * T, *dh = drow + bh * T;
-        for (int t0 = k0; t0 < T; t0 += KT) {
-            __syncthreads(); /* every warp is done with the previous tile, of this head or the last */
-            stage<D, KT>(qs, q, ld, t0, T);
-            stage<D, KT>(gs, dy, C, t0, T);
-            if (threadIdx.x < KT) {
-                int t = t0 + threadIdx.x;
-                lse_s[threadIdx.x] = t < T ? lh[t] * LOG2E : 0.0f;
-                drow_s[threadIdx.x] = t < T ? dh[t] : 0.0f;
+    if constexpr (ASYNC) {
+        constexpr int TB = dt_attn_tc_dkv2_tile(D);
+        unsigned char *tiles = reinterpret_cast<unsigned char *>(vs + ROWS * LD);
+        /* tile i: query head h0 + i / per, queries from k0 + i % per KT */
+        int per = (T - k0 + KT - 1) / KT, total = (kv.h1 - kv.h0) * per;
+        dkv2_stage<D, KT>(tiles, qkv, dout16, lse2, drow, kv.b, kv.h0, k0, T, C, NH, ld);
+        cp_async_commit();
+        for (int it = 0; it < total; it++) {
+            if (it + 1 < total) {
+                int n = (it + 1) / per;
+                dkv2_stage<D, KT>(tiles + ((it + 1) % 2) * TB, qkv, dout16, lse2, drow, kv.b, kv.h0 + n,
+                                  k0 + (it + 1 - n * per) * KT, T, C, NH, ld);
+                cp_async_commit();
+                cp_async_wait<1>();
+            } else {
+                cp_async_wait<0>();
             }
-            __syncthreads();
-            /* s = S^T, dp = dP^T: rows the warp's keys, columns the tile's queries */
-            float s[NS][4], dp[NS][4];
-            zero(s);
-            zero(dp);
-            product<S, D / 16, NS, LD>(s, ks + warp * 16 * LD, qs);
-            product<S, D / 16, NS, LD>(dp, vs + warp * 16 * LD, gs);
-#pragma unroll
-            for (int j = 0; j < NS; j++)
-#pragma unroll
-                for (int i = 0; i < 4; i++) {
-                    int key = j0 + dt_mma_acc_row(lane, i), c = j * 8 + dt_mma_acc_col(lane, i), t = t0 + c;
-                    float p = key <= t && t < T ? exp2f(s[j][i] * scale2 - lse_s[c]) : 0.0f;
-                    s[j][i] = p;
-                    dp[j][i] = p * (dp[j][i] - drow_s[c]);
+            __syncthreads(); /* (the first time, every thread's K and V too) */
+            const S *qs = reinterpret_cast<const S *>(tiles + (it % 2) * TB), *gs = qs + KT * LD;
+            const float *lse_s = reinterpret_cast<const float *>(gs + KT * LD);
+            dkv_tile<D, S, KT>(dk, dv, ks + warp * 16 * LD, vs + warp * 16 * LD, qs, gs, lse_s, lse_s + KT, j0,
+                               k0 + it % per * KT, lane, T, scale2);
+            __syncthreads(); /* every warp is done with this buffer before it is refilled */
+        }
+    } else {
+        S *qs = vs + ROWS * LD, *gs = qs + KT * LD;
+        float *lse_s = reinterpret_cast<float *>(gs + KT * LD), *drow_s = lse_s + KT; /* lse in base 2 */
+        const S *q = rows + (size_t)kv.h0 * D;
+        const float *dy = dout + (size_t)kv.b * T * C + (size_t)kv.h0 * D;
+        size_t bh = (size_t)kv.b * NH + kv.h0;
+        for (int n = kv.h1 - kv.h0; n > 0; n--, q += D, dy += D, bh++) {
+            const float *lh = lse + bh * T, *dh = drow + bh * T;
+            for (int t0 = k0; t0 < T; t0 += KT) {
+                __syncthreads(); /* every warp is done with the previous tile, of this head or the last */
+                stage<D, KT>(qs, q, ld, t0, T);
+                stage<D, KT>(gs, dy, C, t0, T);
+                if (threadIdx.x < KT) {
+                    int t = t0 + threadIdx.x;
+                    lse_s[threadIdx.x] = t < T ? lh[t] * LOG2E : 0.0f;
+                    drow_s[threadIdx.x] = t < T ? dh[t] : 0.0f;
                 }
-            product_acc<S, NS, NO, LD>(dv, s, gs);
-            product_acc<S, NS, NO, LD>(dk, dp, qs);
+                __syncthreads();
+                dkv_tile<D, S, KT>(dk, dv, ks + warp * 16 * LD, vs + warp * 16 * LD, qs, gs, lse_s, drow_s, j0, t0,
+                                   lane, T, scale2);
+            }
         }
     }
     if constexpr (SPLIT) {
@@ -472,6 +549,24 @@ __global__ static void __launch_bounds__(WARPS * 32)
         S *dkh = dqkv + (size_t)kv.b * T * ld + C + (size_t)kv.g * D;
         store_rows<NO>(dkh, ld, dk, scale, j0, T);
         store_rows<NO>(dkh + (size_t)NKV * D, ld, dv, 1.0f, j0, T);
+    }
+}
+
+/* dkv2's inputs (on trial): dout (n values, n a multiple of 8) rounded to S as dkv's stage rounds
+ * it, into dout16, and lse (rows) in base 2 as dkv scales it, into lse2 */
+template <typename S>
+__global__ static void dkv2_prep_kernel(S *dout16, float *lse2, const float *dout, const float *lse, size_t n8,
+                                        size_t rows)
+{
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n8 || i < rows; i += stride) {
+        if (i < n8) {
+            const float4 *src = reinterpret_cast<const float4 *>(dout + i * 8);
+            float4 a = src[0], b = src[1];
+            reinterpret_cast<uint4 *>(dout16)[i] =
+                make_uint4(pack2<S>(a.x, a.y), pack2<S>(a.z, a.w), pack2<S>(b.x, b.y), pack2<S>(b.z, b.w));
+        }
+        if (i < rows) lse2[i] = lse[i] * LOG2E;
     }
 }
 
@@ -584,20 +679,48 @@ static cudaError_t forward_tc(S *out, float *lse, const S *qkv, int B, int T, in
     return cudaGetLastError();
 }
 
+/* dK and dV: dkv, or with work (dkv2 on trial: plan.h's dt_attn_dkv2_scratch floats) dkv2 after
+ * dkv2_prep has put lse2 and dout16 there */
+template <int D, typename S>
+static cudaError_t dkv_tc(S *dqkv, float *part, int splits, const float *dout, const S *qkv, const float *lse,
+                          const float *drow, float *work, int B, int T, int C, int NH, int NKV)
+{
+    unsigned grid = dt_attn_tc_grid(B, T, NKV * splits);
+    float scale = 1.0f / sqrtf((float)D), scale2 = scale * LOG2E;
+    cudaError_t e;
+    if (!work) {
+        constexpr int bytes = dt_attn_tc_smem(DT_ATTN_TC_DKV, D);
+        auto dkv = part ? attention_tc_dkv_kernel<D, S, true, false> : attention_tc_dkv_kernel<D, S, false, false>;
+        if ((e = smem_for(dkv, bytes)) != cudaSuccess) return e;
+        dkv<<<grid, WARPS * 32, bytes>>>(dqkv, part, dout, NULL, qkv, lse, NULL, drow, B, NH, NKV, splits, T, C,
+                                         scale, scale2);
+        return cudaGetLastError();
+    }
+    size_t rows = (size_t)B * NH * T, n8 = (size_t)B * T * C / 8;
+    float *lse2 = reinterpret_cast<float *>(dt_attn_dkv2_at((uintptr_t)work, 0));
+    S *dout16 = reinterpret_cast<S *>(lse2 + (rows + 3) / 4 * 4);
+    size_t most = n8 > rows ? n8 : rows, blocks = (most + 255) / 256;
+    dkv2_prep_kernel<S><<<(unsigned)(blocks < 8192 ? blocks : 8192), 256>>>(dout16, lse2, dout, lse, n8, rows);
+    if ((e = cudaGetLastError()) != cudaSuccess) return e;
+    constexpr int bytes = dt_attn_tc_smem(DT_ATTN_TC_DKV2, D);
+    auto dkv2 = part ? attention_tc_dkv_kernel<D, S, true, true> : attention_tc_dkv_kernel<D, S, false, true>;
+    if ((e = smem_for(dkv2, bytes)) != cudaSuccess) return e;
+    dkv2<<<grid, WARPS * 32, bytes>>>(dqkv, part, NULL, dout16, qkv, NULL, lse2, drow, B, NH, NKV, splits, T, C, scale,
+                                      scale2);
+    return cudaGetLastError();
+}
+
 template <int D, typename S>
 static cudaError_t backward_tc(S *dqkv, float *part, int splits, const float *dout, const S *qkv, const float *lse,
-                               const float *drow, int B, int T, int C, int NH, int NKV)
+                               const float *drow, float *work, int B, int T, int C, int NH, int NKV)
 {
     /* dkv's grid, NKV splits heads, is no larger than dq's */
-    unsigned grid = dt_attn_tc_grid(B, T, NH), kv_grid = dt_attn_tc_grid(B, T, NKV * splits);
+    unsigned grid = dt_attn_tc_grid(B, T, NH);
     if (!grid) return cudaErrorInvalidValue;
     float scale = 1.0f / sqrtf((float)D), scale2 = scale * LOG2E;
-    constexpr int dkv_bytes = dt_attn_tc_smem(DT_ATTN_TC_DKV, D), dq_bytes = dt_attn_tc_smem(DT_ATTN_TC_DQ, D);
-    auto dkv = part ? attention_tc_dkv_kernel<D, S, true> : attention_tc_dkv_kernel<D, S, false>;
-    cudaError_t e = smem_for(dkv, dkv_bytes);
+    constexpr int dq_bytes = dt_attn_tc_smem(DT_ATTN_TC_DQ, D);
+    cudaError_t e = dkv_tc<D>(dqkv, part, splits, dout, qkv, lse, drow, work, B, T, C, NH, NKV);
     if (e != cudaSuccess) return e;
-    dkv<<<kv_grid, WARPS * 32, dkv_bytes>>>(dqkv, part, dout, qkv, lse, drow, B, NH, NKV, splits, T, C, scale, scale2);
-    if ((e = cudaGetLastError()) != cudaSuccess) return e;
     if (dt_cuda_tries() & DT_CUDA_TRY_DQ2) {
         constexpr int dq2_bytes = dt_attn_tc_smem(DT_ATTN_TC_DQ2, D);
         if ((e = smem_for(attention_tc_dq_kernel<D, S, true>, dq2_bytes)) != cudaSuccess) return e;
@@ -634,8 +757,8 @@ cudaError_t dt_cuda_attention_tc_forward(void *out, float *lse, const void *qkv,
 }
 
 cudaError_t dt_cuda_attention_tc_backward(void *dqkv, float *part, int splits, const float *dout, const void *qkv,
-                                          const float *lse, const float *drow, int at, int B, int T, int C, int NH,
-                                          int NKV)
+                                          const float *lse, const float *drow, float *work, int at, int B, int T, int C,
+                                          int NH, int NKV)
 {
     int hs = NH > 0 ? C / NH : 0;
     if (!dt_cuda_attention_tc_takes(at, hs, dqkv, dout, qkv) || !tc_shape(B, T, C, NH, NKV, hs) || splits < 1 ||
@@ -644,11 +767,11 @@ cudaError_t dt_cuda_attention_tc_backward(void *dqkv, float *part, int splits, c
     if (at == DT_CUDA_BF16) {
         __nv_bfloat16 *d = (__nv_bfloat16 *)dqkv;
         const __nv_bfloat16 *x = (const __nv_bfloat16 *)qkv;
-        return hs == 64 ? backward_tc<64>(d, part, splits, dout, x, lse, drow, B, T, C, NH, NKV)
-                        : backward_tc<128>(d, part, splits, dout, x, lse, drow, B, T, C, NH, NKV);
+        return hs == 64 ? backward_tc<64>(d, part, splits, dout, x, lse, drow, work, B, T, C, NH, NKV)
+                        : backward_tc<128>(d, part, splits, dout, x, lse, drow, work, B, T, C, NH, NKV);
     }
     __half *d = (__half *)dqkv;
     const __half *x = (const __half *)qkv;
-    return hs == 64 ? backward_tc<64>(d, part, splits, dout, x, lse, drow, B, T, C, NH, NKV)
-                    : backward_tc<128>(d, part, splits, dout, x, lse, drow, B, T, C, NH, NKV);
+    return hs == 64 ? backward_tc<64>(d, part, splits, dout, x, lse, drow, work, B, T, C, NH, NKV)
+                    : backward_tc<128>(d, part, splits, dout, x, lse, drow, work, B, T, C, NH, NKV);
 }

@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include "core/half.h" /* DT_HD: host and device */
 
@@ -73,6 +74,9 @@ static inline size_t dt_xent_row_bytes(int V, size_t esz, size_t static_bytes, s
  *   resid2    the residual add (fp32 plus the activation type) 8 elements a thread in packs
  *   dq2       attention backward's dq on tensor cores with its key and value tiles double-buffered
  *             by cp.async, as the forward's (attention_tc.cu)
+ *   dkv2      attention backward's dK, dV on tensor cores with its query and dO tiles (and their lse
+ *             and Drow) double-buffered by cp.async: dout rounded to 16 bits and lse taken to base 2
+ *             by a kernel before it, as dkv rounds and scales them while it stages them (below)
  * What wins becomes the kernel in use, and its flag goes. */
 enum {
     DT_CUDA_TRY_XENT2 = 1u,
@@ -82,11 +86,13 @@ enum {
     DT_CUDA_TRY_NORM2 = 16u,
     DT_CUDA_TRY_RMS2 = 32u,
     DT_CUDA_TRY_RESID2 = 64u,
-    DT_CUDA_TRY_DQ2 = 128u
+    DT_CUDA_TRY_DQ2 = 128u,
+    DT_CUDA_TRY_DKV2 = 256u
 };
-#define DT_CUDA_TRY_ALL 255u
+#define DT_CUDA_TRY_ALL 511u
 /* their names, flag 1 << i */
-static const char *const dt_cuda_try_names[] = {"xent2", "rows2", "convert2", "gelu", "norm2", "rms2", "resid2", "dq2"};
+static const char *const dt_cuda_try_names[] = {"xent2", "rows2", "convert2", "gelu", "norm2",
+                                                 "rms2",  "resid2", "dq2",     "dkv2"};
 #define DT_CUDA_TRY_COUNT ((int)(sizeof dt_cuda_try_names / sizeof dt_cuda_try_names[0]))
 
 /* The flags DTRUN_CUDA_TRY's value names (spaces around a name are skipped): 0, or -1 with the name
@@ -200,7 +206,7 @@ DT_HD static inline void dt_attn_block(unsigned block, int BH, int nblk, bool la
 #define DT_ATTN_TC_PAD 8
 /* the three kernels, for the tile and shared memory sizes below, and dq on trial (dq2: its key and
  * value tiles double-buffered by cp.async, as forward's) */
-enum dt_attn_tc_kernel { DT_ATTN_TC_FWD, DT_ATTN_TC_DKV, DT_ATTN_TC_DQ, DT_ATTN_TC_DQ2 };
+enum dt_attn_tc_kernel { DT_ATTN_TC_FWD, DT_ATTN_TC_DKV, DT_ATTN_TC_DQ, DT_ATTN_TC_DQ2, DT_ATTN_TC_DKV2 };
 
 /* the head sizes the tensor-core kernels are instantiated for */
 DT_HD static inline bool dt_attn_tc_head(int hs) { return hs == 64 || hs == 128; }
@@ -227,14 +233,22 @@ static inline unsigned dt_attn_tc_grid(int B, int T, int NH)
  * cp.async, while the warps work on the current one; the block's Q passes through the first K tile
  * into registers first); dkv its own K and V and a tile of Q and of dO, and the tile's
  * lse and Drow (fp32); dq its own Q and dO and a tile of K and of V; dq2 (on trial) dq's and a
- * second tile of K and of V. Over 48 KiB (dkv and dq at D = 128: 52480 and 52224; forward at
- * D = 128: 69632; dq2: 55296 and 69632) the launcher opts in
+ * second tile of K and of V; dkv2 (on trial) dkv's and a second tile of Q, dO, lse and Drow (a
+ * tile's bytes: dt_attn_tc_dkv2_tile). Over 48 KiB (dkv and dq at D = 128: 52480 and 52224; forward
+ * at D = 128: 69632; dq2: 55296 and 69632; dkv2: 56320 and 70144) the launcher opts in
  * (cudaFuncAttributeMaxDynamicSharedMemorySize). */
+DT_HD static DT_CONSTEXPR inline int dt_attn_tc_dkv2_tile(int D)
+{
+    return 2 * dt_attn_tc_kt(DT_ATTN_TC_DKV2, D) * 2 * (D + DT_ATTN_TC_PAD) +
+           2 * dt_attn_tc_kt(DT_ATTN_TC_DKV2, D) * (int)sizeof(float);
+}
 DT_HD static DT_CONSTEXPR inline int dt_attn_tc_smem(int kernel, int D)
 {
     return kernel == DT_ATTN_TC_FWD ? 2 * 2 * dt_attn_tc_kt(kernel, D) * 2 * (D + DT_ATTN_TC_PAD)
            : kernel == DT_ATTN_TC_DQ2
                ? 2 * (DT_ATTN_TC_ROWS + 2 * dt_attn_tc_kt(kernel, D)) * 2 * (D + DT_ATTN_TC_PAD)
+           : kernel == DT_ATTN_TC_DKV2
+               ? 2 * DT_ATTN_TC_ROWS * 2 * (D + DT_ATTN_TC_PAD) + 2 * dt_attn_tc_dkv2_tile(D)
                : 2 * (DT_ATTN_TC_ROWS + dt_attn_tc_kt(kernel, D)) * 2 * (D + DT_ATTN_TC_PAD) +
                      (kernel == DT_ATTN_TC_DKV ? 2 * dt_attn_tc_kt(kernel, D) * (int)sizeof(float) : 0);
 }
@@ -277,6 +291,17 @@ static inline size_t dt_attn_scratch(int B, int T, int C, int NH, int NKV)
     size_t drow = (size_t)B * NH * T, part = (size_t)B * T * 2 * NKV * (C / NH);
     return drow + (S > 1 ? (size_t)S * part : 0);
 }
+/* What dkv2 (on trial) adds to it, floats: lse in base 2 (B,NH,T), then dout rounded to 16 bits
+ * (B,T,C, two a float), each from a 16-byte boundary (cp.async's), with 3 floats of slack to reach
+ * the first from wherever the scratch ends (dt_attn_dkv2_at). */
+static inline size_t dt_attn_dkv2_scratch(int B, int T, int C, int NH)
+{
+    size_t lse = (size_t)B * NH * T, dout = ((size_t)B * T * C + 1) / 2;
+    return 3 + (lse + 3) / 4 * 4 + dout;
+}
+/* where dkv2's lse starts in a scratch whose first float is at p: the first 16-byte boundary at or
+ * past p + n */
+static inline uintptr_t dt_attn_dkv2_at(uintptr_t p, size_t n) { return (p + n * 4 + 15) / 16 * 16; }
 
 /* A dkv block's work: batch row b, key/value head g, split s (of the grid's S) and the query heads
  * [h0, h1) it sums over, its block of keys blk (dt_attn_block's order: first key blocks first). */

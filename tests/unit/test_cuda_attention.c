@@ -412,7 +412,10 @@ static void attention_tc(int B, int T, int C, int NH, int NKV, enum dt_dtype t)
     void *gqkv = dev(q16, nqkv * 2), *gout = dev(NULL, nout * 2), *gd = dev(d16, nqkv * 2), *gd2 = dev(d16, nqkv * 2);
     void *gd3 = dev(d16, nqkv * 2);
     float *glse = dev(NULL, nlse * 4), *gdout = dev(dout, nout * 4);
+    /* the scratch dkv2 needs (plan.h), so that it can be switched on below */
+    gpu->set_tries(tries | DT_CUDA_TRY_DKV2);
     float *gscr = dev(NULL, gpu->attention_scratch(B, T, C, NH, NKV, (int)t) * 4);
+    gpu->set_tries(tries);
     CK(gpu->attention_forward(gout, glse, gqkv, (int)t, B, T, C, NH, NKV));
     uint16_t *fo = back_typed(gout, nout, t);
     float *fl = back(glse, nlse);
@@ -444,6 +447,14 @@ static void attention_tc(int B, int T, int C, int NH, int NKV, enum dt_dtype t)
     gpu->set_tries(tries);
     uint16_t *fd3 = back_typed(gd3, nqkv, t);
     snprintf(what, sizeof what, "attention tensor cores backward %s: dq and dq2 give the same bits", shape);
+    report(memcmp(fd, fd3, nqkv * 2) == 0, what, (double)(memcmp(fd, fd3, nqkv * 2) != 0));
+    /* and the other dK, dV kernel (dkv2 on trial, or dkv in use): the same again */
+    gpu->set_tries(tries ^ DT_CUDA_TRY_DKV2);
+    CK(gpu->attention_backward(gd3, gdout, gqkv, gout, glse, gscr, (int)t, B, T, C, NH, NKV));
+    gpu->set_tries(tries);
+    free(fd3);
+    fd3 = back_typed(gd3, nqkv, t);
+    snprintf(what, sizeof what, "attention tensor cores backward %s: dkv and dkv2 give the same bits", shape);
     report(memcmp(fd, fd3, nqkv * 2) == 0, what, (double)(memcmp(fd, fd3, nqkv * 2) != 0));
     free(fd3);
     void *all[] = {gqkv, gout, gd, gd2, gd3, glse, gdout, gscr};
@@ -613,9 +624,9 @@ int main(void)
     attention_shapes();
     attention_tc_cases();
     attention_cached_cases();
-    /* dq on trial (plan.h's DTRUN_CUDA_TRY dq2), held to the same checks */
-    gpu->set_tries(tries = DT_CUDA_TRY_DQ2);
-    report_prefix = "on trial (dq2): ";
+    /* dq and dK, dV on trial (plan.h's DTRUN_CUDA_TRY dq2, dkv2), held to the same checks */
+    gpu->set_tries(tries = DT_CUDA_TRY_DQ2 | DT_CUDA_TRY_DKV2);
+    report_prefix = "on trial (dq2, dkv2): ";
     attention_tc_cases();
     gpu->set_tries(tries = 0);
     return cuda_check_finish();

@@ -106,6 +106,33 @@ static void attention_tc_plan(void **state)
         assert_int_equal(dt_attn_tc_smem(DT_ATTN_TC_DQ2, D), dt_attn_tc_smem(DT_ATTN_TC_DQ, D) + 2 * kt * row);
         assert_int_equal(dt_attn_tc_smem(DT_ATTN_TC_DQ2, D), D == 64 ? 55296 : 69632);
         assert_true(dt_attn_tc_smem(DT_ATTN_TC_DQ2, D) <= 163 * 1024);
+        /* dkv2: dkv's own K and V, and two of its tiles of Q, dO, lse and Drow, each buffer starting
+         * 16-byte aligned (cp.async), within sm_80's limit (56320 and 70144 bytes) */
+        kt = dt_attn_tc_kt(DT_ATTN_TC_DKV2, D);
+        assert_int_equal(kt, dt_attn_tc_kt(DT_ATTN_TC_DKV, D));
+        int tile = dt_attn_tc_dkv2_tile(D);
+        assert_int_equal(tile, 2 * kt * row + 2 * kt * 4);
+        assert_int_equal(tile % 16, 0);
+        assert_int_equal(dt_attn_tc_smem(DT_ATTN_TC_DKV2, D), 2 * DT_ATTN_TC_ROWS * row + 2 * tile);
+        assert_int_equal(dt_attn_tc_smem(DT_ATTN_TC_DKV2, D),
+                         dt_attn_tc_smem(DT_ATTN_TC_DKV, D) + 2 * kt * row + 2 * kt * 4);
+        assert_int_equal(dt_attn_tc_smem(DT_ATTN_TC_DKV2, D), D == 64 ? 56320 : 70144);
+        assert_true(dt_attn_tc_smem(DT_ATTN_TC_DKV2, D) <= 163 * 1024);
+    }
+    /* dkv2's scratch after the fused kernels': lse2 from the first 16-byte boundary past their end,
+     * wherever that end falls (a float apart), then dout16 (16-byte aligned too) and its B T C 16-bit
+     * values within the floats asked for */
+    static const int shapes[][4] = {{1, 1, 128, 2}, {2, 63, 256, 4}, {3, 65, 768, 12}, {1, 7, 64, 1}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        int B = shapes[i][0], T = shapes[i][1], C = shapes[i][2], NH = shapes[i][3];
+        size_t n = dt_attn_dkv2_scratch(B, T, C, NH), rows = (size_t)B * NH * T;
+        for (uintptr_t end = 4096; end < 4096 + 16; end += 4) {
+            uintptr_t lse2 = dt_attn_dkv2_at(end, 0), dout16 = lse2 + (rows + 3) / 4 * 16;
+            assert_true(lse2 >= end && lse2 - end <= 12 && lse2 % 16 == 0 && dout16 % 16 == 0);
+            assert_true(dout16 + (size_t)B * T * C * 2 <= end + n * 4);
+        }
+        assert_int_equal(dt_attn_dkv2_at(4100, 3), 4112); /* 4100 + 3 floats: a boundary already */
+        assert_int_equal(dt_attn_dkv2_at(4100, 4), 4128);
     }
     static const int T[] = {1, 63, 64, 65, 200, 1024};
     for (size_t j = 0; j < sizeof T / sizeof T[0]; j++) {
@@ -520,7 +547,8 @@ static void cuda_tries(void **state)
     assert_int_equal(f, DT_CUDA_TRY_CONVERT2 | DT_CUDA_TRY_XENT2);
     assert_int_equal(dt_cuda_tries_parse("all", &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_XENT2 | DT_CUDA_TRY_ROWS2 | DT_CUDA_TRY_CONVERT2 | DT_CUDA_TRY_GELU |
-                            DT_CUDA_TRY_NORM2 | DT_CUDA_TRY_RMS2 | DT_CUDA_TRY_RESID2 | DT_CUDA_TRY_DQ2);
+                            DT_CUDA_TRY_NORM2 | DT_CUDA_TRY_RMS2 | DT_CUDA_TRY_RESID2 | DT_CUDA_TRY_DQ2 |
+                            DT_CUDA_TRY_DKV2);
     assert_int_equal(DT_CUDA_TRY_ALL, (1u << DT_CUDA_TRY_COUNT) - 1); /* every name's flag, no other */
     assert_int_equal(dt_cuda_tries_parse("gelu", &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_GELU);
@@ -543,7 +571,7 @@ static void cuda_tries(void **state)
         assert_int_equal(f, 1u << i);
     }
     dt_cuda_tries_str(DT_CUDA_TRY_ALL, names, sizeof names);
-    assert_string_equal(names, "xent2, rows2, convert2, gelu, norm2, rms2, resid2, dq2");
+    assert_string_equal(names, "xent2, rows2, convert2, gelu, norm2, rms2, resid2, dq2, dkv2");
     assert_int_equal(dt_cuda_tries_parse(names, &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_ALL);
     dt_cuda_tries_str(0, names, sizeof names);
