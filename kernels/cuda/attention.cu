@@ -483,19 +483,11 @@ static int gemm_heads(cublasHandle_t h, bool ta, bool tb, int m, int n, int k, f
 
 extern "C" {
 
-/* whether backward's dK and dV run as dkv2 (on trial, plan.h): the tensor-core path's shapes */
-static bool dkv2_on(int at, int C, int NH)
-{
-    return (dt_cuda_tries() & DT_CUDA_TRY_DKV2) && (at == DT_CUDA_BF16 || at == DT_CUDA_F16) && NH > 0 &&
-           dt_attn_tc_head(C / NH);
-}
-
 /* the fused kernels' scratch (plan.h): backward's Drow, one float per (b, h, t), and the partials
- * of a split group, whatever the type; under dkv2, its lse and 16-bit dout after them */
+ * of a split group, whatever the type; under dkv2 (on trial), its lse and 16-bit dout after them */
 size_t dt_cuda_attention_scratch(int B, int T, int C, int NH, int NKV, int at)
 {
-    size_t n = dt_attn_scratch(B, T, C, NH, NKV);
-    return n && dkv2_on(at, C, NH) ? n + dt_attn_dkv2_scratch(B, T, C, NH) : n;
+    return dt_attn_scratch_tried(dt_cuda_tries(), at == DT_CUDA_BF16 || at == DT_CUDA_F16, B, T, C, NH, NKV);
 }
 
 /* the padded head size the kernels are instantiated for, into *D (0: nothing to launch), or the
@@ -545,7 +537,8 @@ cudaError_t dt_cuda_attention_backward(void *dqkv, const float *dout, const void
         S *d = (S *)dqkv;
         const S *x = (const S *)qkv;
         if (dt_cuda_attention_tc_takes(at, C / NH, dqkv, dout, qkv)) {
-            float *work = dkv2_on(at, C, NH) ? scratch + dt_attn_scratch(B, T, C, NH, NKV) : NULL;
+            bool dkv2 = dt_attn_dkv2_on(dt_cuda_tries(), at == DT_CUDA_BF16 || at == DT_CUDA_F16, C, NH);
+            float *work = dkv2 ? scratch + dt_attn_scratch(B, T, C, NH, NKV) : NULL;
             e = dt_cuda_attention_tc_backward(dqkv, part, splits, dout, qkv, lse, scratch, work, at, B, T, C, NH, NKV);
         } else {
             e = D == 32   ? backward_launch<32>(d, part, splits, dout, x, lse, scratch, B, T, C, NH, NKV)

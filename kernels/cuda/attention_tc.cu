@@ -464,6 +464,15 @@ __device__ static inline void dkv2_stage(unsigned char *buf, const S *qkv, const
     }
 }
 
+/* dkv2's blocks a multiprocessor at D = 64, which caps its registers at 168 as dkv's: three on
+ * sm_90 (228 KiB of shared memory), where the split group's variant would take 188 otherwise and
+ * spills 48 bytes instead; sm_80's 164 KiB hold two of its 56320 bytes, so no cap there */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define DKV2_BLOCKS 0
+#else
+#define DKV2_BLOCKS 3
+#endif
+
 /* dK, dV of the block's 64 keys of one key/value head, summed over the block's query heads in
  * order (plan.h's dt_attn_kv_block), each over the query tiles from its first key on; stored into
  * dqkv, or with SPLIT (a split group) as fp32 into the split's partial in part, rows of dqkv's
@@ -475,7 +484,7 @@ __device__ static inline void dkv2_stage(unsigned char *buf, const S *qkv, const
  * while the warps work on the current one: the same sums in the same order as without, where each
  * tile is staged by all the threads between two barriers, dO rounded and lse scaled on the way. */
 template <int D, typename S, bool SPLIT, bool ASYNC>
-__global__ static void __launch_bounds__(WARPS * 32, ASYNC && D == 64 ? 3 : 0)
+__global__ static void __launch_bounds__(WARPS * 32, ASYNC && D == 64 ? DKV2_BLOCKS : 0)
     attention_tc_dkv_kernel(S *dqkv, float *part, const float *dout, const S *dout16, const S *qkv, const float *lse,
                             const float *lse2, const float *drow, int B, int NH, int NKV, int splits, int T, int C,
                             float scale, float scale2)
@@ -501,21 +510,20 @@ __global__ static void __launch_bounds__(WARPS * 32, ASYNC && D == 64 ? 3 : 0)
         dkv2_stage<D, KT>(tiles, qkv, dout16, lse2, drow, kv.b, kv.h0, k0, T, C, NH, ld);
         cp_async_commit();
         for (int it = 0; it < total; it++) {
+            /* one barrier a tile: past it, tile it is in shared memory (K and V too, the first time)
+             * and every warp is done with tile it - 1, whose buffer the next copy then refills */
+            cp_async_wait<0>();
+            __syncthreads();
             if (it + 1 < total) {
                 int n = (it + 1) / per;
                 dkv2_stage<D, KT>(tiles + ((it + 1) % 2) * TB, qkv, dout16, lse2, drow, kv.b, kv.h0 + n,
                                   k0 + (it + 1 - n * per) * KT, T, C, NH, ld);
                 cp_async_commit();
-                cp_async_wait<1>();
-            } else {
-                cp_async_wait<0>();
             }
-            __syncthreads(); /* (the first time, every thread's K and V too) */
             const S *qs = reinterpret_cast<const S *>(tiles + (it % 2) * TB), *gs = qs + KT * LD;
             const float *lse_s = reinterpret_cast<const float *>(gs + KT * LD);
             dkv_tile<D, S, KT>(dk, dv, ks + warp * 16 * LD, vs + warp * 16 * LD, qs, gs, lse_s, lse_s + KT, j0,
                                k0 + it % per * KT, lane, T, scale2);
-            __syncthreads(); /* every warp is done with this buffer before it is refilled */
         }
     } else {
         S *qs = vs + ROWS * LD, *gs = qs + KT * LD;
@@ -697,8 +705,9 @@ static cudaError_t dkv_tc(S *dqkv, float *part, int splits, const float *dout, c
         return cudaGetLastError();
     }
     size_t rows = (size_t)B * NH * T, n8 = (size_t)B * T * C / 8;
-    float *lse2 = reinterpret_cast<float *>(dt_attn_dkv2_at((uintptr_t)work, 0));
-    S *dout16 = reinterpret_cast<S *>(lse2 + (rows + 3) / 4 * 4);
+    uintptr_t at = dt_attn_dkv2_at((uintptr_t)work, 0);
+    float *lse2 = reinterpret_cast<float *>(at);
+    S *dout16 = reinterpret_cast<S *>(dt_attn_dkv2_dout(at, B, T, NH));
     size_t most = n8 > rows ? n8 : rows, blocks = (most + 255) / 256;
     dkv2_prep_kernel<S><<<(unsigned)(blocks < 8192 ? blocks : 8192), 256>>>(dout16, lse2, dout, lse, n8, rows);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;

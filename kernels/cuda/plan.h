@@ -300,8 +300,24 @@ static inline size_t dt_attn_dkv2_scratch(int B, int T, int C, int NH)
     return 3 + (lse + 3) / 4 * 4 + dout;
 }
 /* where dkv2's lse starts in a scratch whose first float is at p: the first 16-byte boundary at or
- * past p + n */
+ * past p + n; and its dout, after the B NH T floats of lse */
 static inline uintptr_t dt_attn_dkv2_at(uintptr_t p, size_t n) { return (p + n * 4 + 15) / 16 * 16; }
+static inline uintptr_t dt_attn_dkv2_dout(uintptr_t lse, int B, int T, int NH)
+{
+    return lse + ((size_t)B * NH * T + 3) / 4 * 16;
+}
+/* whether backward's dK and dV run as dkv2: on trial (tries, DTRUN_CUDA_TRY's flags), activations in
+ * 16 bits (lp), and a head size the tensor-core kernels take */
+static inline bool dt_attn_dkv2_on(unsigned tries, bool lp, int C, int NH)
+{
+    return (tries & DT_CUDA_TRY_DKV2) && lp && NH > 0 && C % NH == 0 && dt_attn_tc_head(C / NH);
+}
+/* backward's scratch, floats, with what the kernels on trial (tries) add to it */
+static inline size_t dt_attn_scratch_tried(unsigned tries, bool lp, int B, int T, int C, int NH, int NKV)
+{
+    size_t n = dt_attn_scratch(B, T, C, NH, NKV);
+    return n && dt_attn_dkv2_on(tries, lp, C, NH) ? n + dt_attn_dkv2_scratch(B, T, C, NH) : n;
+}
 
 /* A dkv block's work: batch row b, key/value head g, split s (of the grid's S) and the query heads
  * [h0, h1) it sums over, its block of keys blk (dt_attn_block's order: first key blocks first). */

@@ -76,7 +76,14 @@ dt_status_t dt_memory_plan(const struct dt_config *cfg, struct dt_memory_plan *p
     } else {
         int64_t NH = cfg->model.n_head, NKV = cfg->model.type == DT_MODEL_LLAMA ? cfg->model.n_kv_head : NH;
         size_t natt = (size_t)(B * NH * T);
-        size_t nscratch = p->gpu ? dt_attn_scratch((int)B, (int)T, (int)C, (int)NH, (int)NKV) : 0;
+        /* on a GPU, with what kernels on trial add (DTRUN_CUDA_TRY: a name it does not know is refused
+         * when the run starts) */
+        unsigned tries = 0;
+        char bad[32];
+        if (dt_cuda_tries_parse(getenv("DTRUN_CUDA_TRY"), &tries, bad, sizeof bad)) tries = 0;
+        size_t nscratch = p->gpu ? dt_attn_scratch_tried(tries, prec.compute != DT_F32, (int)B, (int)T, (int)C,
+                                                         (int)NH, (int)NKV)
+                                 : 0;
         int64_t hs = C / NH, W = C + 2 * NKV * hs, widest_in, widest_out;
         if (cfg->model.type == DT_MODEL_LLAMA) {
             struct dt_llama_config lc;

@@ -86,6 +86,16 @@ has "(d) ... the device's sum, part by part" "$out" "#   device: 28.9 GiB = mode
 has "(d) ... fits, with its margin" "$out" "#   fits a 80.0 GiB GPU: yes, margin 51.1 GiB (64%)"
 has "(d) ... the host's, the checkpoint's pinned copy first" "$out" "#   host: 11.5 GiB = offloaded state 0.0 MiB + checkpoint copy 11487.4"
 has "(d) ... the node's" "$out" "#   node: 91.8 GiB for its 8 ranks;"
+# a kernel on trial's scratch is planned with it: dkv2's dout in 16 bits and lse in base 2 (kernels/cuda/plan.h),
+# 16 x 1024 x 768 x 2 bytes and 16 x 12 x 1024 floats at GPT-2's attention and B 16
+gpt2=(compute.device=cuda compute.precision=bf16-mixed model.n_layer=1 model.n_embd=768 model.n_head=12
+    model.seq_len=1024 data.micro_batch_size=16)
+run "(d) dtrun check --memory: GPT-2's attention at B 16 on a GPU" 0 "$DTRUN" check --memory "${gpt2[@]}"
+acts=$(grep -o 'activations [0-9.]*' <<<"$out" | cut -d' ' -f2)
+DTRUN_CUDA_TRY=dkv2 run "(d) ... with dkv2 on trial" 0 "$DTRUN" check --memory "${gpt2[@]}"
+acts2=$(grep -o 'activations [0-9.]*' <<<"$out" | cut -d' ' -f2)
+same "(d) ... 24.75 MiB more activations" \
+    "$(awk -v a="$acts" -v b="$acts2" 'BEGIN { d = b - a; print ((d > 24.65 && d < 24.85) ? "yes" : a " then " b) }')" yes
 run "(d) --device-memory without a size" 2 "$DTRUN" check --memory --device-memory lots
 has "(d) ... says what it takes" "$err" "--device-memory 'lots': give a size, as 80GB or 141GiB (a GPU's memory)"
 SLURM_MEM_PER_NODE=20 run "(d) a node of 20 MB" 2 "$DTRUN" run model.n_layer=2 run.max_duration=2ba run.dir=small

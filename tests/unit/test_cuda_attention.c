@@ -448,7 +448,8 @@ static void attention_tc(int B, int T, int C, int NH, int NKV, enum dt_dtype t)
     uint16_t *fd3 = back_typed(gd3, nqkv, t);
     snprintf(what, sizeof what, "attention tensor cores backward %s: dq and dq2 give the same bits", shape);
     report(memcmp(fd, fd3, nqkv * 2) == 0, what, (double)(memcmp(fd, fd3, nqkv * 2) != 0));
-    /* and the other dK, dV kernel (dkv2 on trial, or dkv in use): the same again */
+    /* and the other dK, dV kernel (dkv2 on trial, or dkv in use): the same again, into junk */
+    CK(gpu->to_device(gd3, d16, nqkv * 2));
     gpu->set_tries(tries ^ DT_CUDA_TRY_DKV2);
     CK(gpu->attention_backward(gd3, gdout, gqkv, gout, glse, gscr, (int)t, B, T, C, NH, NKV));
     gpu->set_tries(tries);
@@ -465,7 +466,9 @@ static void attention_tc(int B, int T, int C, int NH, int NKV, enum dt_dtype t)
 
 /* bf16 and fp16, head sizes 64 and 128, T within one 64-row tile, at its edges and over several
  * (partial last tiles: 63, 65, 200; the backward's 32-row tiles at 128 too); at head size 64, four
- * query heads on two key/value heads and on one, each group's sums split per query head */
+ * query heads on two key/value heads and on one, each group's sums split per query head; and enough
+ * blocks of keys (B 64) that a dkv block sums two query heads: whole groups at head sizes 64 and 128,
+ * and a group of four split in two */
 static void attention_tc_cases(void)
 {
     static const int Ts[] = {1, 63, 64, 65, 200}, hss[] = {64, 128};
@@ -475,6 +478,9 @@ static void attention_tc_cases(void)
             for (size_t j = 0; j < sizeof Ts / sizeof Ts[0]; j++) attention_tc(2, Ts[j], 2 * hss[i], 2, 2, types[k]);
         for (int NKV = 2; NKV >= 1; NKV--)
             for (size_t j = 1; j < sizeof Ts / sizeof Ts[0]; j++) attention_tc(2, Ts[j], 256, 4, NKV, types[k]);
+        attention_tc(64, 65, 256, 4, 2, types[k]);
+        attention_tc(64, 65, 512, 4, 2, types[k]);
+        attention_tc(64, 65, 256, 4, 1, types[k]);
     }
 }
 

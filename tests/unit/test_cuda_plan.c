@@ -127,7 +127,8 @@ static void attention_tc_plan(void **state)
         int B = shapes[i][0], T = shapes[i][1], C = shapes[i][2], NH = shapes[i][3];
         size_t n = dt_attn_dkv2_scratch(B, T, C, NH), rows = (size_t)B * NH * T;
         for (uintptr_t end = 4096; end < 4096 + 16; end += 4) {
-            uintptr_t lse2 = dt_attn_dkv2_at(end, 0), dout16 = lse2 + (rows + 3) / 4 * 16;
+            uintptr_t lse2 = dt_attn_dkv2_at(end, 0), dout16 = dt_attn_dkv2_dout(lse2, B, T, NH);
+            assert_true(dout16 >= lse2 + rows * 4);
             assert_true(lse2 >= end && lse2 - end <= 12 && lse2 % 16 == 0 && dout16 % 16 == 0);
             assert_true(dout16 + (size_t)B * T * C * 2 <= end + n * 4);
         }
@@ -220,6 +221,18 @@ static void attention_kv_plan(void **state)
     }
     /* the list reaches each way of summing: in one block, split in part, split per query head */
     assert_true(seen_kind[0] && seen_kind[1] && seen_kind[2]);
+    /* test_cuda_attention's cases where a dkv block sums two query heads: a whole group of two, and
+     * a group of four split in two */
+    assert_int_equal(dt_attn_kv_splits(64, 65, 4, 2), 1);
+    assert_int_equal(dt_attn_kv_splits(64, 65, 4, 1), 2);
+    /* dkv2's scratch on trial: only with its flag, 16-bit activations and a tensor-core head size */
+    size_t base = dt_attn_scratch(2, 64, 256, 4, 2);
+    assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_DKV2, true, 2, 64, 256, 4, 2) ==
+                base + dt_attn_dkv2_scratch(2, 64, 256, 4));
+    assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_ALL & ~DT_CUDA_TRY_DKV2, true, 2, 64, 256, 4, 2) == base);
+    assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_DKV2, false, 2, 64, 256, 4, 2) == base);
+    assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_DKV2, true, 2, 64, 384, 4, 2) == dt_attn_scratch(2, 64, 384, 4, 2));
+    assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_DKV2, true, 2, 64, 250, 4, 2) == 0);
     /* shapes no path takes */
     assert_int_equal(dt_attn_kv_splits(2, 64, 4, 3), 1);
     assert_true(dt_attn_scratch(2, 64, 256, 4, 3) == 0 && dt_attn_scratch(2, 64, 256, 4, 0) == 0);
