@@ -24,7 +24,7 @@
  * Each element of dqkv is written by exactly one thread (q columns by dq, k and v columns by dkv),
  * which stores its sum, formed in a fixed order (every column of a head, so dqkv needs no zeroing).
  * Where a group is split among several dkv blocks (plan.h's dt_attn_kv_splits: few key/value heads
- * at a small batch), each stores its fp32 sums in the scratch after Drow and a fourth kernel, kv_sum,
+ * at a small batch; never with kv1 on trial), each stores its fp32 sums in the scratch after Drow and a fourth kernel, kv_sum,
  * adds them in split order into dqkv's key and value columns.
  *
  * Thread mapping, shared by the three tiled kernels: 4 warps of 32 lanes. A block's own rows
@@ -532,13 +532,14 @@ cudaError_t dt_cuda_attention_backward(void *dqkv, const float *dout, const void
         attention_drow_kernel<<<warp_blocks(rows), 256>>>(scratch, dout, (const S *)out, NH, T, C, rows);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
         /* a split group's partials follow Drow in the scratch (plan.h's dt_attn_scratch) */
-        int splits = dt_attn_kv_splits(B, T, NH, NKV);
+        unsigned tries = dt_cuda_tries();
+        int splits = dt_attn_kv_splits_tried(tries, B, T, NH, NKV);
         float *part = splits > 1 ? scratch + rows : NULL;
         S *d = (S *)dqkv;
         const S *x = (const S *)qkv;
         if (dt_cuda_attention_tc_takes(at, C / NH, dqkv, dout, qkv)) {
-            bool dkv2 = dt_attn_dkv2_on(dt_cuda_tries(), at == DT_CUDA_BF16 || at == DT_CUDA_F16, C, NH);
-            float *work = dkv2 ? scratch + dt_attn_scratch(B, T, C, NH, NKV) : NULL;
+            bool dkv2 = dt_attn_dkv2_on(tries, at == DT_CUDA_BF16 || at == DT_CUDA_F16, C, NH);
+            float *work = dkv2 ? scratch + dt_attn_scratch_s(B, T, C, NH, NKV, splits) : NULL;
             e = dt_cuda_attention_tc_backward(dqkv, part, splits, dout, qkv, lse, scratch, work, at, B, T, C, NH, NKV);
         } else {
             e = D == 32   ? backward_launch<32>(d, part, splits, dout, x, lse, scratch, B, T, C, NH, NKV)

@@ -77,6 +77,8 @@ static inline size_t dt_xent_row_bytes(int V, size_t esz, size_t static_bytes, s
  *   dkv2      attention backward's dK, dV on tensor cores with its query and dO tiles (and their lse
  *             and Drow) double-buffered by cp.async: dout rounded to 16 bits and lse taken to base 2
  *             by a kernel before it, as dkv rounds and scales them while it stages them (below)
+ *   kv1       a grouped-query group's dK, dV summed in one dkv block whatever the shape, never split
+ *             among blocks (below): the split path timed against it where it is taken
  * What wins becomes the kernel in use, and its flag goes. */
 enum {
     DT_CUDA_TRY_XENT2 = 1u,
@@ -87,12 +89,13 @@ enum {
     DT_CUDA_TRY_RMS2 = 32u,
     DT_CUDA_TRY_RESID2 = 64u,
     DT_CUDA_TRY_DQ2 = 128u,
-    DT_CUDA_TRY_DKV2 = 256u
+    DT_CUDA_TRY_DKV2 = 256u,
+    DT_CUDA_TRY_KV1 = 512u
 };
-#define DT_CUDA_TRY_ALL 511u
+#define DT_CUDA_TRY_ALL 1023u
 /* their names, flag 1 << i */
 static const char *const dt_cuda_try_names[] = {"xent2", "rows2", "convert2", "gelu", "norm2",
-                                                 "rms2",  "resid2", "dq2",     "dkv2"};
+                                                 "rms2",  "resid2", "dq2",     "dkv2", "kv1"};
 #define DT_CUDA_TRY_COUNT ((int)(sizeof dt_cuda_try_names / sizeof dt_cuda_try_names[0]))
 
 /* The flags DTRUN_CUDA_TRY's value names (spaces around a name are skipped): 0, or -1 with the name
@@ -282,14 +285,23 @@ static inline int dt_attn_kv_splits(int B, int T, int NH, int NKV)
         if (group % s == 0 && key_blocks * s >= DT_ATTN_KV_BLOCKS) return s;
     return group;
 }
+/* the splits with the kernels on trial (tries, DTRUN_CUDA_TRY's flags): kv1, none */
+static inline int dt_attn_kv_splits_tried(unsigned tries, int B, int T, int NH, int NKV)
+{
+    return tries & DT_CUDA_TRY_KV1 ? 1 : dt_attn_kv_splits(B, T, NH, NKV);
+}
 /* Floats of backward's scratch: Drow (B,NH,T), then the S partials of a split group, each shaped
- * as dqkv's key and value columns, (B,T,2 NKV hs) (none when S is 1). 0 for a shape no path takes. */
-static inline size_t dt_attn_scratch(int B, int T, int C, int NH, int NKV)
+ * as dqkv's key and value columns, (B,T,2 NKV hs) (none when S is 1). 0 for a shape no path takes.
+ * _s: for S splits. */
+static inline size_t dt_attn_scratch_s(int B, int T, int C, int NH, int NKV, int S)
 {
     if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || C % NH || NH % NKV) return 0;
-    int S = dt_attn_kv_splits(B, T, NH, NKV);
     size_t drow = (size_t)B * NH * T, part = (size_t)B * T * 2 * NKV * (C / NH);
     return drow + (S > 1 ? (size_t)S * part : 0);
+}
+static inline size_t dt_attn_scratch(int B, int T, int C, int NH, int NKV)
+{
+    return dt_attn_scratch_s(B, T, C, NH, NKV, dt_attn_kv_splits(B, T, NH, NKV));
 }
 /* What dkv2 (on trial) adds to it, floats: lse in base 2 (B,NH,T), then dout rounded to 16 bits
  * (B,T,C, two a float), each from a 16-byte boundary (cp.async's), with 3 floats of slack to reach
@@ -312,10 +324,11 @@ static inline bool dt_attn_dkv2_on(unsigned tries, bool lp, int C, int NH)
 {
     return (tries & DT_CUDA_TRY_DKV2) && lp && NH > 0 && C % NH == 0 && dt_attn_tc_head(C / NH);
 }
-/* backward's scratch, floats, with what the kernels on trial (tries) add to it */
+/* backward's scratch, floats, with the kernels on trial (tries): dkv2's after the fused kernels',
+ * whose partials kv1 drops */
 static inline size_t dt_attn_scratch_tried(unsigned tries, bool lp, int B, int T, int C, int NH, int NKV)
 {
-    size_t n = dt_attn_scratch(B, T, C, NH, NKV);
+    size_t n = dt_attn_scratch_s(B, T, C, NH, NKV, dt_attn_kv_splits_tried(tries, B, T, NH, NKV));
     return n && dt_attn_dkv2_on(tries, lp, C, NH) ? n + dt_attn_dkv2_scratch(B, T, C, NH) : n;
 }
 

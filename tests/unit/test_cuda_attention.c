@@ -630,9 +630,10 @@ int main(void)
     attention_shapes();
     attention_tc_cases();
     attention_cached_cases();
-    /* dq and dK, dV on trial (plan.h's DTRUN_CUDA_TRY dq2, dkv2), held to the same checks */
-    gpu->set_tries(tries = DT_CUDA_TRY_DQ2 | DT_CUDA_TRY_DKV2);
-    report_prefix = "on trial (dq2, dkv2): ";
+    /* dq, dK and dV on trial (plan.h's DTRUN_CUDA_TRY dq2, dkv2, kv1: no group split), held to the
+     * same checks */
+    gpu->set_tries(tries = DT_CUDA_TRY_DQ2 | DT_CUDA_TRY_DKV2 | DT_CUDA_TRY_KV1);
+    report_prefix = "on trial (dq2, dkv2, kv1): ";
     attention_tc_cases();
     gpu->set_tries(tries = 0);
     return cuda_check_finish();

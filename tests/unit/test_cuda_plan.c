@@ -229,10 +229,18 @@ static void attention_kv_plan(void **state)
     size_t base = dt_attn_scratch(2, 64, 256, 4, 2);
     assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_DKV2, true, 2, 64, 256, 4, 2) ==
                 base + dt_attn_dkv2_scratch(2, 64, 256, 4));
-    assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_ALL & ~DT_CUDA_TRY_DKV2, true, 2, 64, 256, 4, 2) == base);
+    unsigned others = DT_CUDA_TRY_ALL & ~(DT_CUDA_TRY_DKV2 | DT_CUDA_TRY_KV1);
+    assert_true(dt_attn_scratch_tried(others, true, 2, 64, 256, 4, 2) == base);
     assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_DKV2, false, 2, 64, 256, 4, 2) == base);
     assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_DKV2, true, 2, 64, 384, 4, 2) == dt_attn_scratch(2, 64, 384, 4, 2));
     assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_DKV2, true, 2, 64, 250, 4, 2) == 0);
+    /* kv1 on trial: never split, so no partials (this shape splits in two otherwise) */
+    assert_int_equal(dt_attn_kv_splits(2, 64, 4, 2), 2);
+    assert_int_equal(dt_attn_kv_splits_tried(DT_CUDA_TRY_KV1, 2, 64, 4, 2), 1);
+    assert_int_equal(dt_attn_kv_splits_tried(DT_CUDA_TRY_ALL & ~DT_CUDA_TRY_KV1, 2, 64, 4, 2), 2);
+    assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_KV1, true, 2, 64, 256, 4, 2) == (size_t)2 * 4 * 64);
+    assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_KV1 | DT_CUDA_TRY_DKV2, true, 2, 64, 256, 4, 2) ==
+                (size_t)2 * 4 * 64 + dt_attn_dkv2_scratch(2, 64, 256, 4));
     /* shapes no path takes */
     assert_int_equal(dt_attn_kv_splits(2, 64, 4, 3), 1);
     assert_true(dt_attn_scratch(2, 64, 256, 4, 3) == 0 && dt_attn_scratch(2, 64, 256, 4, 0) == 0);
@@ -561,7 +569,7 @@ static void cuda_tries(void **state)
     assert_int_equal(dt_cuda_tries_parse("all", &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_XENT2 | DT_CUDA_TRY_ROWS2 | DT_CUDA_TRY_CONVERT2 | DT_CUDA_TRY_GELU |
                             DT_CUDA_TRY_NORM2 | DT_CUDA_TRY_RMS2 | DT_CUDA_TRY_RESID2 | DT_CUDA_TRY_DQ2 |
-                            DT_CUDA_TRY_DKV2);
+                            DT_CUDA_TRY_DKV2 | DT_CUDA_TRY_KV1);
     assert_int_equal(DT_CUDA_TRY_ALL, (1u << DT_CUDA_TRY_COUNT) - 1); /* every name's flag, no other */
     assert_int_equal(dt_cuda_tries_parse("gelu", &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_GELU);
@@ -584,7 +592,7 @@ static void cuda_tries(void **state)
         assert_int_equal(f, 1u << i);
     }
     dt_cuda_tries_str(DT_CUDA_TRY_ALL, names, sizeof names);
-    assert_string_equal(names, "xent2, rows2, convert2, gelu, norm2, rms2, resid2, dq2, dkv2");
+    assert_string_equal(names, "xent2, rows2, convert2, gelu, norm2, rms2, resid2, dq2, dkv2, kv1");
     assert_int_equal(dt_cuda_tries_parse(names, &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_ALL);
     dt_cuda_tries_str(0, names, sizeof names);
