@@ -539,6 +539,44 @@ __global__ static void swiglu_forward_kernel(S *out, const S *inp, size_t BT, in
     }
 }
 
+/* SwiGLU on trial (swiglu2, plan.h): thread p of grid row r takes columns 8p..8p+7 of rows r,
+ * r + gridDim.y, ..., in packs (pack8: the launcher checks H and the alignment), the same arithmetic
+ * per element as the kernels in use; no division */
+template <typename S>
+__global__ static void swiglu2_forward_kernel(S *out, const S *inp, size_t BT, int H)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x, H8 = H / 8;
+    if (p >= H8) return;
+    for (size_t r = blockIdx.y; r < BT; r += gridDim.y) {
+        const pack8<S> *row = reinterpret_cast<const pack8<S> *>(inp + r * 2 * H);
+        pack8<S> g = row[p], u = row[H8 + p], o;
+#pragma unroll
+        for (int k = 0; k < 8; k++) dt_st(&o.x[k], dt_silu(dt_ld(g.x[k])) * dt_ld(u.x[k]));
+        reinterpret_cast<pack8<S> *>(out + r * H)[p] = o;
+    }
+}
+
+template <typename S>
+__global__ static void swiglu2_backward_kernel(S *dinp, const S *inp, const float *dout, size_t BT, int H)
+{
+    int p = blockIdx.x * blockDim.x + threadIdx.x, H8 = H / 8;
+    if (p >= H8) return;
+    for (size_t r = blockIdx.y; r < BT; r += gridDim.y) {
+        const pack8<S> *row = reinterpret_cast<const pack8<S> *>(inp + r * 2 * H);
+        pack8<S> gp = row[p], up = row[H8 + p], dg, du;
+        pack8<float> dyp = reinterpret_cast<const pack8<float> *>(dout + r * H)[p];
+#pragma unroll
+        for (int k = 0; k < 8; k++) {
+            float g = dt_ld(gp.x[k]), u = dt_ld(up.x[k]), dy = dyp.x[k];
+            dt_st(&dg.x[k], dy * u * dt_silu_grad(g));
+            dt_st(&du.x[k], dy * dt_silu(g));
+        }
+        pack8<S> *drow = reinterpret_cast<pack8<S> *>(dinp + r * 2 * H);
+        drow[p] = dg;
+        drow[H8 + p] = du;
+    }
+}
+
 template <typename S>
 __global__ static void swiglu_backward_kernel(S *dinp, const S *inp, const float *dout, size_t BT, int H)
 {
@@ -1248,13 +1286,28 @@ cudaError_t dt_cuda_rope(void *qkv, int at, const float *cs, int B, int T, int N
     });
 }
 
+/* swiglu2's grid (on trial): x a row's packs of 8 columns, y the rows (65535 at most, then strided);
+ * false where the kernels in use take the call: swiglu2 off, H not a multiple of 8, or a buffer not
+ * aligned to its packs (pk bytes: 16 for 16-bit activations, 32 for fp32 and dout) */
+static bool swiglu2_grid(size_t pk, int BT, int H, dim3 *grid, const void *a, const void *b, const float *f)
+{
+    if (!(g_tries & DT_CUDA_TRY_SWIGLU2) || H % 8 || (uintptr_t)a % pk || (uintptr_t)b % pk ||
+        (uintptr_t)f % sizeof(pack8<float>))
+        return false;
+    *grid = dim3((unsigned)((H / 8 + THREADS - 1) / THREADS), (unsigned)(BT < 65535 ? BT : 65535));
+    return true;
+}
+
 cudaError_t dt_cuda_swiglu_forward(void *out, const void *inp, int at, int BT, int H)
 {
     return dt_by_type(at, [&](auto *tag) {
         using S = std::remove_pointer_t<decltype(tag)>;
         size_t n = (size_t)BT * H;
         if (!n) return cudaSuccess;
-        swiglu_forward_kernel<<<blocks(n), THREADS>>>((S *)out, (const S *)inp, (size_t)BT, H);
+        dim3 grid;
+        if (swiglu2_grid(sizeof(pack8<S>), BT, H, &grid, out, inp, NULL))
+            swiglu2_forward_kernel<<<grid, THREADS>>>((S *)out, (const S *)inp, (size_t)BT, H);
+        else swiglu_forward_kernel<<<blocks(n), THREADS>>>((S *)out, (const S *)inp, (size_t)BT, H);
         return cudaGetLastError();
     });
 }
@@ -1265,7 +1318,10 @@ cudaError_t dt_cuda_swiglu_backward(void *dinp, const void *inp, const float *do
         using S = std::remove_pointer_t<decltype(tag)>;
         size_t n = (size_t)BT * H;
         if (!n) return cudaSuccess;
-        swiglu_backward_kernel<<<blocks(n), THREADS>>>((S *)dinp, (const S *)inp, dout, (size_t)BT, H);
+        dim3 grid;
+        if (swiglu2_grid(sizeof(pack8<S>), BT, H, &grid, dinp, inp, dout))
+            swiglu2_backward_kernel<<<grid, THREADS>>>((S *)dinp, (const S *)inp, dout, (size_t)BT, H);
+        else swiglu_backward_kernel<<<blocks(n), THREADS>>>((S *)dinp, (const S *)inp, dout, (size_t)BT, H);
         return cudaGetLastError();
     });
 }

@@ -79,6 +79,8 @@ static inline size_t dt_xent_row_bytes(int V, size_t esz, size_t static_bytes, s
  *             by a kernel before it, as dkv rounds and scales them while it stages them (below)
  *   kv1       a grouped-query group's dK, dV summed in one dkv block whatever the shape, never split
  *             among blocks (below): the split path timed against it where it is taken
+ *   swiglu2   SwiGLU forward and backward 8 columns a thread in packs, a row a grid row: no 64-bit
+ *             index arithmetic per element (in use: a thread an element, its row by division)
  * What wins becomes the kernel in use, and its flag goes. */
 enum {
     DT_CUDA_TRY_XENT2 = 1u,
@@ -90,12 +92,13 @@ enum {
     DT_CUDA_TRY_RESID2 = 64u,
     DT_CUDA_TRY_DQ2 = 128u,
     DT_CUDA_TRY_DKV2 = 256u,
-    DT_CUDA_TRY_KV1 = 512u
+    DT_CUDA_TRY_KV1 = 512u,
+    DT_CUDA_TRY_SWIGLU2 = 1024u
 };
-#define DT_CUDA_TRY_ALL 1023u
+#define DT_CUDA_TRY_ALL 2047u
 /* their names, flag 1 << i */
 static const char *const dt_cuda_try_names[] = {"xent2", "rows2", "convert2", "gelu", "norm2",
-                                                 "rms2",  "resid2", "dq2",     "dkv2", "kv1"};
+                                                 "rms2",  "resid2", "dq2",     "dkv2", "kv1", "swiglu2"};
 #define DT_CUDA_TRY_COUNT ((int)(sizeof dt_cuda_try_names / sizeof dt_cuda_try_names[0]))
 
 /* The flags DTRUN_CUDA_TRY's value names (spaces around a name are skipped): 0, or -1 with the name

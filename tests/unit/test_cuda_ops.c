@@ -105,6 +105,42 @@ static void llama_ops(void)
     free(x), free(w), free(dy), free(q), free(u), free(du), free(dx0), free(cs), free(rstd), free(dw), free(dx);
 }
 
+/* SwiGLU on trial (swiglu2, plan.h): forward and backward with the same bits as the kernels in use,
+ * each type, over 145 rows of 96 columns (12 packs a row) and over 65537 rows of 8 (past the grid's
+ * 65535 rows: strided); llama_ops' 77 columns are no multiple of 8, so the kernels in use take them */
+static void swiglu_packs(void)
+{
+    static const int shapes[][2] = {{145, 96}, {65537, 8}};
+    for (int s = 0; s < 2; s++) {
+        int BT = shapes[s][0], H = shapes[s][1];
+        size_t n = (size_t)BT * H;
+        float *u = randn(2 * n, 70), *dy = randn(n, 71), *gdy = dev(dy, n * 4);
+        for (int k = 0; k < 3; k++) {
+            enum dt_dtype t = act_types[k];
+            size_t es = dt_dtype_size(t);
+            void *ut = typed(u, 2 * n, t), *gu = dev(ut, 2 * n * es), *go = dev(NULL, 2 * n * es), *got[2][2];
+            for (int trial = 0; trial < 2; trial++) {
+                gpu->set_tries(trial ? DT_CUDA_TRY_SWIGLU2 : 0);
+                CK(gpu->swiglu_forward(go, gu, (int)t, BT, H));
+                got[trial][0] = back_typed(go, n, t);
+                CK(gpu->swiglu_backward(go, gu, gdy, (int)t, BT, H));
+                got[trial][1] = back_typed(go, 2 * n, t);
+            }
+            gpu->set_tries(0);
+            char what[160];
+            for (int dir = 0; dir < 2; dir++) {
+                bool same = memcmp(got[0][dir], got[1][dir], (dir ? 2 : 1) * n * es) == 0;
+                snprintf(what, sizeof what, "swiglu2 %s %s, %d rows of %d: the bits of the kernel in use",
+                         dir ? "backward" : "forward", dt_dtype_str(t), BT, H);
+                report(same, what, (double)!same);
+                free(got[0][dir]), free(got[1][dir]);
+            }
+            free(ut), gpu->free(gu), gpu->free(go);
+        }
+        free(u), free(dy), gpu->free(gdy);
+    }
+}
+
 /* RMSNorm over rows of 77 channels (fewer than some lanes' share: a warp's lanes take 3 or 2 each
  * under rms2) and 9 rows (a block of rows part full): forward and backward, bf16, against the CPU */
 static void rmsnorm_odd_width(void)
@@ -1303,10 +1339,11 @@ int main(void)
     convert_offsets();
     sumsq_offsets();
     rmsnorm_odd_width();
+    swiglu_packs();
     /* the kernels on trial (plan.h's DTRUN_CUDA_TRY), held to the same checks as those in use (gelu's
      * ops are the matmuls' above: the flag only tells the model to call them) */
     gpu->set_tries(DT_CUDA_TRY_ALL);
-    report_prefix = "on trial (xent2, rows2, convert2, norm2, rms2, resid2): ";
+    report_prefix = "on trial (xent2, rows2, convert2, norm2, rms2, resid2, swiglu2): ";
     elementwise();
     optimizer_and_norms();
     llama_ops();

@@ -569,7 +569,7 @@ static void cuda_tries(void **state)
     assert_int_equal(dt_cuda_tries_parse("all", &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_XENT2 | DT_CUDA_TRY_ROWS2 | DT_CUDA_TRY_CONVERT2 | DT_CUDA_TRY_GELU |
                             DT_CUDA_TRY_NORM2 | DT_CUDA_TRY_RMS2 | DT_CUDA_TRY_RESID2 | DT_CUDA_TRY_DQ2 |
-                            DT_CUDA_TRY_DKV2 | DT_CUDA_TRY_KV1);
+                            DT_CUDA_TRY_DKV2 | DT_CUDA_TRY_KV1 | DT_CUDA_TRY_SWIGLU2);
     assert_int_equal(DT_CUDA_TRY_ALL, (1u << DT_CUDA_TRY_COUNT) - 1); /* every name's flag, no other */
     assert_int_equal(dt_cuda_tries_parse("gelu", &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_GELU);
@@ -592,7 +592,7 @@ static void cuda_tries(void **state)
         assert_int_equal(f, 1u << i);
     }
     dt_cuda_tries_str(DT_CUDA_TRY_ALL, names, sizeof names);
-    assert_string_equal(names, "xent2, rows2, convert2, gelu, norm2, rms2, resid2, dq2, dkv2, kv1");
+    assert_string_equal(names, "xent2, rows2, convert2, gelu, norm2, rms2, resid2, dq2, dkv2, kv1, swiglu2");
     assert_int_equal(dt_cuda_tries_parse(names, &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_ALL);
     dt_cuda_tries_str(0, names, sizeof names);
