@@ -24,8 +24,8 @@
  * Each element of dqkv is written by exactly one thread (q columns by dq, k and v columns by dkv),
  * which stores its sum, formed in a fixed order (every column of a head, so dqkv needs no zeroing).
  * Where a group is split among several dkv blocks (plan.h's dt_attn_kv_splits: few key/value heads
- * at a small batch; never with kv1 on trial), each stores its fp32 sums in the scratch after Drow and a fourth kernel, kv_sum,
- * adds them in split order into dqkv's key and value columns.
+ * at a small batch; never with kv1 on trial), each stores its fp32 sums in the scratch after Drow
+ * and a fourth kernel, kv_sum, adds them in split order into dqkv's key and value columns.
  *
  * Thread mapping, shared by the three tiled kernels: 4 warps of 32 lanes. A block's own rows
  * (queries in forward and dq, keys in dkv) are R per warp, kept in registers spread over the lanes
@@ -531,7 +531,7 @@ cudaError_t dt_cuda_attention_backward(void *dqkv, const float *dout, const void
         size_t rows = (size_t)B * NH * T;
         attention_drow_kernel<<<warp_blocks(rows), 256>>>(scratch, dout, (const S *)out, NH, T, C, rows);
         if ((e = cudaGetLastError()) != cudaSuccess) return e;
-        /* a split group's partials follow Drow in the scratch (plan.h's dt_attn_scratch) */
+        /* a split group's partials follow Drow in the scratch (plan.h's dt_attn_scratch_tried) */
         unsigned tries = dt_cuda_tries();
         int splits = dt_attn_kv_splits_tried(tries, B, T, NH, NKV);
         float *part = splits > 1 ? scratch + rows : NULL;

@@ -24,9 +24,10 @@ static inline bool dt_cuda_attention_tc_takes(int at, int hs, const void *a, con
 
 /* B, T > 0, C = NH * hs and NH a multiple of NKV (grouped-query heads, kernels.h) with
  * dt_cuda_attention_tc_takes; cudaSuccess or the launch's error. Backward's splits: plan.h's
- * dt_attn_kv_splits_tried for the shape; when over 1, part: the scratch of the splits' fp32 partial dK
- * and dV (plan.h's dt_attn_scratch), which attention.cu then adds into dqkv; else NULL. work: NULL,
- * or dkv2 on trial (plan.h) in that scratch's dt_attn_dkv2_scratch floats past dt_attn_scratch's. */
+ * dt_attn_kv_splits_tried for the shape; when over 1, part: the scratch of the splits' fp32
+ * partial dK and dV (after Drow), which attention.cu then adds into dqkv; else NULL. work: NULL, or
+ * dkv2 on trial (plan.h): the scratch's dt_attn_dkv2_scratch floats past dt_attn_scratch_s's for
+ * those splits. */
 cudaError_t dt_cuda_attention_tc_forward(void *out, float *lse, const void *qkv, int at, int B, int T, int C, int NH,
                                          int NKV);
 cudaError_t dt_cuda_attention_tc_backward(void *dqkv, float *part, int splits, const float *dout, const void *qkv,

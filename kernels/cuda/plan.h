@@ -78,7 +78,7 @@ static inline size_t dt_xent_row_bytes(int V, size_t esz, size_t static_bytes, s
  *             and Drow) double-buffered by cp.async: dout rounded to 16 bits and lse taken to base 2
  *             by a kernel before it, as dkv rounds and scales them while it stages them (below)
  *   kv1       a grouped-query group's dK, dV summed in one dkv block whatever the shape, never split
- *             among blocks (below): the split path timed against it where it is taken
+ *             among blocks (below): the split path timed against it where it is taken; not in "all"
  *   swiglu2   SwiGLU forward and backward 8 columns a thread in packs, a row a grid row: no 64-bit
  *             index arithmetic per element (in use: a thread an element, its row by division)
  * What wins becomes the kernel in use, and its flag goes. */
@@ -95,7 +95,8 @@ enum {
     DT_CUDA_TRY_KV1 = 512u,
     DT_CUDA_TRY_SWIGLU2 = 1024u
 };
-#define DT_CUDA_TRY_ALL 2047u
+/* "all": every trial but kv1, which replaces no kernel but takes the split path away */
+#define DT_CUDA_TRY_ALL (2047u & ~(unsigned)DT_CUDA_TRY_KV1)
 /* their names, flag 1 << i */
 static const char *const dt_cuda_try_names[] = {"xent2", "rows2", "convert2", "gelu", "norm2",
                                                  "rms2",  "resid2", "dq2",     "dkv2", "kv1", "swiglu2"};
@@ -210,8 +211,8 @@ DT_HD static inline void dt_attn_block(unsigned block, int BH, int nblk, bool la
  * 16-byte aligned, and its 8 rows of 16 bytes start 4 banks apart (2 (D + 8) / 4 = 4 mod 32 words):
  * the 32 banks once, no conflict */
 #define DT_ATTN_TC_PAD 8
-/* the three kernels, for the tile and shared memory sizes below, and dq on trial (dq2: its key and
- * value tiles double-buffered by cp.async, as forward's) */
+/* the three kernels, for the tile and shared memory sizes below, and those on trial (dq2 and dkv2:
+ * their tiles double-buffered by cp.async, as forward's) */
 enum dt_attn_tc_kernel { DT_ATTN_TC_FWD, DT_ATTN_TC_DKV, DT_ATTN_TC_DQ, DT_ATTN_TC_DQ2, DT_ATTN_TC_DKV2 };
 
 /* the head sizes the tensor-core kernels are instantiated for */
@@ -293,18 +294,14 @@ static inline int dt_attn_kv_splits_tried(unsigned tries, int B, int T, int NH, 
 {
     return tries & DT_CUDA_TRY_KV1 ? 1 : dt_attn_kv_splits(B, T, NH, NKV);
 }
-/* Floats of backward's scratch: Drow (B,NH,T), then the S partials of a split group, each shaped
- * as dqkv's key and value columns, (B,T,2 NKV hs) (none when S is 1). 0 for a shape no path takes.
- * _s: for S splits. */
+/* Floats of backward's scratch for S splits: Drow (B,NH,T), then the S partials of a split group,
+ * each shaped as dqkv's key and value columns, (B,T,2 NKV hs) (none when S is 1). 0 for a shape no
+ * path takes. (dt_attn_scratch_tried, below: with the splits and the kernels on trial.) */
 static inline size_t dt_attn_scratch_s(int B, int T, int C, int NH, int NKV, int S)
 {
     if (B <= 0 || T <= 0 || NH <= 0 || NKV <= 0 || C % NH || NH % NKV) return 0;
     size_t drow = (size_t)B * NH * T, part = (size_t)B * T * 2 * NKV * (C / NH);
     return drow + (S > 1 ? (size_t)S * part : 0);
-}
-static inline size_t dt_attn_scratch(int B, int T, int C, int NH, int NKV)
-{
-    return dt_attn_scratch_s(B, T, C, NH, NKV, dt_attn_kv_splits(B, T, NH, NKV));
 }
 /* What dkv2 (on trial) adds to it, floats: lse in base 2 (B,NH,T), then dout rounded to 16 bits
  * (B,T,C, two a float), each from a 16-byte boundary (cp.async's), with 3 floats of slack to reach
@@ -327,8 +324,8 @@ static inline bool dt_attn_dkv2_on(unsigned tries, bool lp, int C, int NH)
 {
     return (tries & DT_CUDA_TRY_DKV2) && lp && NH > 0 && C % NH == 0 && dt_attn_tc_head(C / NH);
 }
-/* backward's scratch, floats, with the kernels on trial (tries): dkv2's after the fused kernels',
- * whose partials kv1 drops */
+/* backward's scratch, floats, with the kernels on trial (tries; 0: those in use): dkv2's after the
+ * fused kernels', whose partials kv1 drops */
 static inline size_t dt_attn_scratch_tried(unsigned tries, bool lp, int B, int T, int C, int NH, int NKV)
 {
     size_t n = dt_attn_scratch_s(B, T, C, NH, NKV, dt_attn_kv_splits_tried(tries, B, T, NH, NKV));

@@ -3,6 +3,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include "core/error.h"
+#include "core/log.h"
 #include "kernels/cuda/plan.h"
 #include "kernels/kernels.h"
 #include "precision/policy.h"
@@ -76,11 +77,15 @@ dt_status_t dt_memory_plan(const struct dt_config *cfg, struct dt_memory_plan *p
     } else {
         int64_t NH = cfg->model.n_head, NKV = cfg->model.type == DT_MODEL_LLAMA ? cfg->model.n_kv_head : NH;
         size_t natt = (size_t)(B * NH * T);
-        /* on a GPU, with what kernels on trial add (DTRUN_CUDA_TRY: a name it does not know is refused
-         * when the run starts) */
+        /* on a GPU, with what kernels on trial add (DTRUN_CUDA_TRY; a run refuses a name it does not
+         * know, where the plan leaves it out) */
         unsigned tries = 0;
         char bad[32];
-        if (dt_cuda_tries_parse(getenv("DTRUN_CUDA_TRY"), &tries, bad, sizeof bad)) tries = 0;
+        if (p->gpu && dt_cuda_tries_parse(getenv("DTRUN_CUDA_TRY"), &tries, bad, sizeof bad)) {
+            DT_WARN("DTRUN_CUDA_TRY names '%s', no kernel on trial (kernels/cuda/plan.h): the plan leaves it out, "
+                    "and a run refuses it", bad);
+            tries = 0;
+        }
         size_t nscratch = p->gpu ? dt_attn_scratch_tried(tries, prec.compute != DT_F32, (int)B, (int)T, (int)C,
                                                          (int)NH, (int)NKV)
                                  : 0;

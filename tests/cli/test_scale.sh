@@ -14,6 +14,7 @@
 # it cannot carry refused by name, and its plan. The sanitizer build runs (a), (b), (d) and (e) on
 # smaller worlds.
 . "$(dirname "$0")/tap.sh"
+unset DTRUN_CUDA_TRY # the plans below are those of the kernels in use, but where a test sets it
 cd "$TMP" || exit 1
 first() { grep '"type":"metrics"' "$1/events.jsonl" | head -1 | sed 's/.*"loss":\([0-9.e+-]*\),"lr":[^,]*,"grad_norm":\([0-9.e+-]*\),.*/\1 \2/'; }
 # rel A B: |a - b| / b of two "loss norm" pairs, the larger of the two
@@ -96,6 +97,9 @@ DTRUN_CUDA_TRY=dkv2 run "(d) ... with dkv2 on trial" 0 "$DTRUN" check --memory "
 acts2=$(grep -o 'activations [0-9.]*' <<<"$out" | cut -d' ' -f2)
 same "(d) ... 24.75 MiB more activations" \
     "$(awk -v a="$acts" -v b="$acts2" 'BEGIN { d = b - a; print ((d > 24.65 && d < 24.85) ? "yes" : a " then " b) }')" yes
+DTRUN_CUDA_TRY=dkv3 run "(d) ... a name it does not know" 0 "$DTRUN" check --memory "${gpt2[@]}"
+has "(d) ... is said, and left out" "$err" "dtrun: warning: DTRUN_CUDA_TRY names 'dkv3', no kernel on trial (kernels/cuda/plan.h): the plan leaves it out, and a run refuses it"
+has "(d) ... the plan of the kernels in use" "$out" "activations $acts "
 run "(d) --device-memory without a size" 2 "$DTRUN" check --memory --device-memory lots
 has "(d) ... says what it takes" "$err" "--device-memory 'lots': give a size, as 80GB or 141GiB (a GPU's memory)"
 SLURM_MEM_PER_NODE=20 run "(d) a node of 20 MB" 2 "$DTRUN" run model.n_layer=2 run.max_duration=2ba run.dir=small

@@ -185,7 +185,7 @@ static void attention_kv_plan(void **state)
         if (S > 1) assert_true(key_blocks < DT_ATTN_KV_BLOCKS);
         int hs = 64, C = NH * hs;
         size_t drow = (size_t)B * NH * T, part = S > 1 ? (size_t)S * B * T * 2 * NKV * hs : 0;
-        assert_true(dt_attn_scratch(B, T, C, NH, NKV) == drow + part);
+        assert_true(dt_attn_scratch_tried(0, true, B, T, C, NH, NKV) == drow + part);
         if (S > 1) assert_true(part < 2.0 * S * DT_ATTN_KV_BLOCKS * DT_ATTN_TC_ROWS * hs);
 
         int rows[] = {DT_ATTN_TC_ROWS, dt_attn_rows_per_block(32), dt_attn_rows_per_block(128)};
@@ -226,13 +226,14 @@ static void attention_kv_plan(void **state)
     assert_int_equal(dt_attn_kv_splits(64, 65, 4, 2), 1);
     assert_int_equal(dt_attn_kv_splits(64, 65, 4, 1), 2);
     /* dkv2's scratch on trial: only with its flag, 16-bit activations and a tensor-core head size */
-    size_t base = dt_attn_scratch(2, 64, 256, 4, 2);
+    size_t base = dt_attn_scratch_tried(0, true, 2, 64, 256, 4, 2);
     assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_DKV2, true, 2, 64, 256, 4, 2) ==
                 base + dt_attn_dkv2_scratch(2, 64, 256, 4));
-    unsigned others = DT_CUDA_TRY_ALL & ~(DT_CUDA_TRY_DKV2 | DT_CUDA_TRY_KV1);
+    unsigned others = DT_CUDA_TRY_ALL & ~DT_CUDA_TRY_DKV2;
     assert_true(dt_attn_scratch_tried(others, true, 2, 64, 256, 4, 2) == base);
     assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_DKV2, false, 2, 64, 256, 4, 2) == base);
-    assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_DKV2, true, 2, 64, 384, 4, 2) == dt_attn_scratch(2, 64, 384, 4, 2));
+    assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_DKV2, true, 2, 64, 384, 4, 2) ==
+                dt_attn_scratch_tried(0, true, 2, 64, 384, 4, 2));
     assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_DKV2, true, 2, 64, 250, 4, 2) == 0);
     /* kv1 on trial: never split, so no partials (this shape splits in two otherwise) */
     assert_int_equal(dt_attn_kv_splits(2, 64, 4, 2), 2);
@@ -243,8 +244,10 @@ static void attention_kv_plan(void **state)
                 (size_t)2 * 4 * 64 + dt_attn_dkv2_scratch(2, 64, 256, 4));
     /* shapes no path takes */
     assert_int_equal(dt_attn_kv_splits(2, 64, 4, 3), 1);
-    assert_true(dt_attn_scratch(2, 64, 256, 4, 3) == 0 && dt_attn_scratch(2, 64, 256, 4, 0) == 0);
-    assert_true(dt_attn_scratch(0, 64, 256, 4, 2) == 0 && dt_attn_scratch(2, 64, 250, 4, 2) == 0);
+    assert_true(dt_attn_scratch_tried(0, true, 2, 64, 256, 4, 3) == 0);
+    assert_true(dt_attn_scratch_tried(0, true, 2, 64, 256, 4, 0) == 0);
+    assert_true(dt_attn_scratch_tried(0, true, 0, 64, 256, 4, 2) == 0);
+    assert_true(dt_attn_scratch_tried(0, true, 2, 64, 250, 4, 2) == 0);
 }
 
 /* One warp's registers of 16-bit pairs: reg[lane][r][h], h = 0 the low half */
@@ -569,8 +572,9 @@ static void cuda_tries(void **state)
     assert_int_equal(dt_cuda_tries_parse("all", &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_XENT2 | DT_CUDA_TRY_ROWS2 | DT_CUDA_TRY_CONVERT2 | DT_CUDA_TRY_GELU |
                             DT_CUDA_TRY_NORM2 | DT_CUDA_TRY_RMS2 | DT_CUDA_TRY_RESID2 | DT_CUDA_TRY_DQ2 |
-                            DT_CUDA_TRY_DKV2 | DT_CUDA_TRY_KV1 | DT_CUDA_TRY_SWIGLU2);
-    assert_int_equal(DT_CUDA_TRY_ALL, (1u << DT_CUDA_TRY_COUNT) - 1); /* every name's flag, no other */
+                            DT_CUDA_TRY_DKV2 | DT_CUDA_TRY_SWIGLU2);
+    /* every name's flag but kv1's (which takes a path away rather than replace a kernel), no other */
+    assert_int_equal(DT_CUDA_TRY_ALL, ((1u << DT_CUDA_TRY_COUNT) - 1) & ~DT_CUDA_TRY_KV1);
     assert_int_equal(dt_cuda_tries_parse("gelu", &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_GELU);
     assert_int_equal(dt_cuda_tries_parse("xent2,xent", &f, bad, sizeof bad), -1);
@@ -592,9 +596,13 @@ static void cuda_tries(void **state)
         assert_int_equal(f, 1u << i);
     }
     dt_cuda_tries_str(DT_CUDA_TRY_ALL, names, sizeof names);
-    assert_string_equal(names, "xent2, rows2, convert2, gelu, norm2, rms2, resid2, dq2, dkv2, kv1, swiglu2");
+    assert_string_equal(names, "xent2, rows2, convert2, gelu, norm2, rms2, resid2, dq2, dkv2, swiglu2");
     assert_int_equal(dt_cuda_tries_parse(names, &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_ALL);
+    assert_int_equal(dt_cuda_tries_parse("all,kv1", &f, bad, sizeof bad), 0);
+    assert_int_equal(f, DT_CUDA_TRY_ALL | DT_CUDA_TRY_KV1);
+    dt_cuda_tries_str(DT_CUDA_TRY_KV1, names, sizeof names);
+    assert_string_equal(names, "kv1");
     dt_cuda_tries_str(0, names, sizeof names);
     assert_string_equal(names, "");
 }
