@@ -58,7 +58,7 @@ static dt_status_t cuda_ctx_create(int device, struct dt_kctx **out)
     char bad[32], names[96];
     if (dt_cuda_tries_parse(getenv("DTRUN_CUDA_TRY"), &c->tries, bad, sizeof bad)) {
         free(c);
-        dt_cuda_tries_str(DT_CUDA_TRY_ALL, names, sizeof names);
+        dt_cuda_tries_str((1u << DT_CUDA_TRY_COUNT) - 1, names, sizeof names); /* every name, kv1 too */
         return dt_error(DT_ERR_CONFIG, "dtrun: error: DTRUN_CUDA_TRY names \"%s\", no kernel on trial\n  hint: "
                         "a comma-separated list of %s, or all; unset it for the kernels in use", bad, names);
     }

@@ -46,6 +46,15 @@ state=$("$DTRUN" check --memory "${base[@]}" compute.precision=bf16-mixed comput
 [ -n "$alloc" ] && [ -n "$state" ] && [ "$alloc" -ge "$state" ] && [ "$alloc" -lt "$reserved" ] &&
     ok "device peak allocated $alloc B: at least the model state $state, below the $reserved in use" ||
     not_ok "device peak allocated '$alloc' B against model state '$state' and '$reserved' in use"
+# DTRUN_CUDA_TRY (#41's kernels on trial, kernels/cuda/plan.h): a run says which it runs; a name it does
+# not know is refused with every name
+DTRUN_CUDA_TRY=kv1,swiglu2 run "kernels on trial: kv1, swiglu2" 0 timeout 300 "$DTRUN" run "${base[@]}" \
+    run.max_duration=2ba compute.device=cuda run.dir=tried
+has "... named where the run says what it runs on" "$err" "; on trial (DTRUN_CUDA_TRY): kv1, swiglu2)"
+DTRUN_CUDA_TRY=dkv3 run "a trial it does not know" 2 timeout 300 "$DTRUN" run "${base[@]}" compute.device=cuda \
+    run.dir=tried-bad
+has "... refused with every name" "$err" 'error: DTRUN_CUDA_TRY names "dkv3", no kernel on trial
+  hint: a comma-separated list of xent2, rows2, convert2, gelu, norm2, rms2, resid2, dq2, dkv2, kv1, swiglu2, or all; unset it for the kernels in use'
 if [ "$gpus" -ge 2 ]; then
     # the same global batch of 8: one GPU with micro-batch 8, or two with 4 each
     run "1 GPU" 0 timeout 300 "$DTRUN" run "${base[@]}" data.micro_batch_size=8 compute.device=cuda run.dir=one
