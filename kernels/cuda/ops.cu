@@ -193,22 +193,80 @@ __global__ static void adamw_kernel(float *param, const void *grad, int gt, floa
 /* Block b updates elements [b * SLICE_CHUNK, (b + 1) * SLICE_CHUNK) of the slices laid end to end:
  * it finds the slice of its first element by bisection, and each thread steps on to the next slice
  * as its elements pass the end of one (they only grow). */
-__global__ static void adamw_slices_kernel(const struct dt_cuda_slice_dev *s, int ns, size_t total, int gt,
-                                           float gscale, float lr, float beta1, float beta2, float eps, float step,
-                                           float rbc2, int pt)
+__device__ static inline int slice_of(const struct dt_cuda_slice_dev *s, int ns, size_t first)
 {
-    size_t first = (size_t)blockIdx.x * SLICE_CHUNK, end = first + SLICE_CHUNK < total ? first + SLICE_CHUNK : total;
     int k = 0, hi = ns - 1;
     while (k < hi) {
         int mid = (k + hi + 1) / 2;
         if (s[mid].start <= first) k = mid;
         else hi = mid - 1;
     }
+    return k;
+}
+
+__global__ static void adamw_slices_kernel(const struct dt_cuda_slice_dev *s, int ns, size_t total, int gt,
+                                           float gscale, float lr, float beta1, float beta2, float eps, float step,
+                                           float rbc2, int pt)
+{
+    size_t first = (size_t)blockIdx.x * SLICE_CHUNK, end = first + SLICE_CHUNK < total ? first + SLICE_CHUNK : total;
+    int k = slice_of(s, ns, first);
     for (size_t g = first + threadIdx.x; g < end; g += blockDim.x) {
         while (g >= s[k].start + s[k].n) k++;
         const struct dt_cuda_slice_dev *d = &s[k];
         adamw_at(d->param, d->grad, gt, gscale, d->l2, d->m, d->v, g - d->start, lr, beta1, beta2, eps, d->wd, step,
                  rbc2, d->plp, pt);
+    }
+}
+
+/* AdamW on trial (adam2, plan.h): adamw_slices_kernel's blocks with the gradient's type G and the
+ * 16-bit copy's L fixed at compile time, each thread taking 8 consecutive elements of the step's
+ * element space: in packs (pack8) where the 8 are one pack of one slice whose buffers are aligned to
+ * packs, else one by one; dt_adamw_one on each, as adamw_at, so the same bits */
+template <typename G, typename L>
+__device__ static inline void adamw2_one(const struct dt_cuda_slice_dev *d, size_t i, float gscale, float lr,
+                                         float beta1, float beta2, float eps, float step, float rbc2)
+{
+    dt_adamw_one(&d->param[i], &d->m[i], &d->v[i], dt_ld(((const G *)d->grad)[i]) * gscale + d->l2 * d->param[i], lr,
+                 beta1, beta2, eps, d->wd, step, rbc2);
+    if (d->plp) dt_st(&((L *)d->plp)[i], d->param[i]);
+}
+
+template <typename G, typename L>
+__global__ static void adamw2_slices_kernel(const struct dt_cuda_slice_dev *s, int ns, size_t total, float gscale,
+                                            float lr, float beta1, float beta2, float eps, float step, float rbc2)
+{
+    size_t first = (size_t)blockIdx.x * SLICE_CHUNK, end = first + SLICE_CHUNK < total ? first + SLICE_CHUNK : total;
+    int k = slice_of(s, ns, first);
+    for (size_t g0 = first + threadIdx.x * 8; g0 < end; g0 += blockDim.x * 8) {
+        while (g0 >= s[k].start + s[k].n) k++;
+        const struct dt_cuda_slice_dev *d = &s[k];
+        size_t i0 = g0 - d->start;
+        uintptr_t f32 = (uintptr_t)d->param | (uintptr_t)d->m | (uintptr_t)d->v;
+        if (i0 % 8 == 0 && i0 + 8 <= d->n && f32 % sizeof(pack8<float>) == 0 &&
+            (uintptr_t)d->grad % sizeof(pack8<G>) == 0 && (uintptr_t)d->plp % sizeof(pack8<L>) == 0) {
+            pack8<float> p = reinterpret_cast<const pack8<float> *>(d->param + i0)[0];
+            pack8<float> m = reinterpret_cast<const pack8<float> *>(d->m + i0)[0];
+            pack8<float> v = reinterpret_cast<const pack8<float> *>(d->v + i0)[0];
+            pack8<G> gr = reinterpret_cast<const pack8<G> *>((const G *)d->grad + i0)[0];
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+                dt_adamw_one(&p.x[j], &m.x[j], &v.x[j], dt_ld(gr.x[j]) * gscale + d->l2 * p.x[j], lr, beta1, beta2,
+                             eps, d->wd, step, rbc2);
+            reinterpret_cast<pack8<float> *>(d->param + i0)[0] = p;
+            reinterpret_cast<pack8<float> *>(d->m + i0)[0] = m;
+            reinterpret_cast<pack8<float> *>(d->v + i0)[0] = v;
+            if (d->plp) {
+                pack8<L> c;
+#pragma unroll
+                for (int j = 0; j < 8; j++) dt_st(&c.x[j], p.x[j]);
+                reinterpret_cast<pack8<L> *>((L *)d->plp + i0)[0] = c;
+            }
+        } else {
+            for (size_t g = g0, kk = k; g < g0 + 8 && g < end; g++) {
+                while (g >= s[kk].start + s[kk].n) kk++;
+                adamw2_one<G, L>(&s[kk], g - s[kk].start, gscale, lr, beta1, beta2, eps, step, rbc2);
+            }
+        }
     }
 }
 
@@ -1168,6 +1226,17 @@ cudaError_t dt_cuda_adamw_slices(const struct dt_cuda_slice_dev *s, int ns, size
     if (!nblocks) return cudaSuccess;
     if (nblocks > 0x7fffffffu) return cudaErrorInvalidValue;
     float bc1 = 1.0f - powf(beta1, (float)t), bc2 = 1.0f - powf(beta2, (float)t);
+    if (g_tries & DT_CUDA_TRY_ADAM2) /* the copy's type: bf16, else fp16 (adamw_slices refuses a copy of another) */
+        return dt_by_type(gt, [&](auto *tag) {
+            using G = std::remove_pointer_t<decltype(tag)>;
+            if (pt == DT_CUDA_BF16)
+                adamw2_slices_kernel<G, __nv_bfloat16><<<(unsigned)nblocks, THREADS>>>(
+                    s, ns, total, gscale, lr, beta1, beta2, eps, lr / bc1, 1.0f / sqrtf(bc2));
+            else
+                adamw2_slices_kernel<G, __half><<<(unsigned)nblocks, THREADS>>>(s, ns, total, gscale, lr, beta1, beta2,
+                                                                                 eps, lr / bc1, 1.0f / sqrtf(bc2));
+            return cudaGetLastError();
+        });
     adamw_slices_kernel<<<(unsigned)nblocks, THREADS>>>(s, ns, total, gt, gscale, lr, beta1, beta2, eps, lr / bc1,
                                                         1.0f / sqrtf(bc2), pt);
     return cudaGetLastError();

@@ -81,6 +81,8 @@ static inline size_t dt_xent_row_bytes(int V, size_t esz, size_t static_bytes, s
  *             among blocks (below): the split path timed against it where it is taken; not in "all"
  *   swiglu2   SwiGLU forward and backward 8 columns a thread in packs, a row a grid row: no 64-bit
  *             index arithmetic per element (in use: a thread an element, its row by division)
+ *   adam2     the optimizer's multi-tensor AdamW with the types fixed at compile time, 8 elements a
+ *             thread in packs (in use: one element a thread, every load through a type switch)
  * What wins becomes the kernel in use, and its flag goes. */
 enum {
     DT_CUDA_TRY_XENT2 = 1u,
@@ -93,13 +95,14 @@ enum {
     DT_CUDA_TRY_DQ2 = 128u,
     DT_CUDA_TRY_DKV2 = 256u,
     DT_CUDA_TRY_KV1 = 512u,
-    DT_CUDA_TRY_SWIGLU2 = 1024u
+    DT_CUDA_TRY_SWIGLU2 = 1024u,
+    DT_CUDA_TRY_ADAM2 = 2048u
 };
 /* "all": every trial but kv1, which replaces no kernel but takes the split path away */
-#define DT_CUDA_TRY_ALL (2047u & ~(unsigned)DT_CUDA_TRY_KV1)
+#define DT_CUDA_TRY_ALL (4095u & ~(unsigned)DT_CUDA_TRY_KV1)
 /* their names, flag 1 << i */
 static const char *const dt_cuda_try_names[] = {"xent2", "rows2", "convert2", "gelu", "norm2",
-                                                 "rms2",  "resid2", "dq2",     "dkv2", "kv1", "swiglu2"};
+                                                 "rms2",  "resid2", "dq2",     "dkv2", "kv1", "swiglu2", "adam2"};
 #define DT_CUDA_TRY_COUNT ((int)(sizeof dt_cuda_try_names / sizeof dt_cuda_try_names[0]))
 
 /* The flags DTRUN_CUDA_TRY's value names (spaces around a name are skipped): 0, or -1 with the name

@@ -84,7 +84,7 @@ rows_add rows_add_kernel keys_kernel rows_run_kernel
 softmax_xent softmax_xent_kernel softmax_xent2_kernel loss_mean_kernel
 softmax_xent_lp softmax_xent_kernel softmax_xent2_kernel loss_mean_kernel
 adamw adamw_kernel
-adamw_slices adamw_slices_kernel
+adamw_slices adamw_slices_kernel adamw2_slices_kernel
 sgd sgd_kernel
 mse mse_partial_kernel mse_final_kernel
 sumsq sumsq_partial_kernel sumsq2_partial_kernel sumsq_final_kernel

@@ -357,16 +357,19 @@ static void optimizer_and_norms(void)
 }
 
 /* Four slices in one launch (one empty, one with Adam's L2 penalty, one undecayed, two writing a
- * bf16 copy): the bits of adamw slice by slice on the GPU (one element function), the parameters and
- * moments within 1e-6 of the CPU's. */
-static void adamw_slices_case(void)
+ * bf16 copy; the last starting and the third ending off a multiple of 8, adam2's packs), gradients
+ * of type gt: the bits of adamw slice by slice on the GPU (one element function), the parameters
+ * and moments within 1e-6 of the CPU's. */
+static void adamw_slices_case(enum dt_dtype gt)
 {
     enum { NS = 4 };
     static const size_t len[NS] = {5000, 0, 70001, 4096};
-    size_t N = 5000 + 70001 + 4096;
-    float *p = randn(N, 50), *g = randn(N, 51), *m = randn(N, 52), *v = randn(N, 53);
+    size_t N = 5000 + 70001 + 4096, es = dt_dtype_size(gt);
+    float *p = randn(N, 50), *g32 = randn(N, 51), *m = randn(N, 52), *v = randn(N, 53);
+    char *g = typed(g32, N, gt), what[160];
     for (size_t i = 0; i < N; i++) v[i] = fabsf(v[i]);
-    float *dp = dev(p, N * 4), *dg = dev(g, N * 4), *dm = dev(m, N * 4), *dv = dev(v, N * 4);
+    float *dp = dev(p, N * 4), *dm = dev(m, N * 4), *dv = dev(v, N * 4);
+    char *dg = dev(g, N * es);
     float *dp1 = dev(p, N * 4), *dm1 = dev(m, N * 4), *dv1 = dev(v, N * 4);
     uint16_t *d16 = dev(NULL, N * 2), *d16one = dev(NULL, N * 2);
     struct dt_cuda_adamw_slice s[NS];
@@ -374,27 +377,32 @@ static void adamw_slices_case(void)
     for (int i = 0; i < NS; i++) {
         float wd = i == 2 ? 0.0f : 0.1f, l2 = i == 3 ? 0.01f : 0.0f;
         bool copy = i % 2 == 0;
-        s[i] = (struct dt_cuda_adamw_slice){dp + at, dm + at, dv + at, dg + at, copy ? d16 + at : NULL, len[i], wd, l2};
+        s[i] = (struct dt_cuda_adamw_slice){dp + at, dm + at, dv + at, dg + at * es, copy ? d16 + at : NULL, len[i], wd,
+                                            l2};
         if (len[i])
-            CK(gpu->adamw(dp1 + at, dg + at, (int)DT_F32, 0.5f, l2, dm1 + at, dv1 + at, len[i], 3e-4f, 0.9f, 0.95f, 1e-8f,
-                          wd, 7, copy ? d16one + at : NULL, (int)DT_BF16));
-        dt_kernels_cpu.adamw(kc, p + at, g + at, DT_F32, 0.5f, l2, m + at, v + at, len[i], 3e-4f, 0.9f, 0.95f, 1e-8f,
+            CK(gpu->adamw(dp1 + at, dg + at * es, (int)gt, 0.5f, l2, dm1 + at, dv1 + at, len[i], 3e-4f, 0.9f, 0.95f,
+                          1e-8f, wd, 7, copy ? d16one + at : NULL, (int)DT_BF16));
+        dt_kernels_cpu.adamw(kc, p + at, g + at * es, gt, 0.5f, l2, m + at, v + at, len[i], 3e-4f, 0.9f, 0.95f, 1e-8f,
                              wd, 7, NULL, DT_F32);
         at += len[i];
     }
-    CK(gpu->adamw_slices(mm, s, NS, (int)DT_F32, 0.5f, 3e-4f, 0.9f, 0.95f, 1e-8f, 7, (int)DT_BF16));
+    CK(gpu->adamw_slices(mm, s, NS, (int)gt, 0.5f, 3e-4f, 0.9f, 0.95f, 1e-8f, 7, (int)DT_BF16));
     float *hp = back(dp, N), *hm = back(dm, N), *hv = back(dv, N), *hp1 = back(dp1, N), *hm1 = back(dm1, N);
     float *hv1 = back(dv1, N);
     uint16_t *h16 = back_typed(d16, N, DT_BF16), *h16one = back_typed(d16one, N, DT_BF16);
     bool same = !memcmp(hp, hp1, N * 4) && !memcmp(hm, hm1, N * 4) && !memcmp(hv, hv1, N * 4) &&
                 !memcmp(h16, h16one, N * 2);
-    report(same, "adamw_slices: one launch, the bits of adamw slice by slice", (double)!same);
+    snprintf(what, sizeof what, "adamw_slices, %s gradients: one launch, the bits of adamw slice by slice",
+             dt_dtype_str(gt));
+    report(same, what, (double)!same);
     double d = fmax(maxrel(hp, p, N), fmax(maxrel(hm, m, N), maxrel(hv, v, N)));
-    report(d < 1e-6, "adamw_slices: parameters and both moments against the CPU", d);
+    snprintf(what, sizeof what, "adamw_slices, %s gradients: parameters and both moments against the CPU",
+             dt_dtype_str(gt));
+    report(d < 1e-6, what, d);
     void *all[] = {dp, dg, dm, dv, dp1, dm1, dv1, d16, d16one};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
-    free(p), free(g), free(m), free(v), free(hp), free(hm), free(hv), free(hp1), free(hm1), free(hv1), free(h16);
-    free(h16one);
+    free(p), free(g32), free(g), free(m), free(v), free(hp), free(hm), free(hv), free(hp1), free(hm1), free(hv1);
+    free(h16), free(h16one);
 }
 
 /* B*T = 145 rows: two full blocks of 64 and a part, so the row blocks' order shows */
@@ -1338,7 +1346,8 @@ int main(void)
     casts();
     optimizer_and_norms();
     llama_ops();
-    adamw_slices_case();
+    adamw_slices_case(DT_F32);
+    adamw_slices_case(DT_BF16);
     layernorm_and_positions(768);
     layernorm_and_positions(77); /* fewer channels than threads, and odd */
     embeddings_and_loss();
@@ -1354,10 +1363,12 @@ int main(void)
     /* the kernels on trial (plan.h's DTRUN_CUDA_TRY), held to the same checks as those in use (gelu's
      * ops are the matmuls' above: the flag only tells the model to call them) */
     gpu->set_tries(DT_CUDA_TRY_ALL);
-    report_prefix = "on trial (xent2, rows2, convert2, norm2, rms2, resid2): ";
+    report_prefix = "on trial (xent2, rows2, convert2, norm2, rms2, resid2, adam2): ";
     elementwise();
     optimizer_and_norms();
     llama_ops();
+    adamw_slices_case(DT_F32); /* adam2: against adamw slice by slice, which stays the kernel in use */
+    adamw_slices_case(DT_BF16);
     embeddings_and_loss();
     rows_add_cases();
     updates_and_conversions();

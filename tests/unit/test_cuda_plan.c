@@ -572,7 +572,7 @@ static void cuda_tries(void **state)
     assert_int_equal(dt_cuda_tries_parse("all", &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_XENT2 | DT_CUDA_TRY_ROWS2 | DT_CUDA_TRY_CONVERT2 | DT_CUDA_TRY_GELU |
                             DT_CUDA_TRY_NORM2 | DT_CUDA_TRY_RMS2 | DT_CUDA_TRY_RESID2 | DT_CUDA_TRY_DQ2 |
-                            DT_CUDA_TRY_DKV2 | DT_CUDA_TRY_SWIGLU2);
+                            DT_CUDA_TRY_DKV2 | DT_CUDA_TRY_SWIGLU2 | DT_CUDA_TRY_ADAM2);
     /* every name's flag but kv1's (which takes a path away rather than replace a kernel), no other */
     assert_int_equal(DT_CUDA_TRY_ALL, ((1u << DT_CUDA_TRY_COUNT) - 1) & ~DT_CUDA_TRY_KV1);
     assert_int_equal(dt_cuda_tries_parse("gelu", &f, bad, sizeof bad), 0);
@@ -590,13 +590,13 @@ static void cuda_tries(void **state)
     assert_int_equal(dt_cuda_tries_parse("x ent2", &f, bad, sizeof bad), -1);
     assert_string_equal(bad, "x ent2");
     /* each name its own flag, and the list the log and the hint print parses back to all of them */
-    char names[96];
+    char names[128];
     for (int i = 0; i < DT_CUDA_TRY_COUNT; i++) {
         assert_int_equal(dt_cuda_tries_parse(dt_cuda_try_names[i], &f, bad, sizeof bad), 0);
         assert_int_equal(f, 1u << i);
     }
     dt_cuda_tries_str(DT_CUDA_TRY_ALL, names, sizeof names);
-    assert_string_equal(names, "xent2, rows2, convert2, gelu, norm2, rms2, resid2, dq2, dkv2, swiglu2");
+    assert_string_equal(names, "xent2, rows2, convert2, gelu, norm2, rms2, resid2, dq2, dkv2, swiglu2, adam2");
     assert_int_equal(dt_cuda_tries_parse(names, &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_ALL);
     assert_int_equal(dt_cuda_tries_parse("all,kv1", &f, bad, sizeof bad), 0);
