@@ -440,7 +440,7 @@ __device__ static inline void dkv_tile(float (&dk)[D / 8][4], float (&dv)[D / 8]
 }
 
 /* dkv2's tile of KT queries from t0 of query head h of batch row b into buf (Q, dO, lse, Drow:
- * plan.h's dt_attn_tc_dkv2_tile bytes), by cp.async into the caller's group; rows past T: zeros.
+ * plan.h's dt_attn_tc_dkv2_tile bytes; dkv3's too), by cp.async into the caller's group; rows past T: zeros.
  * The pointers are formed here, from the kernel's arguments, so that the loop keeps no pointer per
  * head live across its products (see the kernel). */
 template <int D, int KT, typename S>
@@ -466,12 +466,14 @@ __device__ static inline void dkv2_stage(unsigned char *buf, const S *qkv, const
 
 /* dkv2's blocks a multiprocessor at D = 64, which caps its registers at 168 as dkv's: three on
  * sm_90 (228 KiB of shared memory), where the split group's variant would take 188 otherwise and
- * spills 48 bytes instead; sm_80's 164 KiB hold two of its 56320 bytes, so no cap there */
+ * spills 48 bytes instead; sm_80's 164 KiB hold two of its 56320 bytes, so no cap there. dkv3's:
+ * four (128 registers; 132 unbounded, so 48 bytes spilled; its 37376 bytes fit four on both). */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
 #define DKV2_BLOCKS 0
 #else
 #define DKV2_BLOCKS 3
 #endif
+#define DKV3_BLOCKS 4
 
 /* dK, dV of the block's 64 keys of one key/value head, summed over the block's query heads in
  * order (plan.h's dt_attn_kv_block), each over the query tiles from its first key on; stored into
@@ -479,17 +481,23 @@ __device__ static inline void dkv2_stage(unsigned char *buf, const S *qkv, const
  * 2 NKV D key and value columns (attention.cu's). SPLIT is a template argument, not a branch on
  * part: with both stores in one kernel ptxas gives 185 registers at D = 64 on sm_80, past the 168
  * of three blocks an SM, where this takes 168; the heads' pointers step for the same reason.
- * ASYNC: dkv on trial (dkv2, plan.h), the (head, query tile) pairs walked as one sequence whose
+ * KIND: dkv (plan.h's DT_ATTN_TC_DKV), or on trial dkv2 or dkv3 (ASYNC; they differ in their tiles'
+ * rows, KT, and blocks a multiprocessor), the (head, query tile) pairs walked as one sequence whose
  * next tile (Q, and dO and lse as dkv2_prep left them) is copied by cp.async into the second buffer
- * while the warps work on the current one: the same sums in the same order as without, where each
- * tile is staged by all the threads between two barriers, dO rounded and lse scaled on the way. */
-template <int D, typename S, bool SPLIT, bool ASYNC>
-__global__ static void __launch_bounds__(WARPS * 32, ASYNC && D == 64 ? DKV2_BLOCKS : 0)
+ * while the warps work on the current one: the same sums in the same order as without (the mma's
+ * k steps of 16 queries, in order, whatever KT), where each tile is staged by all the threads
+ * between two barriers, dO rounded and lse scaled on the way. */
+template <int D, typename S, bool SPLIT, int KIND>
+__global__ static void __launch_bounds__(WARPS * 32, D != 64                    ? 0
+                                                     : KIND == DT_ATTN_TC_DKV2 ? DKV2_BLOCKS
+                                                     : KIND == DT_ATTN_TC_DKV3 ? DKV3_BLOCKS
+                                                                               : 0)
     attention_tc_dkv_kernel(S *dqkv, float *part, const float *dout, const S *dout16, const S *qkv, const float *lse,
                             const float *lse2, const float *drow, int B, int NH, int NKV, int splits, int T, int C,
                             float scale, float scale2)
 {
-    constexpr int KT = dt_attn_tc_kt(ASYNC ? DT_ATTN_TC_DKV2 : DT_ATTN_TC_DKV, D), LD = D + PAD, NO = D / 8;
+    constexpr bool ASYNC = KIND != DT_ATTN_TC_DKV;
+    constexpr int KT = dt_attn_tc_kt(KIND, D), LD = D + PAD, NO = D / 8;
     S *ks = reinterpret_cast<S *>(tc_smem), *vs = ks + ROWS * LD;
     int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     struct dt_attn_kv kv = dt_attn_kv_block(blockIdx.x, B, NH, NKV, splits, dt_attn_tc_blocks_per_head(T));
@@ -503,7 +511,7 @@ __global__ static void __launch_bounds__(WARPS * 32, ASYNC && D == 64 ? DKV2_BLO
     zero(dk);
     zero(dv);
     if constexpr (ASYNC) {
-        constexpr int TB = dt_attn_tc_dkv2_tile(D);
+        constexpr int TB = dt_attn_tc_dkv2_tile(KIND, D);
         unsigned char *tiles = reinterpret_cast<unsigned char *>(vs + ROWS * LD);
         /* tile i: query head h0 + i / per, queries from k0 + i % per KT */
         int per = (T - k0 + KT - 1) / KT, total = (kv.h1 - kv.h0) * per;
@@ -687,8 +695,20 @@ static cudaError_t forward_tc(S *out, float *lse, const S *qkv, int B, int T, in
     return cudaGetLastError();
 }
 
-/* dK and dV: dkv, or with work (dkv2 on trial: plan.h's dt_attn_dkv2_scratch floats) dkv2 after
- * dkv2_prep has put lse2 and dout16 there */
+/* the dK, dV kernel of KIND for a split group (part) or not, with its shared memory opted into */
+template <int D, typename S, int KIND, typename... A>
+static cudaError_t dkv_launch(float *part, unsigned grid, A... args)
+{
+    constexpr int bytes = dt_attn_tc_smem(KIND, D);
+    auto k = part ? attention_tc_dkv_kernel<D, S, true, KIND> : attention_tc_dkv_kernel<D, S, false, KIND>;
+    cudaError_t e = smem_for(k, bytes);
+    if (e != cudaSuccess) return e;
+    k<<<grid, WARPS * 32, bytes>>>(args...);
+    return cudaGetLastError();
+}
+
+/* dK and dV: dkv, or with work (dkv2 or dkv3 on trial: plan.h's dt_attn_dkv2_scratch floats) dkv2
+ * or dkv3 after dkv2_prep has put lse2 and dout16 there */
 template <int D, typename S>
 static cudaError_t dkv_tc(S *dqkv, float *part, int splits, const float *dout, const S *qkv, const float *lse,
                           const float *drow, float *work, int B, int T, int C, int NH, int NKV)
@@ -696,14 +716,9 @@ static cudaError_t dkv_tc(S *dqkv, float *part, int splits, const float *dout, c
     unsigned grid = dt_attn_tc_grid(B, T, NKV * splits);
     float scale = 1.0f / sqrtf((float)D), scale2 = scale * LOG2E;
     cudaError_t e;
-    if (!work) {
-        constexpr int bytes = dt_attn_tc_smem(DT_ATTN_TC_DKV, D);
-        auto dkv = part ? attention_tc_dkv_kernel<D, S, true, false> : attention_tc_dkv_kernel<D, S, false, false>;
-        if ((e = smem_for(dkv, bytes)) != cudaSuccess) return e;
-        dkv<<<grid, WARPS * 32, bytes>>>(dqkv, part, dout, NULL, qkv, lse, NULL, drow, B, NH, NKV, splits, T, C,
-                                         scale, scale2);
-        return cudaGetLastError();
-    }
+    if (!work)
+        return dkv_launch<D, S, DT_ATTN_TC_DKV>(part, grid, dqkv, part, dout, (const S *)NULL, qkv, lse,
+                                                (const float *)NULL, drow, B, NH, NKV, splits, T, C, scale, scale2);
     size_t rows = (size_t)B * NH * T, n8 = (size_t)B * T * C / 8;
     uintptr_t at = dt_attn_dkv2_at((uintptr_t)work, 0);
     float *lse2 = reinterpret_cast<float *>(at);
@@ -711,12 +726,15 @@ static cudaError_t dkv_tc(S *dqkv, float *part, int splits, const float *dout, c
     size_t most = n8 > rows ? n8 : rows, blocks = (most + 255) / 256;
     dkv2_prep_kernel<S><<<(unsigned)(blocks < 8192 ? blocks : 8192), 256>>>(dout16, lse2, dout, lse, n8, rows);
     if ((e = cudaGetLastError()) != cudaSuccess) return e;
-    constexpr int bytes = dt_attn_tc_smem(DT_ATTN_TC_DKV2, D);
-    auto dkv2 = part ? attention_tc_dkv_kernel<D, S, true, true> : attention_tc_dkv_kernel<D, S, false, true>;
-    if ((e = smem_for(dkv2, bytes)) != cudaSuccess) return e;
-    dkv2<<<grid, WARPS * 32, bytes>>>(dqkv, part, NULL, dout16, qkv, NULL, lse2, drow, B, NH, NKV, splits, T, C, scale,
-                                      scale2);
-    return cudaGetLastError();
+    if constexpr (D == 64) { /* (at 128 dkv2's tiles are 32 rows already) */
+        if (dt_cuda_tries() & DT_CUDA_TRY_DKV3)
+            return dkv_launch<D, S, DT_ATTN_TC_DKV3>(part, grid, dqkv, part, (const float *)NULL, (const S *)dout16,
+                                                     qkv, (const float *)NULL, (const float *)lse2, drow, B, NH, NKV,
+                                                     splits, T, C, scale, scale2);
+    }
+    return dkv_launch<D, S, DT_ATTN_TC_DKV2>(part, grid, dqkv, part, (const float *)NULL, (const S *)dout16, qkv,
+                                             (const float *)NULL, (const float *)lse2, drow, B, NH, NKV, splits, T, C,
+                                             scale, scale2);
 }
 
 template <int D, typename S>

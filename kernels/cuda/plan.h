@@ -81,6 +81,8 @@ static inline size_t dt_xent_row_bytes(int V, size_t esz, size_t static_bytes, s
  *             among blocks (below): the split path timed against it where it is taken; not in "all"
  *   swiglu2   SwiGLU forward and backward 8 columns a thread in packs, a row a grid row: no 64-bit
  *             index arithmetic per element (in use: a thread an element, its row by division)
+ *   dkv3      dkv2 with tiles of 32 queries at head size 64 (64: 128 registers, four blocks a
+ *             multiprocessor against three); where both are named, dkv3
  *   adam2     the optimizer's multi-tensor AdamW with the types fixed at compile time, 8 elements a
  *             thread in packs (in use: one element a thread, every load through a type switch)
  * What wins becomes the kernel in use, and its flag goes. */
@@ -96,13 +98,16 @@ enum {
     DT_CUDA_TRY_DKV2 = 256u,
     DT_CUDA_TRY_KV1 = 512u,
     DT_CUDA_TRY_SWIGLU2 = 1024u,
-    DT_CUDA_TRY_ADAM2 = 2048u
+    DT_CUDA_TRY_ADAM2 = 2048u,
+    DT_CUDA_TRY_DKV3 = 4096u
 };
-/* "all": every trial but kv1, which replaces no kernel but takes the split path away */
-#define DT_CUDA_TRY_ALL (4095u & ~(unsigned)DT_CUDA_TRY_KV1)
+/* "all": every trial but kv1, which replaces no kernel but takes the split path away, and dkv3,
+ * which dkv2 would give way to */
+#define DT_CUDA_TRY_ALL (8191u & ~(unsigned)(DT_CUDA_TRY_KV1 | DT_CUDA_TRY_DKV3))
 /* their names, flag 1 << i */
 static const char *const dt_cuda_try_names[] = {"xent2", "rows2", "convert2", "gelu", "norm2",
-                                                 "rms2",  "resid2", "dq2",     "dkv2", "kv1", "swiglu2", "adam2"};
+                                                 "rms2",  "resid2", "dq2",     "dkv2", "kv1", "swiglu2", "adam2",
+                                                 "dkv3"};
 #define DT_CUDA_TRY_COUNT ((int)(sizeof dt_cuda_try_names / sizeof dt_cuda_try_names[0]))
 
 /* The flags DTRUN_CUDA_TRY's value names (spaces around a name are skipped): 0, or -1 with the name
@@ -214,19 +219,27 @@ DT_HD static inline void dt_attn_block(unsigned block, int BH, int nblk, bool la
  * 16-byte aligned, and its 8 rows of 16 bytes start 4 banks apart (2 (D + 8) / 4 = 4 mod 32 words):
  * the 32 banks once, no conflict */
 #define DT_ATTN_TC_PAD 8
-/* the three kernels, for the tile and shared memory sizes below, and those on trial (dq2 and dkv2:
- * their tiles double-buffered by cp.async, as forward's) */
-enum dt_attn_tc_kernel { DT_ATTN_TC_FWD, DT_ATTN_TC_DKV, DT_ATTN_TC_DQ, DT_ATTN_TC_DQ2, DT_ATTN_TC_DKV2 };
+/* the three kernels, for the tile and shared memory sizes below, and those on trial (dq2, dkv2 and
+ * dkv3: their tiles double-buffered by cp.async, as forward's) */
+enum dt_attn_tc_kernel {
+    DT_ATTN_TC_FWD,
+    DT_ATTN_TC_DKV,
+    DT_ATTN_TC_DQ,
+    DT_ATTN_TC_DQ2,
+    DT_ATTN_TC_DKV2,
+    DT_ATTN_TC_DKV3
+};
 
 /* the head sizes the tensor-core kernels are instantiated for */
 DT_HD static inline bool dt_attn_tc_head(int hs) { return hs == 64 || hs == 128; }
 /* Rows of the tiles a block walks (keys in forward and dq, queries in dkv): 64, but 32 in backward
  * at D = 128, where a warp's fp32 accumulators (dK and dV: 2 x 64 per lane) leave room for the
  * scores of 32 columns only (S and dP: 2 x 16 per lane) under 255 registers. A multiple of 16 (the
- * mma's k) that divides DT_ATTN_TC_ROWS, so that dkv's first query tile starts at its first key. */
+ * mma's k) that divides DT_ATTN_TC_ROWS, so that dkv's first query tile starts at its first key.
+ * dkv3 (on trial): 32 at both, dkv2's register count at 64 brought down to four blocks' 128. */
 DT_HD static DT_CONSTEXPR inline int dt_attn_tc_kt(int kernel, int D)
 {
-    return kernel == DT_ATTN_TC_FWD || D <= 64 ? 64 : 32;
+    return kernel == DT_ATTN_TC_DKV3 ? 32 : kernel == DT_ATTN_TC_FWD || D <= 64 ? 64 : 32;
 }
 DT_HD static inline int dt_attn_tc_blocks_per_head(int T)
 {
@@ -243,22 +256,21 @@ static inline unsigned dt_attn_tc_grid(int B, int T, int NH)
  * cp.async, while the warps work on the current one; the block's Q passes through the first K tile
  * into registers first); dkv its own K and V and a tile of Q and of dO, and the tile's
  * lse and Drow (fp32); dq its own Q and dO and a tile of K and of V; dq2 (on trial) dq's and a
- * second tile of K and of V; dkv2 (on trial) dkv's and a second tile of Q, dO, lse and Drow (a
- * tile's bytes: dt_attn_tc_dkv2_tile). Over 48 KiB (dkv and dq at D = 128: 52480 and 52224; forward
- * at D = 128: 69632; dq2: 55296 and 69632; dkv2: 56320 and 70144) the launcher opts in
- * (cudaFuncAttributeMaxDynamicSharedMemorySize). */
-DT_HD static DT_CONSTEXPR inline int dt_attn_tc_dkv2_tile(int D)
+ * second tile of K and of V; dkv2 and dkv3 (on trial) dkv's and a second tile of Q, dO, lse and
+ * Drow (a tile's bytes: dt_attn_tc_dkv2_tile). Over 48 KiB (dkv and dq at D = 128: 52480 and 52224;
+ * forward at D = 128: 69632; dq2: 55296 and 69632; dkv2: 56320 and 70144; dkv3 at 128: 70144) the
+ * launcher opts in (cudaFuncAttributeMaxDynamicSharedMemorySize). */
+DT_HD static DT_CONSTEXPR inline int dt_attn_tc_dkv2_tile(int kernel, int D)
 {
-    return 2 * dt_attn_tc_kt(DT_ATTN_TC_DKV2, D) * 2 * (D + DT_ATTN_TC_PAD) +
-           2 * dt_attn_tc_kt(DT_ATTN_TC_DKV2, D) * (int)sizeof(float);
+    return 2 * dt_attn_tc_kt(kernel, D) * 2 * (D + DT_ATTN_TC_PAD) + 2 * dt_attn_tc_kt(kernel, D) * (int)sizeof(float);
 }
 DT_HD static DT_CONSTEXPR inline int dt_attn_tc_smem(int kernel, int D)
 {
     return kernel == DT_ATTN_TC_FWD ? 2 * 2 * dt_attn_tc_kt(kernel, D) * 2 * (D + DT_ATTN_TC_PAD)
            : kernel == DT_ATTN_TC_DQ2
                ? 2 * (DT_ATTN_TC_ROWS + 2 * dt_attn_tc_kt(kernel, D)) * 2 * (D + DT_ATTN_TC_PAD)
-           : kernel == DT_ATTN_TC_DKV2
-               ? 2 * DT_ATTN_TC_ROWS * 2 * (D + DT_ATTN_TC_PAD) + 2 * dt_attn_tc_dkv2_tile(D)
+           : kernel == DT_ATTN_TC_DKV2 || kernel == DT_ATTN_TC_DKV3
+               ? 2 * DT_ATTN_TC_ROWS * 2 * (D + DT_ATTN_TC_PAD) + 2 * dt_attn_tc_dkv2_tile(kernel, D)
                : 2 * (DT_ATTN_TC_ROWS + dt_attn_tc_kt(kernel, D)) * 2 * (D + DT_ATTN_TC_PAD) +
                      (kernel == DT_ATTN_TC_DKV ? 2 * dt_attn_tc_kt(kernel, D) * (int)sizeof(float) : 0);
 }
@@ -321,11 +333,11 @@ static inline uintptr_t dt_attn_dkv2_dout(uintptr_t lse, int B, int T, int NH)
 {
     return lse + ((size_t)B * NH * T + 3) / 4 * 16;
 }
-/* whether backward's dK and dV run as dkv2: on trial (tries, DTRUN_CUDA_TRY's flags), activations in
- * 16 bits (lp), and a head size the tensor-core kernels take */
+/* whether backward's dK and dV run as dkv2 or dkv3: on trial (tries, DTRUN_CUDA_TRY's flags),
+ * activations in 16 bits (lp), and a head size the tensor-core kernels take */
 static inline bool dt_attn_dkv2_on(unsigned tries, bool lp, int C, int NH)
 {
-    return (tries & DT_CUDA_TRY_DKV2) && lp && NH > 0 && C % NH == 0 && dt_attn_tc_head(C / NH);
+    return (tries & (DT_CUDA_TRY_DKV2 | DT_CUDA_TRY_DKV3)) && lp && NH > 0 && C % NH == 0 && dt_attn_tc_head(C / NH);
 }
 /* backward's scratch, floats, with the kernels on trial (tries; 0: those in use): dkv2's after the
  * fused kernels', whose partials kv1 drops */

@@ -458,6 +458,15 @@ static void attention_tc(int B, int T, int C, int NH, int NKV, enum dt_dtype t)
     snprintf(what, sizeof what, "attention tensor cores backward %s: dkv and dkv2 give the same bits", shape);
     report(memcmp(fd, fd3, nqkv * 2) == 0, what, (double)(memcmp(fd, fd3, nqkv * 2) != 0));
     free(fd3);
+    /* and dkv3 (dkv2 in tiles of 32 queries): the same again */
+    CK(gpu->to_device(gd3, d16, nqkv * 2));
+    gpu->set_tries((tries & ~DT_CUDA_TRY_DKV2) | DT_CUDA_TRY_DKV3);
+    CK(gpu->attention_backward(gd3, gdout, gqkv, gout, glse, gscr, (int)t, B, T, C, NH, NKV));
+    gpu->set_tries(tries);
+    fd3 = back_typed(gd3, nqkv, t);
+    snprintf(what, sizeof what, "attention tensor cores backward %s: dkv and dkv3 give the same bits", shape);
+    report(memcmp(fd, fd3, nqkv * 2) == 0, what, (double)(memcmp(fd, fd3, nqkv * 2) != 0));
+    free(fd3);
     void *all[] = {gqkv, gout, gd, gd2, gd3, glse, gdout, gscr};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
     free(qkv), free(dout), free(junk), free(q16), free(d16), free(out), free(qw), free(ow), free(lse), free(lse_d);

@@ -110,7 +110,7 @@ static void attention_tc_plan(void **state)
          * 16-byte aligned (cp.async), within sm_80's limit (56320 and 70144 bytes) */
         kt = dt_attn_tc_kt(DT_ATTN_TC_DKV2, D);
         assert_int_equal(kt, dt_attn_tc_kt(DT_ATTN_TC_DKV, D));
-        int tile = dt_attn_tc_dkv2_tile(D);
+        int tile = dt_attn_tc_dkv2_tile(DT_ATTN_TC_DKV2, D);
         assert_int_equal(tile, 2 * kt * row + 2 * kt * 4);
         assert_int_equal(tile % 16, 0);
         assert_int_equal(dt_attn_tc_smem(DT_ATTN_TC_DKV2, D), 2 * DT_ATTN_TC_ROWS * row + 2 * tile);
@@ -118,6 +118,15 @@ static void attention_tc_plan(void **state)
                          dt_attn_tc_smem(DT_ATTN_TC_DKV, D) + 2 * kt * row + 2 * kt * 4);
         assert_int_equal(dt_attn_tc_smem(DT_ATTN_TC_DKV2, D), D == 64 ? 56320 : 70144);
         assert_true(dt_attn_tc_smem(DT_ATTN_TC_DKV2, D) <= 163 * 1024);
+        /* dkv3: dkv2 with tiles of 32 queries at both head sizes (dkv2's at 128), four blocks of it
+         * within sm_80's 164 KiB a multiprocessor (a block's 1 KiB reserved) */
+        assert_int_equal(dt_attn_tc_kt(DT_ATTN_TC_DKV3, D), 32);
+        tile = dt_attn_tc_dkv2_tile(DT_ATTN_TC_DKV3, D);
+        assert_int_equal(tile % 16, 0);
+        assert_int_equal(dt_attn_tc_smem(DT_ATTN_TC_DKV3, D), 2 * DT_ATTN_TC_ROWS * row + 2 * tile);
+        assert_int_equal(dt_attn_tc_smem(DT_ATTN_TC_DKV3, D), D == 64 ? 37376 : 70144);
+        if (D == 64) assert_true(4 * (dt_attn_tc_smem(DT_ATTN_TC_DKV3, D) + 1024) <= 164 * 1024);
+        else assert_int_equal(dt_attn_tc_smem(DT_ATTN_TC_DKV3, D), dt_attn_tc_smem(DT_ATTN_TC_DKV2, D));
     }
     /* dkv2's scratch after the fused kernels': lse2 from the first 16-byte boundary past their end,
      * wherever that end falls (a float apart), then dout16 (16-byte aligned too) and its B T C 16-bit
@@ -225,11 +234,14 @@ static void attention_kv_plan(void **state)
      * a group of four split in two */
     assert_int_equal(dt_attn_kv_splits(64, 65, 4, 2), 1);
     assert_int_equal(dt_attn_kv_splits(64, 65, 4, 1), 2);
-    /* dkv2's scratch on trial: only with its flag, 16-bit activations and a tensor-core head size */
+    /* dkv2's scratch on trial (dkv3's the same): only with its flag, 16-bit activations and a
+     * tensor-core head size */
+    assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_DKV3, true, 2, 64, 256, 4, 2) ==
+                dt_attn_scratch_tried(DT_CUDA_TRY_DKV2, true, 2, 64, 256, 4, 2));
     size_t base = dt_attn_scratch_tried(0, true, 2, 64, 256, 4, 2);
     assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_DKV2, true, 2, 64, 256, 4, 2) ==
                 base + dt_attn_dkv2_scratch(2, 64, 256, 4));
-    unsigned others = DT_CUDA_TRY_ALL & ~DT_CUDA_TRY_DKV2;
+    unsigned others = DT_CUDA_TRY_ALL & ~(DT_CUDA_TRY_DKV2 | DT_CUDA_TRY_DKV3);
     assert_true(dt_attn_scratch_tried(others, true, 2, 64, 256, 4, 2) == base);
     assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_DKV2, false, 2, 64, 256, 4, 2) == base);
     assert_true(dt_attn_scratch_tried(DT_CUDA_TRY_DKV2, true, 2, 64, 384, 4, 2) ==
@@ -573,8 +585,11 @@ static void cuda_tries(void **state)
     assert_int_equal(f, DT_CUDA_TRY_XENT2 | DT_CUDA_TRY_ROWS2 | DT_CUDA_TRY_CONVERT2 | DT_CUDA_TRY_GELU |
                             DT_CUDA_TRY_NORM2 | DT_CUDA_TRY_RMS2 | DT_CUDA_TRY_RESID2 | DT_CUDA_TRY_DQ2 |
                             DT_CUDA_TRY_DKV2 | DT_CUDA_TRY_SWIGLU2 | DT_CUDA_TRY_ADAM2);
-    /* every name's flag but kv1's (which takes a path away rather than replace a kernel), no other */
-    assert_int_equal(DT_CUDA_TRY_ALL, ((1u << DT_CUDA_TRY_COUNT) - 1) & ~DT_CUDA_TRY_KV1);
+    assert_int_equal(dt_cuda_tries_parse("dkv3", &f, bad, sizeof bad), 0);
+    assert_int_equal(f, DT_CUDA_TRY_DKV3);
+    /* every name's flag but kv1's (which takes a path away rather than replace a kernel) and dkv3's
+     * (which dkv2 would give way to), no other */
+    assert_int_equal(DT_CUDA_TRY_ALL, ((1u << DT_CUDA_TRY_COUNT) - 1) & ~(DT_CUDA_TRY_KV1 | DT_CUDA_TRY_DKV3));
     assert_int_equal(dt_cuda_tries_parse("gelu", &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_GELU);
     assert_int_equal(dt_cuda_tries_parse("xent2,xent", &f, bad, sizeof bad), -1);
