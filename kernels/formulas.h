@@ -96,16 +96,38 @@ static inline void dt_rope_table_scaled(float *cs, int T, int hs, float theta, c
 
 static inline void dt_rope_table(float *cs, int T, int hs, float theta) { dt_rope_table_scaled(cs, T, hs, theta, NULL); }
 
-/* One AdamW element: g the (clipped) gradient; step = lr / (1 - beta1^t), rbc2 = 1 / sqrt(1 - beta2^t). */
+/* One AdamW element: g the (clipped) gradient; step = lr / (1 - beta1^t), rbc2 = 1 / sqrt(1 - beta2^t).
+ * On a GPU every rounding is spelled out (the fused multiply-adds nvcc chose for the kernel that
+ * came first): nvcc contracts a multiply and an add as the code around them leads it, so two kernels
+ * over the same elements (the optimizer's per-tensor and multi-tensor ones) could differ in bits. */
 DT_HD static inline void dt_adamw_one(float *param, float *m, float *v, float g, float lr, float beta1, float beta2,
                                       float eps, float wd, float step, float rbc2)
 {
+#ifdef __CUDA_ARCH__
+    float mi = __fmaf_rn(*m, beta1, __fmul_rn(__fsub_rn(1.0f, beta1), g));
+    float vi = __fmaf_rn(*v, beta2, __fmul_rn(__fmul_rn(__fsub_rn(1.0f, beta2), g), g));
+    *m = mi;
+    *v = vi;
+    float p = __fmul_rn(*param, __fsub_rn(1.0f, __fmul_rn(lr, wd)));
+    *param = __fsub_rn(p, __fdiv_rn(__fmul_rn(step, mi), __fmaf_rn(__fsqrt_rn(vi), rbc2, eps)));
+#else
     float mi = beta1 * *m + (1.0f - beta1) * g;
     float vi = beta2 * *v + (1.0f - beta2) * g * g;
     *m = mi;
     *v = vi;
     float p = *param * (1.0f - lr * wd);
     *param = p - step * mi / (sqrtf(vi) * rbc2 + eps);
+#endif
+}
+/* AdamW's gradient term, g gscale + l2 param (Adam's L2 penalty), its rounding spelled out on a GPU
+ * as dt_adamw_one's */
+DT_HD static inline float dt_adamw_grad(float g, float gscale, float l2, float param)
+{
+#ifdef __CUDA_ARCH__
+    return __fmaf_rn(g, gscale, __fmul_rn(l2, param));
+#else
+    return g * gscale + l2 * param;
+#endif
 }
 
 /* One SGD element with momentum (PyTorch's formulation) and decoupled weight decay. */

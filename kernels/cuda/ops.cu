@@ -175,8 +175,8 @@ __device__ static inline void adamw_at(float *param, const void *grad, int gt, f
                                        float *v, size_t i, float lr, float beta1, float beta2, float eps, float wd,
                                        float step, float rbc2, void *plp, int pt)
 {
-    dt_adamw_one(&param[i], &m[i], &v[i], load(grad, gt, i) * gscale + l2 * param[i], lr, beta1, beta2, eps, wd, step,
-                 rbc2);
+    dt_adamw_one(&param[i], &m[i], &v[i], dt_adamw_grad(load(grad, gt, i), gscale, l2, param[i]), lr, beta1, beta2,
+                 eps, wd, step, rbc2);
     if (plp) store(plp, pt, i, param[i]);
 }
 
@@ -226,8 +226,8 @@ template <typename G, typename L>
 __device__ static inline void adamw2_one(const struct dt_cuda_slice_dev *d, size_t i, float gscale, float lr,
                                          float beta1, float beta2, float eps, float step, float rbc2)
 {
-    dt_adamw_one(&d->param[i], &d->m[i], &d->v[i], dt_ld(((const G *)d->grad)[i]) * gscale + d->l2 * d->param[i], lr,
-                 beta1, beta2, eps, d->wd, step, rbc2);
+    float g = dt_adamw_grad(dt_ld(((const G *)d->grad)[i]), gscale, d->l2, d->param[i]);
+    dt_adamw_one(&d->param[i], &d->m[i], &d->v[i], g, lr, beta1, beta2, eps, d->wd, step, rbc2);
     if (d->plp) dt_st(&((L *)d->plp)[i], d->param[i]);
 }
 
@@ -241,25 +241,31 @@ __global__ static void adamw2_slices_kernel(const struct dt_cuda_slice_dev *s, i
         while (g0 >= s[k].start + s[k].n) k++;
         const struct dt_cuda_slice_dev *d = &s[k];
         size_t i0 = g0 - d->start;
-        uintptr_t f32 = (uintptr_t)d->param | (uintptr_t)d->m | (uintptr_t)d->v;
-        if (i0 % 8 == 0 && i0 + 8 <= d->n && f32 % sizeof(pack8<float>) == 0 &&
-            (uintptr_t)d->grad % sizeof(pack8<G>) == 0 && (uintptr_t)d->plp % sizeof(pack8<L>) == 0) {
-            pack8<float> p = reinterpret_cast<const pack8<float> *>(d->param + i0)[0];
-            pack8<float> m = reinterpret_cast<const pack8<float> *>(d->m + i0)[0];
-            pack8<float> v = reinterpret_cast<const pack8<float> *>(d->v + i0)[0];
-            pack8<G> gr = reinterpret_cast<const pack8<G> *>((const G *)d->grad + i0)[0];
+        /* the slice's pointers in registers (the stores below could alias the table) and the pack
+         * by its index: both let nvcc keep the 16- and 32-byte accesses */
+        pack8<float> *pp = reinterpret_cast<pack8<float> *>(d->param), *mp = reinterpret_cast<pack8<float> *>(d->m);
+        pack8<float> *vp = reinterpret_cast<pack8<float> *>(d->v);
+        const pack8<G> *gp = reinterpret_cast<const pack8<G> *>(d->grad);
+        pack8<L> *lp = reinterpret_cast<pack8<L> *>(d->plp);
+        float l2 = d->l2, wd = d->wd;
+        uintptr_t f32 = (uintptr_t)pp | (uintptr_t)mp | (uintptr_t)vp;
+        if (i0 % 8 == 0 && i0 + 8 <= d->n && f32 % sizeof(pack8<float>) == 0 && (uintptr_t)gp % sizeof(pack8<G>) == 0 &&
+            (uintptr_t)lp % sizeof(pack8<L>) == 0) {
+            size_t q = i0 / 8;
+            pack8<float> p = pp[q], m = mp[q], v = vp[q];
+            pack8<G> gr = gp[q];
 #pragma unroll
             for (int j = 0; j < 8; j++)
-                dt_adamw_one(&p.x[j], &m.x[j], &v.x[j], dt_ld(gr.x[j]) * gscale + d->l2 * p.x[j], lr, beta1, beta2,
-                             eps, d->wd, step, rbc2);
-            reinterpret_cast<pack8<float> *>(d->param + i0)[0] = p;
-            reinterpret_cast<pack8<float> *>(d->m + i0)[0] = m;
-            reinterpret_cast<pack8<float> *>(d->v + i0)[0] = v;
-            if (d->plp) {
+                dt_adamw_one(&p.x[j], &m.x[j], &v.x[j], dt_adamw_grad(dt_ld(gr.x[j]), gscale, l2, p.x[j]), lr, beta1,
+                             beta2, eps, wd, step, rbc2);
+            pp[q] = p;
+            mp[q] = m;
+            vp[q] = v;
+            if (lp) {
                 pack8<L> c;
 #pragma unroll
                 for (int j = 0; j < 8; j++) dt_st(&c.x[j], p.x[j]);
-                reinterpret_cast<pack8<L> *>((L *)d->plp + i0)[0] = c;
+                lp[q] = c;
             }
         } else {
             for (size_t g = g0, kk = k; g < g0 + 8 && g < end; g++) {

@@ -356,15 +356,21 @@ static void optimizer_and_norms(void)
     free(p), free(g), free(m), free(v), free(h);
 }
 
-/* Four slices in one launch (one empty, one with Adam's L2 penalty, one undecayed, two writing a
- * bf16 copy; the last starting and the third ending off a multiple of 8, adam2's packs), gradients
- * of type gt: the bits of adamw slice by slice on the GPU (one element function), the parameters
- * and moments within 1e-6 of the CPU's. */
-static void adamw_slices_case(enum dt_dtype gt)
+/* Six slices in one launch, gradients of type gt and 16-bit copies of type pt: one empty, three with
+ * Adam's L2 penalty, one undecayed, four writing a copy. For adam2's packs (8 elements, a multiple of
+ * 8 into a slice, buffers aligned to them): the first four slices start on multiples of 8, with and
+ * without a copy and the penalty; the fifth too, but its buffers lie 4 elements past its place, so
+ * the alignment alone sends it element by element; it and the sixth end off a multiple of 8. The
+ * bits of adamw slice by slice on the GPU (one element function), the parameters and moments within
+ * 1e-6 of the CPU's. */
+static void adamw_slices_case(enum dt_dtype gt, enum dt_dtype pt)
 {
-    enum { NS = 4 };
-    static const size_t len[NS] = {5000, 0, 70001, 4096};
-    size_t N = 5000 + 70001 + 4096, es = dt_dtype_size(gt);
+    enum { NS = 6, SHIFT = 4 };
+    static const size_t len[NS] = {5000, 0, 70000, 4096, 4097, 13};
+    static const float wds[NS] = {0.1f, 0.1f, 0.0f, 0.1f, 0.1f, 0.1f}, l2s[NS] = {0.01f, 0, 0, 0.01f, 0, 0.01f};
+    static const bool copies[NS] = {true, false, true, false, true, true};
+    size_t N = SHIFT, es = dt_dtype_size(gt);
+    for (int i = 0; i < NS; i++) N += len[i];
     float *p = randn(N, 50), *g32 = randn(N, 51), *m = randn(N, 52), *v = randn(N, 53);
     char *g = typed(g32, N, gt), what[160];
     for (size_t i = 0; i < N; i++) v[i] = fabsf(v[i]);
@@ -375,25 +381,24 @@ static void adamw_slices_case(enum dt_dtype gt)
     struct dt_cuda_adamw_slice s[NS];
     size_t at = 0;
     for (int i = 0; i < NS; i++) {
-        float wd = i == 2 ? 0.0f : 0.1f, l2 = i == 3 ? 0.01f : 0.0f;
-        bool copy = i % 2 == 0;
-        s[i] = (struct dt_cuda_adamw_slice){dp + at, dm + at, dv + at, dg + at * es, copy ? d16 + at : NULL, len[i], wd,
-                                            l2};
+        size_t b = at + (i >= 4 ? SHIFT : 0); /* the buffers' place */
+        s[i] = (struct dt_cuda_adamw_slice){dp + b, dm + b, dv + b, dg + b * es, copies[i] ? d16 + b : NULL, len[i],
+                                            wds[i], l2s[i]};
         if (len[i])
-            CK(gpu->adamw(dp1 + at, dg + at * es, (int)gt, 0.5f, l2, dm1 + at, dv1 + at, len[i], 3e-4f, 0.9f, 0.95f,
-                          1e-8f, wd, 7, copy ? d16one + at : NULL, (int)DT_BF16));
-        dt_kernels_cpu.adamw(kc, p + at, g + at * es, gt, 0.5f, l2, m + at, v + at, len[i], 3e-4f, 0.9f, 0.95f, 1e-8f,
-                             wd, 7, NULL, DT_F32);
+            CK(gpu->adamw(dp1 + b, dg + b * es, (int)gt, 0.5f, l2s[i], dm1 + b, dv1 + b, len[i], 3e-4f, 0.9f, 0.95f,
+                          1e-8f, wds[i], 7, copies[i] ? d16one + b : NULL, (int)pt));
+        dt_kernels_cpu.adamw(kc, p + b, g + b * es, gt, 0.5f, l2s[i], m + b, v + b, len[i], 3e-4f, 0.9f, 0.95f, 1e-8f,
+                             wds[i], 7, NULL, DT_F32);
         at += len[i];
     }
-    CK(gpu->adamw_slices(mm, s, NS, (int)gt, 0.5f, 3e-4f, 0.9f, 0.95f, 1e-8f, 7, (int)DT_BF16));
+    CK(gpu->adamw_slices(mm, s, NS, (int)gt, 0.5f, 3e-4f, 0.9f, 0.95f, 1e-8f, 7, (int)pt));
     float *hp = back(dp, N), *hm = back(dm, N), *hv = back(dv, N), *hp1 = back(dp1, N), *hm1 = back(dm1, N);
     float *hv1 = back(dv1, N);
-    uint16_t *h16 = back_typed(d16, N, DT_BF16), *h16one = back_typed(d16one, N, DT_BF16);
+    uint16_t *h16 = back_typed(d16, N, pt), *h16one = back_typed(d16one, N, pt);
     bool same = !memcmp(hp, hp1, N * 4) && !memcmp(hm, hm1, N * 4) && !memcmp(hv, hv1, N * 4) &&
                 !memcmp(h16, h16one, N * 2);
-    snprintf(what, sizeof what, "adamw_slices, %s gradients: one launch, the bits of adamw slice by slice",
-             dt_dtype_str(gt));
+    snprintf(what, sizeof what, "adamw_slices, %s gradients, %s copies: one launch, the bits of adamw slice by slice",
+             dt_dtype_str(gt), dt_dtype_str(pt));
     report(same, what, (double)!same);
     double d = fmax(maxrel(hp, p, N), fmax(maxrel(hm, m, N), maxrel(hv, v, N)));
     snprintf(what, sizeof what, "adamw_slices, %s gradients: parameters and both moments against the CPU",
@@ -1346,8 +1351,9 @@ int main(void)
     casts();
     optimizer_and_norms();
     llama_ops();
-    adamw_slices_case(DT_F32);
-    adamw_slices_case(DT_BF16);
+    adamw_slices_case(DT_F32, DT_BF16);
+    adamw_slices_case(DT_BF16, DT_BF16);
+    adamw_slices_case(DT_F16, DT_F16);
     layernorm_and_positions(768);
     layernorm_and_positions(77); /* fewer channels than threads, and odd */
     embeddings_and_loss();
@@ -1367,8 +1373,9 @@ int main(void)
     elementwise();
     optimizer_and_norms();
     llama_ops();
-    adamw_slices_case(DT_F32); /* adam2: against adamw slice by slice, which stays the kernel in use */
-    adamw_slices_case(DT_BF16);
+    adamw_slices_case(DT_F32, DT_BF16); /* adam2: against adamw slice by slice, which stays in use */
+    adamw_slices_case(DT_BF16, DT_BF16);
+    adamw_slices_case(DT_F16, DT_F16);
     embeddings_and_loss();
     rows_add_cases();
     updates_and_conversions();
