@@ -98,8 +98,9 @@ static inline void dt_rope_table(float *cs, int T, int hs, float theta) { dt_rop
 
 /* One AdamW element: g the (clipped) gradient; step = lr / (1 - beta1^t), rbc2 = 1 / sqrt(1 - beta2^t).
  * On a GPU every rounding is spelled out (the fused multiply-adds nvcc chose for the kernel that
- * came first): nvcc contracts a multiply and an add as the code around them leads it, so two kernels
- * over the same elements (the optimizer's per-tensor and multi-tensor ones) could differ in bits. */
+ * came first): nvcc contracts a multiply and an add as the code around them leads it, and ptxas may
+ * fuse those it left apart, so two kernels over the same elements (the optimizer's per-tensor and
+ * multi-tensor ones) could differ in bits. */
 DT_HD static inline void dt_adamw_one(float *param, float *m, float *v, float g, float lr, float beta1, float beta2,
                                       float eps, float wd, float step, float rbc2)
 {

@@ -54,8 +54,10 @@
 #define LN2 0.69314718055994531f
 
 static_assert(ROWS == WARPS * 16, "a warp owns one m16 block of rows");
-static_assert(ROWS % dt_attn_tc_kt(DT_ATTN_TC_DKV, 128) == 0 && ROWS % dt_attn_tc_kt(DT_ATTN_TC_DKV, 64) == 0,
-              "dkv's first query tile starts at its block's first key");
+static_assert(ROWS % dt_attn_tc_kt(DT_ATTN_TC_DKV, 128) == 0 && ROWS % dt_attn_tc_kt(DT_ATTN_TC_DKV, 64) == 0 &&
+                  ROWS % dt_attn_tc_kt(DT_ATTN_TC_DKV2, 64) == 0 && ROWS % dt_attn_tc_kt(DT_ATTN_TC_DKV3, 64) == 0 &&
+                  ROWS % dt_attn_tc_kt(DT_ATTN_TC_DKV2, 128) == 0,
+              "dkv's (dkv2's, dkv3's) first query tile starts at its block's first key");
 static_assert(dt_attn_tc_kt(DT_ATTN_TC_FWD, 64) == ROWS && dt_attn_tc_kt(DT_ATTN_TC_FWD, 128) == ROWS,
               "forward stages its Q through the K tile");
 

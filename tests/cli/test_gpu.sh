@@ -51,9 +51,9 @@ state=$("$DTRUN" check --memory "${base[@]}" compute.precision=bf16-mixed comput
 DTRUN_CUDA_TRY=kv1,swiglu2 run "kernels on trial: kv1, swiglu2" 0 timeout 300 "$DTRUN" run "${base[@]}" \
     run.max_duration=2ba compute.device=cuda run.dir=tried
 has "... named where the run says what it runs on" "$err" "; on trial (DTRUN_CUDA_TRY): kv1, swiglu2)"
-DTRUN_CUDA_TRY=dkv3 run "a trial it does not know" 2 timeout 300 "$DTRUN" run "${base[@]}" compute.device=cuda \
+DTRUN_CUDA_TRY=nosuch run "a trial it does not know" 2 timeout 300 "$DTRUN" run "${base[@]}" compute.device=cuda \
     run.dir=tried-bad
-has "... refused with every name" "$err" 'error: DTRUN_CUDA_TRY names "dkv3", no kernel on trial
+has "... refused with every name" "$err" 'error: DTRUN_CUDA_TRY names "nosuch", no kernel on trial
   hint: a comma-separated list of xent2, rows2, convert2, gelu, norm2, rms2, resid2, dq2, dkv2, kv1, swiglu2, adam2, dkv3, or all; unset it for the kernels in use'
 if [ "$gpus" -ge 2 ]; then
     # the same global batch of 8: one GPU with micro-batch 8, or two with 4 each

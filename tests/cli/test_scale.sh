@@ -97,8 +97,8 @@ DTRUN_CUDA_TRY=dkv2 run "(d) ... with dkv2 on trial" 0 "$DTRUN" check --memory "
 acts2=$(grep -o 'activations [0-9.]*' <<<"$out" | cut -d' ' -f2)
 same "(d) ... 24.75 MiB more activations" \
     "$(awk -v a="$acts" -v b="$acts2" 'BEGIN { d = b - a; print ((d > 24.65 && d < 24.85) ? "yes" : a " then " b) }')" yes
-DTRUN_CUDA_TRY=dkv3 run "(d) ... a name it does not know" 0 "$DTRUN" check --memory "${gpt2[@]}"
-has "(d) ... is said, and left out" "$err" "dtrun: warning: DTRUN_CUDA_TRY names 'dkv3', no kernel on trial (kernels/cuda/plan.h): the plan leaves it out, and a run refuses it"
+DTRUN_CUDA_TRY=nosuch run "(d) ... a name it does not know" 0 "$DTRUN" check --memory "${gpt2[@]}"
+has "(d) ... is said, and left out" "$err" "dtrun: warning: DTRUN_CUDA_TRY names 'nosuch', no kernel on trial (kernels/cuda/plan.h): the plan leaves it out, and a run refuses it"
 has "(d) ... the plan of the kernels in use" "$out" "activations $acts "
 run "(d) --device-memory without a size" 2 "$DTRUN" check --memory --device-memory lots
 has "(d) ... says what it takes" "$err" "--device-memory 'lots': give a size, as 80GB or 141GiB (a GPU's memory)"
