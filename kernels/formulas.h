@@ -1,8 +1,8 @@
 /*
  * formulas.h - the per-element formulas the CPU kernels (kernels/cpu/) and their CUDA twins
- * (kernels/cuda/ops.cu) both compile, so the two cannot drift apart: GELU's tanh approximation
- * and its derivative, SiLU's, the rotation of a rotary-embedding pair, one AdamW and one SGD
- * update, stochastic rounding to bf16. Inline, so the CPU loops around them still vectorize.
+ * (kernels/cuda/ops.cu and its siblings) both compile, so the two cannot drift apart: GELU's tanh
+ * approximation and its derivative, SiLU's, the rotation of a rotary-embedding pair, one AdamW and
+ * one SGD update, stochastic rounding to bf16. Inline, so the CPU loops around them still vectorize.
  */
 #ifndef DT_FORMULAS_H
 #define DT_FORMULAS_H

@@ -27,7 +27,7 @@ static inline int dt_cuda_copy_overlaps(const void *dst, const void *src, size_t
 #define DT_CUDA_MODULE_FILE "dtrun_cuda.so"
 
 /*
- * Device memory and the kernels of ops.cu (kernels.h's semantics, device pointers). Each returns 0
+ * Device memory and the kernels of ops.cu and its siblings (kernels.h's semantics, device pointers). Each returns 0
  * or a CUDA error code that error_string names; kernels run asynchronously, so a kernel's own
  * fault shows at the next synchronize. t: enum dt_dtype's DT_BF16 or DT_F16 (DT_F32 for sumsq);
  * at, ot, bt: an activation's type, any of DT_F32, DT_BF16, DT_F16 (computed in fp32, 16-bit stores

@@ -1,5 +1,6 @@
 /*
- * ops.h - the CUDA kernels of ops.cu, callable from C inside the CUDA module: the same arguments
+ * ops.h - the CUDA kernels of ops.cu and its siblings (optim.cu, norms.cu, rope_swiglu.cu, embed.cu,
+ * loss.cu), callable from C inside the CUDA module: the same arguments
  * as their kernels.h twins, device pointers, each returning the launch's cudaError_t (a launch is
  * asynchronous: an error of the kernel itself shows at the next synchronization). t: DT_CUDA_BF16
  * or DT_CUDA_F16 (and DT_CUDA_F32 where fp32 is allowed), the values of enum dt_dtype, which the
@@ -198,7 +199,7 @@ cudaError_t dt_cuda_fp8_update(float *hist, float *scale, int n, int len, int mo
 
 #ifdef __CUDACC__
 /*
- * Device side, for ops.cu and the attention kernels: activations stored as S (float, __nv_bfloat16, __half;
+ * Device side, for the ops' .cu files and the attention kernels: activations stored as S (float, __nv_bfloat16, __half;
  * the kernels are templates on it), widened to fp32 as read and rounded to nearest even as stored,
  * both through core/half.h, the CPU kernels' own conversions, so a 16-bit store holds the CPU's bits
  * for the same fp32 value.

@@ -1,7 +1,7 @@
 /*
- * ops_table.c - module.h's table of device memory and the kernels of ops.cu, fp8.cu and the attention
- * .cu files: cudaError_t carried as int, so that dtrun and the tests include no CUDA header. Part of
- * the CUDA module.
+ * ops_table.c - module.h's table of device memory and the kernels of ops.cu (and its siblings),
+ * fp8.cu and the attention .cu files: cudaError_t carried as int, so that dtrun and the tests include
+ * no CUDA header. Part of the CUDA module.
  */
 #include <stdlib.h>
 #include <cuda_runtime.h>

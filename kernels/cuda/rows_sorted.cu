@@ -1,6 +1,6 @@
 /*
  * rows_sorted.cu - a table's gradient by sorted rows: rows_add on trial (rows2, issue #41; plan.h
- * says how). The kernel in use (ops.cu) deals the table's rows to 1024 blocks and has every block
+ * says how). The kernel in use (embed.cu) deals the table's rows to 1024 blocks and has every block
  * walk all B T entries; here the entries are sorted by row first (CUB's radix sort, stable, so a
  * row's entries stay in index order), and the block of each run of one row adds that run alone.
  * The same sums in the same order as the CPU's rows_add: its bits, a 16-bit element rounded after

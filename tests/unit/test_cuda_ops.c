@@ -1,6 +1,6 @@
 /*
- * test_cuda_ops.c - every CUDA kernel of the module (kernels/cuda/ops.cu) against its CPU twin
- * (dt_kernels_cpu) on random inputs, with a tolerance per op written here: casts bit for bit
+ * test_cuda_ops.c - every CUDA op kernel of the module (kernels/cuda/ops.cu and its siblings)
+ * against its CPU twin (dt_kernels_cpu) on random inputs, with a tolerance per op written here: casts bit for bit
  * (both sides compile core/half.h), elementwise ops within a few ulp (the GPU's expf is not
  * glibc's), reductions in the CPU's fixed order (row blocks of 64) bit for bit where they add
  * without multiplying, matmuls within the rounding error bound of fp32 accumulation. Each op that
