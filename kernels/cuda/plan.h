@@ -101,9 +101,9 @@ enum {
     DT_CUDA_TRY_ADAM2 = 2048u,
     DT_CUDA_TRY_DKV3 = 4096u
 };
-/* "all": every trial but kv1, which replaces no kernel but takes the split path away, and dkv3,
- * which dkv2 would give way to */
-#define DT_CUDA_TRY_ALL (8191u & ~(unsigned)(DT_CUDA_TRY_KV1 | DT_CUDA_TRY_DKV3))
+/* "all": every trial named below but kv1, which replaces no kernel but takes the split path away,
+ * and dkv3, which dkv2 would give way to */
+#define DT_CUDA_TRY_ALL (((1u << DT_CUDA_TRY_COUNT) - 1u) & ~(unsigned)(DT_CUDA_TRY_KV1 | DT_CUDA_TRY_DKV3))
 /* their names, flag 1 << i */
 static const char *const dt_cuda_try_names[] = {"xent2", "rows2", "convert2", "gelu", "norm2",
                                                  "rms2",  "resid2", "dq2",     "dkv2", "kv1", "swiglu2", "adam2",

@@ -441,32 +441,26 @@ static void attention_tc(int B, int T, int C, int NH, int NKV, enum dt_dtype t)
     report(d <= 1.0, what, d);
     snprintf(what, sizeof what, "attention tensor cores backward %s: the same bits on a second run", shape);
     report(memcmp(fd, fd2, nqkv * 2) == 0, what, (double)(memcmp(fd, fd2, nqkv * 2) != 0));
-    /* the other dq kernel (dq2 on trial, or dq in use): the same sums in the same order, the same bits */
-    gpu->set_tries(tries ^ DT_CUDA_TRY_DQ2);
-    CK(gpu->attention_backward(gd3, gdout, gqkv, gout, glse, gscr, (int)t, B, T, C, NH, NKV));
-    gpu->set_tries(tries);
-    uint16_t *fd3 = back_typed(gd3, nqkv, t);
-    snprintf(what, sizeof what, "attention tensor cores backward %s: dq and dq2 give the same bits", shape);
-    report(memcmp(fd, fd3, nqkv * 2) == 0, what, (double)(memcmp(fd, fd3, nqkv * 2) != 0));
-    /* and the other dK, dV kernel (dkv2 on trial, or dkv in use): the same again, into junk */
-    CK(gpu->to_device(gd3, d16, nqkv * 2));
-    gpu->set_tries(tries ^ DT_CUDA_TRY_DKV2);
-    CK(gpu->attention_backward(gd3, gdout, gqkv, gout, glse, gscr, (int)t, B, T, C, NH, NKV));
-    gpu->set_tries(tries);
-    free(fd3);
-    fd3 = back_typed(gd3, nqkv, t);
-    snprintf(what, sizeof what, "attention tensor cores backward %s: dkv and dkv2 give the same bits", shape);
-    report(memcmp(fd, fd3, nqkv * 2) == 0, what, (double)(memcmp(fd, fd3, nqkv * 2) != 0));
-    free(fd3);
-    /* and dkv3 (dkv2 in tiles of 32 queries): the same again */
-    CK(gpu->to_device(gd3, d16, nqkv * 2));
-    gpu->set_tries((tries & ~DT_CUDA_TRY_DKV2) | DT_CUDA_TRY_DKV3);
-    CK(gpu->attention_backward(gd3, gdout, gqkv, gout, glse, gscr, (int)t, B, T, C, NH, NKV));
-    gpu->set_tries(tries);
-    fd3 = back_typed(gd3, nqkv, t);
-    snprintf(what, sizeof what, "attention tensor cores backward %s: dkv and dkv3 give the same bits", shape);
-    report(memcmp(fd, fd3, nqkv * 2) == 0, what, (double)(memcmp(fd, fd3, nqkv * 2) != 0));
-    free(fd3);
+    /* the other dq kernel (dq2 on trial, or dq in use), the other dK, dV kernel (dkv2 on trial, or dkv
+     * in use) and dkv3 (dkv2 in tiles of 32 queries): the same sums in the same order, the same bits,
+     * each run into junk; the flags: (tries without clear) ^ flip */
+    static const struct {
+        unsigned clear, flip;
+        const char *pair;
+    } others[] = {{0, DT_CUDA_TRY_DQ2, "dq and dq2"},
+                  {0, DT_CUDA_TRY_DKV2, "dkv and dkv2"},
+                  {DT_CUDA_TRY_DKV2, DT_CUDA_TRY_DKV3, "dkv and dkv3"}};
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+        CK(gpu->to_device(gd3, d16, nqkv * 2));
+        gpu->set_tries((tries & ~others[i].clear) ^ others[i].flip);
+        CK(gpu->attention_backward(gd3, gdout, gqkv, gout, glse, gscr, (int)t, B, T, C, NH, NKV));
+        gpu->set_tries(tries);
+        uint16_t *fd3 = back_typed(gd3, nqkv, t);
+        bool same = memcmp(fd, fd3, nqkv * 2) == 0;
+        snprintf(what, sizeof what, "attention tensor cores backward %s: %s give the same bits", shape, others[i].pair);
+        report(same, what, (double)!same);
+        free(fd3);
+    }
     void *all[] = {gqkv, gout, gd, gd2, gd3, glse, gdout, gscr};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) gpu->free(all[i]);
     free(qkv), free(dout), free(junk), free(q16), free(d16), free(out), free(qw), free(ow), free(lse), free(lse_d);
