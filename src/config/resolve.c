@@ -428,10 +428,36 @@ static void check_fp8(struct dt_config *cfg, struct dt_diags *d)
                         where(cfg, keys[i], w, sizeof w), dt_enum_str(dt_precision_names, cfg->compute.precision));
         return;
     }
-    if (cfg->model.type == DT_MODEL_MLP)
+    if (cfg->model.type == DT_MODEL_MLP) {
         dt_diag(d, loc_of(cfg, "compute.precision"), "use bf16-mixed for an mlp", "compute.precision fp8-mixed (%s) "
                 "quantises a transformer's linear layers, and model.type is mlp",
                 where(cfg, "compute.precision", w, sizeof w));
+        return;
+    }
+    /* cuBLASLt's FP8 gemms take every dimension in multiples of 16: the rows and each quantised layer's
+     * widths. Refused here, where `dtrun check` on a login node sees it, not at the GPU's first step
+     * (the CPU's reference would take any shape, and a config runs the same on both) */
+    int64_t B = cfg->data.micro_batch_size, T = cfg->model.seq_len, C = cfg->model.n_embd;
+    if (B * T % 16)
+        dt_diag(d, loc_of(cfg, "data.micro_batch_size"), "make data.micro_batch_size x model.seq_len a multiple of "
+                "16, or use bf16-mixed", "compute.precision fp8-mixed: data.micro_batch_size %lld x model.seq_len %lld "
+                "is %lld rows, not a multiple of 16 (the GPU's FP8 gemms take every dimension in multiples of 16)",
+                (long long)B, (long long)T, (long long)(B * T));
+    bool llama = cfg->model.type == DT_MODEL_LLAMA && cfg->model.n_head > 0;
+    const struct {
+        const char *key, *what;
+        int64_t width;
+    } widths[] = {
+        {"model.n_embd", "model.n_embd", C},
+        {"model.intermediate_size", "model.intermediate_size", llama ? cfg->model.intermediate_size : 0},
+        {"model.n_kv_head", "the qkv projection's width n_embd + 2 n_kv_head n_embd / n_head",
+         llama ? C + 2 * cfg->model.n_kv_head * (C / cfg->model.n_head) : 0},
+    };
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
+        if (widths[i].width % 16)
+            dt_diag(d, loc_of(cfg, widths[i].key), "use widths in multiples of 16 under fp8-mixed, or bf16-mixed",
+                    "compute.precision fp8-mixed: %s is %lld, not a multiple of 16 (the GPU's FP8 gemms take every "
+                    "dimension in multiples of 16)", widths[i].what, (long long)widths[i].width);
 }
 
 /* ZeRO-Offload: the optimizer's state and fp32 master weights on the host (any stage, any device),

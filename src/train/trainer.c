@@ -597,9 +597,12 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
         if (tr->sample_every > 0 && ((step + 1) % tr->sample_every == 0 || last)) {
             double t0 = dt_now();
             untimed(tr, true);
-            if (tr->model->fp8) tr->model->fp8 = &tr->fp8.quiet; /* a sample records no amax */
+            /* a sample runs the 16-bit linear layers, as dtrun generate does: the GPU's FP8 gemms take
+             * rows in multiples of 16, and a decode step is one row (the prompt's at the first) */
+            const struct dt_fp8_meta *fp8 = tr->model->fp8;
+            tr->model->fp8 = NULL;
             dt_status_t rc = dt_train_sample(tr, step + 1);
-            if (tr->model->fp8) tr->model->fp8 = &tr->fp8.meta;
+            tr->model->fp8 = fp8;
             DT_CHECK(rc);
             untimed(tr, false);
             since += dt_now() - t0; /* sampling is not training time */
