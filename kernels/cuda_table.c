@@ -135,11 +135,11 @@ static void *alloc(struct dt_kctx *kc, size_t bytes)
     int e = C(kc)->ops->malloc(&p, bytes);
     if (!e) e = C(kc)->ops->memset(p, 0, bytes);
     note(kc, "alloc", e);
-    if (!e && !count_in(C(kc), p, bytes)) {
-        C(kc)->ops->free(p);
+    if (e || !count_in(C(kc), p, bytes)) {
+        if (p) C(kc)->ops->free(p);
         return NULL;
     }
-    return e ? NULL : p;
+    return p;
 }
 static void dev_free(struct dt_kctx *kc, void *p)
 {
@@ -177,14 +177,20 @@ static void copy(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, e
         CALL(kc, on_device, dst, src, bytes);
     }
 }
-/* A copy beside the kernels; a failure is kept for synchronize (the ticket then names nothing to wait for) */
+/* A copy beside the kernels; a failure is kept for synchronize (the ticket then names nothing to wait for).
+ * Without the copy stream, the copy is made in order with the kernels, so that what reads dst before
+ * that synchronize reports the failure reads what it would have. */
 static uint64_t copy_async(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind)
 {
     struct cuda_kctx *c = C(kc);
     uint64_t ticket = UINT64_MAX;
     if (!c->copies) note(kc, "copy_async", c->ops->copies_create(&c->copies));
-    if (c->copies) note(kc, "copy_async", c->ops->copy_async(c->copies, dst, src, bytes, (int)kind, &ticket));
-    return c->copies ? ticket : UINT64_MAX;
+    if (!c->copies) {
+        copy(kc, dst, src, bytes, kind);
+        return UINT64_MAX;
+    }
+    note(kc, "copy_async", c->ops->copy_async(c->copies, dst, src, bytes, (int)kind, &ticket));
+    return ticket;
 }
 static void copy_wait(struct dt_kctx *kc, uint64_t ticket, bool host)
 {

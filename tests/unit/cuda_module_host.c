@@ -1,0 +1,173 @@
+/* cuda_module_host.c - a CUDA module whose "device" is the host's memory, so that test_cuda_table can
+ * drive kernels/cuda_table.c (the op table every GPU run goes through: its allocations' accounting, the
+ * failures it keeps for synchronize, its copies) on a machine with no GPU. Only the memory, copy and
+ * context ops are here; no kernel. What a test wants to fail is named in DT_FAKE_CUDA_FAIL (a comma
+ * list of the ops above: malloc, memset, copies_create, copy_async), read at each call, and the
+ * module's scratch (ctx_bytes) is DT_FAKE_CUDA_SCRATCH bytes. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "dt_build_config.h"
+#include "kernels/cuda/module.h"
+
+#define FAKE_ERR 999 /* the code every injected failure returns (error_string names the op) */
+#define FAKE_TOTAL ((size_t)1 << 30)
+
+static long live;          /* device allocations not freed */
+static size_t live_bytes;  /* their bytes, for mem_info */
+static char failed_op[32]; /* the op the last injected failure came from */
+
+/* how many device allocations are live: test_cuda_table's leak check (dlsym) */
+long dt_fake_cuda_live(void);
+__attribute__((visibility("default"))) long dt_fake_cuda_live(void) { return live; }
+
+static int fails(const char *op)
+{
+    const char *s = getenv("DT_FAKE_CUDA_FAIL");
+    size_t n = strlen(op);
+    for (const char *p = s; p && *p;) {
+        const char *e = strchr(p, ',');
+        size_t k = e ? (size_t)(e - p) : strlen(p);
+        if (k == n && !strncmp(p, op, n)) {
+            snprintf(failed_op, sizeof failed_op, "%s", op);
+            return FAKE_ERR;
+        }
+        p = e ? e + 1 : p + k;
+    }
+    return 0;
+}
+
+static const char *error_string(int e)
+{
+    static char buf[64];
+    if (e != FAKE_ERR) return "unknown error";
+    snprintf(buf, sizeof buf, "fake %s failure", failed_op);
+    return buf;
+}
+
+/* the context holds nothing but the scratch's size, DT_FAKE_CUDA_SCRATCH, read at each call */
+static int ctx_create(void **ctx)
+{
+    static int one;
+    *ctx = &one;
+    return 0;
+}
+static void ctx_destroy(void *ctx) { (void)ctx; }
+static size_t ctx_bytes(void *ctx)
+{
+    (void)ctx;
+    const char *s = getenv("DT_FAKE_CUDA_SCRATCH");
+    return s ? (size_t)strtoull(s, NULL, 10) : 0;
+}
+static int set_device(int dev) { return dev == 0 ? 0 : FAKE_ERR; }
+static void set_tries(unsigned flags) { (void)flags; }
+
+/* each allocation carries its size in front, for mem_info */
+static int dev_malloc(void **p, size_t bytes)
+{
+    *p = NULL;
+    if (fails("malloc")) return FAKE_ERR;
+    size_t *b = malloc(sizeof(size_t) * 2 + bytes);
+    if (!b) return FAKE_ERR;
+    b[0] = bytes;
+    *p = b + 2;
+    live++;
+    live_bytes += bytes;
+    return 0;
+}
+static int dev_free(void *p)
+{
+    if (!p) return 0;
+    size_t *b = (size_t *)p - 2;
+    live--;
+    live_bytes -= b[0];
+    free(b);
+    return 0;
+}
+static int host_malloc(void **p, size_t bytes)
+{
+    *p = malloc(bytes);
+    return *p ? 0 : FAKE_ERR;
+}
+static int host_free(void *p)
+{
+    free(p);
+    return 0;
+}
+static int dev_memset(void *p, int byte, size_t bytes)
+{
+    if (fails("memset")) return FAKE_ERR;
+    memset(p, byte, bytes);
+    return 0;
+}
+static int copy(void *dst, const void *src, size_t bytes)
+{
+    memmove(dst, src, bytes);
+    return 0;
+}
+static int synchronize(void) { return 0; }
+
+/* the copy stream: a copy is made at once, its ticket counts them */
+static int copies_create(void **copies)
+{
+    static uint64_t next;
+    *copies = NULL;
+    if (fails("copies_create")) return FAKE_ERR;
+    *copies = &next;
+    return 0;
+}
+static void copies_destroy(void *copies) { (void)copies; }
+static int copy_async(void *copies, void *dst, const void *src, size_t bytes, int kind, uint64_t *ticket)
+{
+    (void)kind;
+    if (fails("copy_async")) return FAKE_ERR;
+    memmove(dst, src, bytes);
+    *ticket = (*(uint64_t *)copies)++;
+    return 0;
+}
+static int copy_wait(void *copies, uint64_t ticket, int host)
+{
+    (void)host;
+    return ticket < *(uint64_t *)copies ? 0 : FAKE_ERR;
+}
+static int mem_info(size_t *free_bytes, size_t *total_bytes)
+{
+    *total_bytes = FAKE_TOTAL;
+    *free_bytes = FAKE_TOTAL - live_bytes;
+    return 0;
+}
+
+static const struct dt_cuda_ops ops = {
+    .error_string = error_string,
+    .ctx_create = ctx_create,
+    .ctx_destroy = ctx_destroy,
+    .ctx_bytes = ctx_bytes,
+    .set_device = set_device,
+    .set_tries = set_tries,
+    .malloc = dev_malloc,
+    .free = dev_free,
+    .malloc_host = host_malloc,
+    .free_host = host_free,
+    .memset = dev_memset,
+    .to_device = copy,
+    .to_host = copy,
+    .on_device = copy,
+    .synchronize = synchronize,
+    .copies_create = copies_create,
+    .copies_destroy = copies_destroy,
+    .copy_async = copy_async,
+    .copy_wait = copy_wait,
+    .mem_info = mem_info,
+};
+
+static int device_count(char *why, size_t n)
+{
+    (void)why, (void)n;
+    return 1;
+}
+static void describe(char *buf, size_t n) { snprintf(buf, n, "the host's memory (tests/unit/cuda_module_host.c)"); }
+
+__attribute__((visibility("default"))) const struct dt_cuda_module dt_cuda_module = {
+    .abi = DT_CUDA_MODULE_ABI, .version = PACKAGE_VERSION, .device_count = device_count, .describe = describe,
+    .ops = &ops};

@@ -1,0 +1,152 @@
+/*
+ * test_cuda_table.c - kernels/cuda_table.c, the op table every GPU run goes through, on any machine:
+ * over tests/unit/cuda_module_host.c, a CUDA module whose device memory is the host's (its
+ * DT_FAKE_CUDA_FAIL makes the ops it names fail, DT_FAKE_CUDA_SCRATCH is its scratch). Checked:
+ *   - device_memory's peak is the most held at once, the module's scratch included (#41 item 5), not
+ *     the sum of the allocations' peak and the scratch's; a copy between overlapping ranges counts
+ *     its temporary;
+ *   - a failure is kept, with its op, for synchronize to report with the step and the device, once;
+ *   - an allocation whose zeroing fails is given back (the module's live count), not leaked;
+ *   - copy_async without its copy stream still copies (in order with the kernels) and the failure
+ *     is reported;
+ *   - DTRUN_CUDA_TRY's unknown name refused at the context's creation, with every name.
+ */
+#include <dlfcn.h>
+#include <stdlib.h>
+#include <string.h>
+#include "core/error.h"
+#include "dt_test.h"
+#include "kernels/kernels.h"
+
+static struct dt_kctx *ctx(void)
+{
+    struct dt_kctx *kc = NULL;
+    assert_int_equal(dt_kernels_cuda.ctx_create(0, &kc), DT_SUCCESS);
+    return kc;
+}
+
+/* the fake module's count of live device allocations */
+static long live(void)
+{
+    void *h = dlopen(getenv("DTRUN_CUDA_MODULE"), RTLD_NOW | RTLD_NOLOAD);
+    assert_non_null(h);
+    long (*f)(void) = (long (*)(void))dlsym(h, "dt_fake_cuda_live");
+    assert_non_null(f);
+    long n = f();
+    dlclose(h);
+    return n;
+}
+
+static int64_t peak(struct dt_kctx *kc)
+{
+    int64_t p, reserved;
+    dt_kernels_cuda.device_memory(kc, &p, &reserved);
+    return p;
+}
+
+static void peak_is_what_was_held_at_once(void **state)
+{
+    (void)state;
+    setenv("DT_FAKE_CUDA_SCRATCH", "0", 1);
+    struct dt_kctx *kc = ctx();
+    void *a = dt_kernels_cuda.alloc(kc, 1000);
+    assert_non_null(a);
+    assert_int_equal(peak(kc), 1000);
+    dt_kernels_cuda.free(kc, a);
+    /* the scratch grows after a is gone: 1000 was the most at once, not 1000 + 500 */
+    setenv("DT_FAKE_CUDA_SCRATCH", "500", 1);
+    void *b = dt_kernels_cuda.alloc(kc, 100);
+    assert_int_equal(peak(kc), 1000);
+    void *c = dt_kernels_cuda.alloc(kc, 1000);
+    assert_int_equal(peak(kc), 100 + 1000 + 500);
+    /* an overlapping copy on the device goes through a temporary of its size */
+    dt_kernels_cuda.copy(kc, (char *)c + 10, c, 600, DT_COPY_ON_DEVICE);
+    assert_int_equal(peak(kc), 100 + 1000 + 500 + 600);
+    int64_t p, reserved;
+    dt_kernels_cuda.device_memory(kc, &p, &reserved);
+    assert_int_equal(reserved, 1100); /* the fake's total less its free: its live bytes */
+    dt_kernels_cuda.free(kc, b);
+    dt_kernels_cuda.free(kc, c);
+    assert_int_equal(live(), 0);
+    assert_int_equal(dt_kernels_cuda.synchronize(kc, 1), DT_SUCCESS);
+    dt_kernels_cuda.ctx_destroy(kc);
+    unsetenv("DT_FAKE_CUDA_SCRATCH");
+}
+
+static void failed_zeroing_leaks_nothing(void **state)
+{
+    (void)state;
+    struct dt_kctx *kc = ctx();
+    setenv("DT_FAKE_CUDA_FAIL", "memset", 1);
+    assert_null(dt_kernels_cuda.alloc(kc, 4096));
+    unsetenv("DT_FAKE_CUDA_FAIL");
+    assert_int_equal(live(), 0);
+    assert_int_equal(peak(kc), 0);
+    assert_int_equal(dt_kernels_cuda.synchronize(kc, 7), DT_ERR_CUDA);
+    assert_string_equal(dt_error_msg(), "dtrun: error: step 7: CUDA op alloc failed on cuda:0: fake memset failure\n"
+                                        "  hint: rerun with CUDA_LAUNCH_BLOCKING=1 to stop at the failing launch");
+    /* reported once: the next step starts clean */
+    assert_int_equal(dt_kernels_cuda.synchronize(kc, 8), DT_SUCCESS);
+    dt_kernels_cuda.ctx_destroy(kc);
+}
+
+static void copy_async_without_its_stream(void **state)
+{
+    (void)state;
+    struct dt_kctx *kc = ctx();
+    float host[64], back[64];
+    for (int i = 0; i < 64; i++) host[i] = (float)i + 0.5f;
+    float *dev = dt_kernels_cuda.alloc(kc, sizeof host);
+    assert_non_null(dev);
+    uint64_t t = dt_kernels_cuda.copy_async(kc, dev, host, sizeof host, DT_COPY_TO_DEVICE);
+    assert_int_not_equal(t, UINT64_MAX);
+    dt_kernels_cuda.copy_wait(kc, t, false);
+    dt_kernels_cuda.copy(kc, back, dev, sizeof back, DT_COPY_TO_HOST);
+    assert_memory_equal(back, host, sizeof host);
+    assert_int_equal(dt_kernels_cuda.synchronize(kc, 1), DT_SUCCESS);
+    dt_kernels_cuda.free(kc, dev);
+    dt_kernels_cuda.ctx_destroy(kc);
+
+    /* a fresh context whose copy stream cannot be made: the copy is still made, the failure said */
+    kc = ctx();
+    dev = dt_kernels_cuda.alloc(kc, sizeof host);
+    memset(back, 0, sizeof back);
+    setenv("DT_FAKE_CUDA_FAIL", "copies_create", 1);
+    t = dt_kernels_cuda.copy_async(kc, dev, host, sizeof host, DT_COPY_TO_DEVICE);
+    unsetenv("DT_FAKE_CUDA_FAIL");
+    assert_int_equal(t, UINT64_MAX);
+    dt_kernels_cuda.copy_wait(kc, t, true);
+    dt_kernels_cuda.copy(kc, back, dev, sizeof back, DT_COPY_TO_HOST);
+    assert_memory_equal(back, host, sizeof host);
+    assert_int_equal(dt_kernels_cuda.synchronize(kc, 3), DT_ERR_CUDA);
+    assert_non_null(strstr(dt_error_msg(), "step 3: CUDA op copy_async failed on cuda:0: fake copies_create failure"));
+    dt_kernels_cuda.free(kc, dev);
+    assert_int_equal(live(), 0);
+    dt_kernels_cuda.ctx_destroy(kc);
+}
+
+static void unknown_trial_refused(void **state)
+{
+    (void)state;
+    setenv("DTRUN_CUDA_TRY", "dq2,nosuch", 1);
+    struct dt_kctx *kc = NULL;
+    dt_status_t rc = dt_kernels_cuda.ctx_create(0, &kc);
+    unsetenv("DTRUN_CUDA_TRY");
+    assert_int_equal(rc, DT_ERR_CONFIG);
+    assert_null(kc);
+    const char *msg = dt_error_msg();
+    assert_non_null(strstr(msg, "dtrun: error: DTRUN_CUDA_TRY names \"nosuch\", no kernel on trial\n  hint: a "
+                                "comma-separated list of xent2, "));
+    assert_non_null(strstr(msg, ", kv1, "));
+    assert_non_null(strstr(msg, ", or all; unset it for the kernels in use"));
+}
+
+int main(void)
+{
+    /* the fake module, before the first context loads a module */
+    setenv("DTRUN_CUDA_MODULE", DT_FAKE_CUDA_MODULE, 1);
+    unsetenv("DTRUN_CUDA_TRY");
+    const struct CMUnitTest tests[] = {T(peak_is_what_was_held_at_once), T(failed_zeroing_leaks_nothing),
+                                       T(copy_async_without_its_stream), T(unknown_trial_refused)};
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
