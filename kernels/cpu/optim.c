@@ -78,7 +78,8 @@ static void update(const struct upd *u, float *param, float *m, float *v, const 
                 float *vb = v + b; /* AdamW's second moment (SGD has none, v NULL) */
                 #pragma omp simd
                 for (size_t i = 0; i < k; i++)
-                    dt_adamw_one(&p[i], &mb[i], &vb[i], g[i] * gs + l2 * p[i], lr, b1, b2, eps, wd, step, rbc2);
+                    dt_adamw_one(&p[i], &mb[i], &vb[i], dt_adamw_grad(g[i], gs, l2, p[i]), lr, b1, b2, eps, wd, step,
+                                 rbc2);
             }
             if (plp) {
                 uint16_t t16[BLOCK];
