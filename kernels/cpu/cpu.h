@@ -65,6 +65,8 @@ static inline float dt_loss_out(float mean, const struct dt_loss_sink *sink)
 #define DT_CPU_SCRATCH_SLOTS 4
 void *dt_cpu_scratch(struct dt_kctx *kc, int slot, size_t bytes, const char *op);
 dt_status_t dt_cpu_failure(struct dt_kctx *kc, int64_t step);
+/* a call refused (what and why, printf's format), kept for the next synchronize as a failed scratch is */
+void dt_cpu_refuse(struct dt_kctx *kc, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* the op table's zero: on every thread from a MiB up */
 void dt_cpu_zero(struct dt_kctx *kc, void *p, size_t bytes);
 void dt_cpu_gemm(char ta, char tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B, int ldb,

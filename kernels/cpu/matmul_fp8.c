@@ -46,12 +46,25 @@ static float quantise(struct dt_kctx *kc, int slot, float **dst, const void *src
     return 1.0f / s;
 }
 
+/* The GPU's FP8 gemms (cuBLASLt's) take every dimension in multiples of 16, and so does this reference:
+ * a call that reaches it with another shape fails the CPU's tests as it would fail on a GPU (dtrun check
+ * refuses such configs) */
+static bool shape_ok(struct dt_kctx *kc, const char *op, int BT, int C, int OC)
+{
+    if (BT > 0 && C > 0 && OC > 0 && BT % 16 == 0 && C % 16 == 0 && OC % 16 == 0) return true;
+    dt_cpu_refuse(kc, "%s of %d x %d by %d x %d: the FP8 gemms take every dimension in multiples of 16 (cuBLASLt's, "
+                  "on a GPU)\n  hint: compute.precision: bf16-mixed takes any shape; fp8-mixed wants model widths and "
+                  "micro-batch x sequence length that are multiples of 16", op, BT, C, C, OC);
+    return false;
+}
+
 void dt_cpu_matmul_forward_fp8(struct dt_kctx *kc, void *out, enum dt_dtype ot, const void *inp, const void *weight,
                                const void *bias, enum dt_dtype wt, int BT, int C, int OC, const struct dt_fp8_q *qx,
                                const struct dt_fp8_q *qw)
 {
     size_t no = (size_t)BT * OC;
     float *x, *w;
+    if (!shape_ok(kc, "matmul_forward_fp8", BT, C, OC)) return;
     float ix = quantise(kc, S_X, &x, inp, DT_BF16, (size_t)BT * C, qx, "matmul_forward_fp8");
     float iw = ix ? quantise(kc, S_W, &w, weight, wt, (size_t)OC * C, qw, "matmul_forward_fp8") : 0.0f;
     float *o = ot == DT_F32 ? out : dt_cpu_scratch(kc, S_OUT, no * sizeof(float), "matmul_forward_fp8");
@@ -76,6 +89,7 @@ void dt_cpu_matmul_backward_fp8(struct dt_kctx *kc, float *dinp, float *dweight,
 {
     size_t nd = (size_t)BT * OC;
     float *x, *w, *d;
+    if (!shape_ok(kc, "matmul_backward_fp8", BT, C, OC)) return;
     float ix = quantise(kc, S_X, &x, inp, DT_BF16, (size_t)BT * C, qx, "matmul_backward_fp8");
     float iw = ix ? quantise(kc, S_W, &w, weight, wt, (size_t)OC * C, qw, "matmul_backward_fp8") : 0.0f;
     float *db = dbias ? dt_cpu_scratch(kc, S_OUT, nd * sizeof(float), "matmul_backward_fp8") : NULL;

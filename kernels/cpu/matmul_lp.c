@@ -16,6 +16,7 @@
  * there. The choice depends only on the CPU, so runs stay reproducible;
  * DTRUN_BF16_GEMM=onednn|sgemm overrides it. fp16 always takes sgemm.
  */
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,7 @@ struct dt_kctx {
     struct scratch slot[DT_CPU_SCRATCH_SLOTS]; /* dt_cpu_scratch's, for the other kernels */
     const char *failed; /* the first op whose scratch could not be had since the last synchronize */
     size_t failed_bytes;
+    char refused[512];  /* else the first call refused (dt_cpu_refuse) since then */
     int bf16_onednn;      /* -1: not chosen yet */
     bool gelu_fused;      /* the models call matmul_gelu_forward_lp and matmul_dgelu_backward_lp (tests) */
     const char *bf16_why; /* why bf16_onednn is what it is, for the log */
@@ -116,8 +118,22 @@ void *dt_cpu_scratch(struct dt_kctx *kc, int slot, size_t bytes, const char *op)
     return p;
 }
 
+void dt_cpu_refuse(struct dt_kctx *kc, const char *fmt, ...)
+{
+    if (kc->refused[0]) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(kc->refused, sizeof kc->refused, fmt, ap);
+    va_end(ap);
+}
+
 dt_status_t dt_cpu_failure(struct dt_kctx *kc, int64_t step)
 {
+    if (!kc->failed && kc->refused[0]) {
+        dt_status_t rc = dt_error(DT_ERR_INTERNAL, "dtrun: error: step %lld: %s", (long long)step, kc->refused);
+        kc->refused[0] = 0;
+        return rc;
+    }
     if (!kc->failed) return DT_SUCCESS;
     const char *op = kc->failed;
     kc->failed = NULL;
