@@ -19,6 +19,7 @@
 #   PRECISIONS ("bf16-mixed"; "bf16-mixed fp8-mixed": a dtrun row for each, and each one's per-op
 #   times: fp8-mixed's speedup over bf16-mixed in the same run; its MFU still over the bf16 peak)
 #   DTRUN_ARGS: overrides added to each dtrun run (a switch to compare, say)
+#   PROFILE ("yes"; "none" skips the per-op times, so that a run with a time limit keeps its rows)
 #   TRIES: values of DTRUN_CUDA_TRY (kernels/cuda/plan.h's kernels on trial: "xent2 rows2 convert2
 #   gelu norm2 rms2 resid2 dq2 dkv2 kv1 swiglu2 adam2 dkv3 all", all but kv1 and dkv3), each a row of its own after the first precision's, its speed over that row's; the
 #   last one's per-op times too. The other rows run the kernels in use, whatever DTRUN_CUDA_TRY says.
@@ -121,17 +122,19 @@ for b in $BS; do
 done
 
 b=${BS%% *}
-for prec in $PRECISIONS; do
-    dtrun_at "$b" events.wall_clock_breakdown=true
-    echo "dtrun's device time per op at B=$b, $prec (ops serialized while profiled: $ms ms/step):"
-    sed -n '/wall clock per step by op/,/(outside the ops)/p' "$tmp/dtrun.log" | sed 's/^dtrun: //'
-done
-if [ -n "${TRIES:-}" ]; then
-    prec=${PRECISIONS%% *} try=${TRIES##* }
-    dtrun_at "$b" events.wall_clock_breakdown=true
-    echo "the same with DTRUN_CUDA_TRY=$try ($ms ms/step):"
-    sed -n '/wall clock per step by op/,/(outside the ops)/p' "$tmp/dtrun.log" | sed 's/^dtrun: //'
-    try=
+if [ "${PROFILE:-yes}" != none ]; then
+    for prec in $PRECISIONS; do
+        dtrun_at "$b" events.wall_clock_breakdown=true
+        echo "dtrun's device time per op at B=$b, $prec (ops serialized while profiled: $ms ms/step):"
+        sed -n '/wall clock per step by op/,/(outside the ops)/p' "$tmp/dtrun.log" | sed 's/^dtrun: //'
+    done
+    if [ -n "${TRIES:-}" ]; then
+        prec=${PRECISIONS%% *} try=${TRIES##* }
+        dtrun_at "$b" events.wall_clock_breakdown=true
+        echo "the same with DTRUN_CUDA_TRY=$try ($ms ms/step):"
+        sed -n '/wall clock per step by op/,/(outside the ops)/p' "$tmp/dtrun.log" | sed 's/^dtrun: //'
+        try=
+    fi
 fi
 
 if [ -n "${LLMC:-}" ] && [ "$MODEL" = gpt2-124m ]; then

@@ -134,10 +134,11 @@ __global__ static void softmax_xent_kernel(float *losses, L *logits, const int32
 /*
  * softmax_xent on trial (xent2, plan.h): one block of XENT2_THREADS a row and nothing in shared
  * memory but the reductions, so a GPU holds many rows at once (the kernel above holds two a
- * multiprocessor when its 98 KiB row is in shared memory). Three passes over the row's segments
- * in 16-byte packs: the max, the sum of exponentials in double, the gradient in place; the second
- * and third mostly from L2. The same arithmetic as the kernel above, the sum's terms grouped by
- * other threads.
+ * multiprocessor when its 98 KiB row is in shared memory). Three passes over the row in 16-byte
+ * packs, its full vocabulary blocks as one run (plan.h's dt_xent2_pack: a block of 2048 columns
+ * alone would leave three quarters of the threads idle): the max, the sum of exponentials in
+ * double, the gradient in place; the second and third mostly from L2. The same arithmetic as the
+ * kernel above, the sum's terms grouped by other threads.
  */
 #define XENT2_THREADS 1024
 
@@ -183,6 +184,27 @@ __device__ static inline double block_sum(double x, double *sh)
     return x;
 }
 
+/* f(x, v) for each element x of row i, v its column: the full vocabulary blocks' packs as one run
+ * where their rows start on 16 bytes, then the rest block by block (each_in_segment) */
+template <bool WRITE, typename L, typename F>
+__device__ static inline void each_in_row(L *logits, int i, int BT, int V, int vb, F f)
+{
+    constexpr int E = pack_n<L>;
+    int full = vb % E == 0 && (uintptr_t)logits % 16 == 0 ? V / vb : 0, packs = full * (vb / E);
+    for (int j = threadIdx.x; j < packs; j += blockDim.x) {
+        int v;
+        pack16<L> *p = reinterpret_cast<pack16<L> *>(logits + dt_xent2_pack(j, i, BT, vb, E, &v));
+        pack16<L> x = *p;
+#pragma unroll
+        for (int k = 0; k < E; k++) f(x.x[k], v + k);
+        if (WRITE) *p = x;
+    }
+    for (int v0 = full * vb; v0 < V; v0 += vb) {
+        int n = V - v0 < vb ? V - v0 : vb;
+        each_in_segment<WRITE>(logits + (size_t)BT * v0 + (size_t)i * n, n, [&](auto &x, int j) { f(x, v0 + j); });
+    }
+}
+
 template <typename L>
 __global__ static void __launch_bounds__(XENT2_THREADS)
     softmax_xent2_kernel(float *losses, L *logits, const int32_t *targets, float dloss, int BT, int V, int vb, int t)
@@ -193,27 +215,15 @@ __global__ static void __launch_bounds__(XENT2_THREADS)
     /* read before any thread writes the row: block_max's barrier comes first */
     float xy = threadIdx.x == 0 ? widen(logits[block_major(i, y, BT, V, vb)], t) : 0.0f;
     float mx = -INFINITY;
-    for (int v0 = 0; v0 < V; v0 += vb) {
-        int n = V - v0 < vb ? V - v0 : vb;
-        each_in_segment<false>(logits + (size_t)BT * v0 + (size_t)i * n, n,
-                               [&](L x, int) { mx = fmaxf(mx, widen(x, t)); });
-    }
+    each_in_row<false>(logits, i, BT, V, vb, [&](L &x, int) { mx = fmaxf(mx, widen(x, t)); });
     mx = block_max(mx, max_s);
     double sum = 0;
-    for (int v0 = 0; v0 < V; v0 += vb) {
-        int n = V - v0 < vb ? V - v0 : vb;
-        each_in_segment<false>(logits + (size_t)BT * v0 + (size_t)i * n, n,
-                               [&](L x, int) { sum += expf(widen(x, t) - mx); });
-    }
+    each_in_row<false>(logits, i, BT, V, vb, [&](L &x, int) { sum += expf(widen(x, t) - mx); });
     float lse = mx + (float)log(block_sum(sum, sum_s));
     if (threadIdx.x == 0) losses[i] = lse - xy;
     if (dloss == 0) return;
-    for (int v0 = 0; v0 < V; v0 += vb) {
-        int n = V - v0 < vb ? V - v0 : vb;
-        each_in_segment<true>(logits + (size_t)BT * v0 + (size_t)i * n, n, [&](L &x, int j) {
-            put(&x, expf(widen(x, t) - lse) * dloss - (v0 + j == y ? dloss : 0.0f), t);
-        });
-    }
+    each_in_row<true>(logits, i, BT, V, vb,
+                      [&](L &x, int v) { put(&x, expf(widen(x, t) - lse) * dloss - (v == y ? dloss : 0.0f), t); });
 }
 
 /* mse's squared errors into the fixed-grid partials, and the gradient */

@@ -69,9 +69,9 @@ cudaError_t dt_cuda_position_backward(float *dwpe, const float *dout, int B, int
 cudaError_t dt_cuda_rows_forward(float *out, const int32_t *inp, const void *table, int t, int v0, int nv, int n, int C);
 cudaError_t dt_cuda_rows_add(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals, int nrows,
                              int width);
-/* The same by sorted rows (plan.h, rows2), in rows_sorted.cu. scratch: dt_cuda_rows_sorted_bytes(nrows,
- * lo, n, width) bytes of device memory, 256-byte aligned */
-size_t dt_cuda_rows_sorted_bytes(int nrows, size_t lo, size_t n, int width);
+/* The same by sorted rows (plan.h, rows2), in rows_sorted.cu. scratch: dt_cuda_rows_sorted_bytes's
+ * *bytes of device memory, 256-byte aligned (its error: CUB's, asked for its temporary storage) */
+cudaError_t dt_cuda_rows_sorted_bytes(int nrows, size_t lo, size_t n, int width, size_t *bytes);
 cudaError_t dt_cuda_rows_add_sorted(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals,
                                     int nrows, int width, void *scratch);
 /* the kernels on trial (plan.h's DT_CUDA_TRY_ flags), for the whole process */

@@ -218,7 +218,9 @@ static int rows_add(void *ctx, void *dst, int t, size_t lo, size_t n, const int3
 {
     if (!(dt_cuda_tries() & DT_CUDA_TRY_ROWS2)) return (int)dt_cuda_rows_add(dst, t, lo, n, rows, vals, nrows, width);
     void *s;
-    int e = dt_cuda_ctx_scratch(ctx, DT_CUDA_SCRATCH_ROWS, dt_cuda_rows_sorted_bytes(nrows, lo, n, width), &s);
+    size_t bytes;
+    int e = (int)dt_cuda_rows_sorted_bytes(nrows, lo, n, width, &bytes);
+    if (!e) e = dt_cuda_ctx_scratch(ctx, DT_CUDA_SCRATCH_ROWS, bytes, &s);
     return e ? e : (int)dt_cuda_rows_add_sorted(dst, t, lo, n, rows, vals, nrows, width, s);
 }
 static int softmax_xent(float *losses, float *logits, const int32_t *targets, float dloss, int BT, int V, int vb,

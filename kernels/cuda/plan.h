@@ -48,6 +48,18 @@ DT_HD static inline size_t dt_row_at(struct dt_row_walk *w, int v, int i, int BT
     return w->base + (size_t)(v - w->v0);
 }
 
+/* xent2's walk: row i's full vocabulary blocks (V / vb of them) as one run of packs of E columns, so
+ * that all of a block's threads have work whatever vb (a 2048-column block is 256 bf16 packs, and
+ * xent2 runs 1024 threads a row); pack j's first column into *v, and where it lives. The blocks' rows
+ * start on 16 bytes when the logits do and vb is a multiple of E (the caller checks); the last,
+ * partial block is walked apart. */
+DT_HD static inline size_t dt_xent2_pack(int j, int i, int BT, int vb, int E, int *v)
+{
+    int per = vb / E, s = j / per, k = (j - s * per) * E;
+    *v = s * vb + k;
+    return (size_t)BT * s * vb + (size_t)i * vb + (size_t)k;
+}
+
 /* softmax_xent's dynamic shared memory for a row of V logits of esz bytes kept there, beside the
  * kernel's static_bytes, under the device's per-block opt-in limit optin: V esz rounded up to 16
  * bytes, or 0 when the row does not fit (the kernel then reads the row from global memory in each

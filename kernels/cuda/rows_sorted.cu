@@ -18,12 +18,13 @@
 
 /* the scratch: CUB's temporary storage, then the keys and indices in and out, each 256-byte aligned */
 static size_t up(size_t b) { return (b + 255) / 256 * 256; }
-static size_t cub_bytes(int nrows, int bits)
+static cudaError_t cub_bytes(int nrows, int bits, size_t *bytes)
 {
     size_t b = 0;
-    cub::DeviceRadixSort::SortPairs(NULL, b, (const unsigned *)NULL, (unsigned *)NULL, (const int *)NULL, (int *)NULL,
-                                    nrows, 0, bits, cudaStreamPerThread);
-    return up(b);
+    cudaError_t e = cub::DeviceRadixSort::SortPairs(NULL, b, (const unsigned *)NULL, (unsigned *)NULL,
+                                                    (const int *)NULL, (int *)NULL, nrows, 0, bits, cudaStreamPerThread);
+    *bytes = up(b);
+    return e;
 }
 /* the key bits of the rows a range of the table overlaps */
 static int range_bits(size_t lo, size_t n, int width) { return dt_rows_key_bits(lo / width, (lo + n - 1) / width); }
@@ -57,10 +58,14 @@ __global__ static void __launch_bounds__(THREADS)
 
 extern "C" {
 
-size_t dt_cuda_rows_sorted_bytes(int nrows, size_t lo, size_t n, int width)
+cudaError_t dt_cuda_rows_sorted_bytes(int nrows, size_t lo, size_t n, int width, size_t *bytes)
 {
-    if (nrows <= 0 || width <= 0 || n == 0) return 0;
-    return cub_bytes(nrows, range_bits(lo, n, width)) + 4 * up((size_t)nrows * 4);
+    size_t tb;
+    *bytes = 0;
+    if (nrows <= 0 || width <= 0 || n == 0) return cudaSuccess;
+    cudaError_t e = cub_bytes(nrows, range_bits(lo, n, width), &tb);
+    if (e == cudaSuccess) *bytes = tb + 4 * up((size_t)nrows * 4);
+    return e;
 }
 
 cudaError_t dt_cuda_rows_add_sorted(void *dst, int t, size_t lo, size_t n, const int32_t *rows, const float *vals,
@@ -71,13 +76,15 @@ cudaError_t dt_cuda_rows_add_sorted(void *dst, int t, size_t lo, size_t n, const
         if (width <= 0 || nrows <= 0 || n == 0) return cudaSuccess;
         size_t r0 = lo / (size_t)width, r1 = (lo + n - 1) / (size_t)width; /* the table rows dst overlaps */
         int bits = range_bits(lo, n, width);
-        size_t tb = cub_bytes(nrows, bits), part = up((size_t)nrows * 4);
+        size_t tb, part = up((size_t)nrows * 4);
+        cudaError_t e = cub_bytes(nrows, bits, &tb);
+        if (e != cudaSuccess) return e;
         char *s = (char *)scratch;
         unsigned *keys_in = (unsigned *)(s + tb), *keys = (unsigned *)(s + tb + part);
         int *idx_in = (int *)(s + tb + 2 * part), *idx = (int *)(s + tb + 3 * part);
         unsigned g = (unsigned)((nrows + THREADS - 1) / THREADS);
         keys_kernel<<<g, THREADS>>>(keys_in, idx_in, rows, nrows, r0, r1);
-        cudaError_t e = cudaGetLastError();
+        e = cudaGetLastError();
         if (e == cudaSuccess)
             e = cub::DeviceRadixSort::SortPairs(scratch, tb, keys_in, keys, idx_in, idx, nrows, 0, bits,
                                                 cudaStreamPerThread);

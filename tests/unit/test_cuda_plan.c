@@ -19,7 +19,8 @@
  *     a tile read once, every code written once, to its place in the plain and the transposed copy;
  *   - softmax_xent's walk along a row of the block-major logits reaches, for every column a thread
  *     visits, the element kernels.h's layout puts there, also where a step crosses several blocks;
- *     and when its row fits in shared memory;
+ *     xent2's run of packs over the full blocks likewise, every column once; and when a row fits in
+ *     shared memory;
  *   - DTRUN_CUDA_TRY's names, and rows2's plan: its keys sorted stably as the radix sort does and its
  *     blocks run here over them give the CPU's rows_add, bit for bit.
  */
@@ -30,6 +31,7 @@
 #include "dt_test.h"
 #include "kernels/cuda/plan.h"
 #include "kernels/kernels.h"
+#include "model/lm_head.h"
 
 static void attention_grid(void **state)
 {
@@ -554,6 +556,37 @@ static void logit_row_walk(void **state)
     }
 }
 
+/* xent2's run of packs over a row's full vocabulary blocks: every column of those blocks once, at
+ * the block-major index, its pack's columns consecutive in memory; the last block's columns are left
+ * to the walk block by block. The vocabularies' blocks as dt_vocab_of cuts them. */
+static void xent2_walk(void **state)
+{
+    (void)state;
+    static const int shapes[][2] = {{4, 50257}, {2, 128256}, {3, 1000}, {5, 256}, {2, 32000}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int E = 4; E <= 8; E += 4) { /* fp32's packs and bf16's */
+            int BT = shapes[s][0], V = shapes[s][1], vb = dt_vocab_of(V).vb;
+            assert_int_equal(vb % E, 0);
+            int full = V / vb, packs = full * (vb / E);
+            unsigned char *seen = calloc((size_t)V, 1);
+            for (int i = 0; i < BT; i++) {
+                memset(seen, 0, (size_t)V);
+                for (int j = 0; j < packs; j++) {
+                    int v;
+                    size_t at = dt_xent2_pack(j, i, BT, vb, E, &v);
+                    for (int k = 0; k < E; k++) {
+                        int c = v + k, v0 = c - c % vb;
+                        assert_true(c < full * vb);
+                        assert_int_equal(at + (size_t)k, (size_t)BT * v0 + (size_t)i * vb + (size_t)(c - v0));
+                        seen[c]++;
+                    }
+                }
+                for (int c = 0; c < V; c++) assert_int_equal(seen[c], c < full * vb ? 1 : 0);
+            }
+            free(seen);
+        }
+}
+
 /* softmax_xent keeps a row in shared memory where it fits: GPT-2's bf16 row on an H100 (opt-in limit
  * 227 KiB) and an A100 (163 KiB), not Llama 3's 128256 (250.5 KiB); sizes rounded up to 16 bytes */
 static void xent_row_bytes(void **state)
@@ -683,5 +716,5 @@ static void rows_sorted_plan(void **state)
     free(rows), free(pairs), free(keys), free(vals);
 }
 
-DT_TESTS(T(cuda_tries), T(rows_sorted_plan), T(logit_row_walk), T(xent_row_bytes), T(attention_grid), T(attention_tc_plan), T(attention_kv_plan), T(attention_tc_fragments), T(matmul_plans),
+DT_TESTS(T(cuda_tries), T(rows_sorted_plan), T(logit_row_walk), T(xent2_walk), T(xent_row_bytes), T(attention_grid), T(attention_tc_plan), T(attention_kv_plan), T(attention_tc_fragments), T(matmul_plans),
          T(matmul_plans_fp8), T(fp8_cast_tiles))
