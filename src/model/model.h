@@ -262,7 +262,7 @@ dt_status_t dt_model_fill_own(struct dt_model *m, struct dt_param_source *s);
 /* A model for generation: its own parameters and no gradients, and with a 16-bit compute type a copy
  * of them in that type, which the matmuls read as they are (mem.stored), made by
  * dt_model_weights_ready once they are filled (dt_model_fill_own); round: the fp32 ones rounded to the
- * 16-bit type first (bf16-true's parameters). */
+ * 16-bit type first, as a strategy's working copy holds them. */
 dt_status_t dt_model_own_weights(struct dt_model *m);
 void dt_model_weights_ready(struct dt_model *m, bool round);
 /* Free m->params, m->grads and m->params_lp. */

@@ -173,7 +173,10 @@ static dt_status_t build_model(struct source *s, const struct dt_kernels *k, str
     dt_status_t rc = dt_model_fill_own(*m, &src);
     dt_source_close(&src);
     DT_CHECK(rc);
-    dt_model_weights_ready(*m, p->bf16_params);
+    /* training's forward reads every parameter in the compute type (the strategies' working copy:
+     * norms and embeddings too), so generation does: a sample during training is what generate
+     * makes of that step's checkpoint, bit for bit; --precision 32-true keeps them fp32 */
+    dt_model_weights_ready(*m, p->compute != DT_F32);
     return DT_SUCCESS;
 }
 
