@@ -22,7 +22,7 @@ cd "$tmp"
 prompt=$(seq -s, 100 163)
 ids=$("$dtrun" generate r --device cpu --prompt-ids "$prompt" --ids --temperature 0 --ignore-eos --max-tokens "$n" \
     2>err)
-sed -n 's/.*generate: \([0-9]*\) new tokens; prompt \([0-9]*\) tokens in \([0-9.]*\) s, then \([0-9.]*\) tokens\/s/dtrun: prefill \3 s, \4 tokens\/s (\1 new tokens after \2)/p' err
+sed -n 's/.*generate: \([0-9]*\) new tokens, log-probability [^;]*; prompt \([0-9]*\) tokens in \([0-9.]*\) s, then \([0-9.]*\) tokens\/s/dtrun: prefill \3 s, \4 tokens\/s (\1 new tokens after \2)/p' err
 torch=$(/usr/bin/python3 "$src/bench/torch_generate.py" hf "$prompt" "$n")
 grep -v '^ids:' <<<"$torch"
 [ "$(sed -n 's/^ids: //p' <<<"$torch")" = "$ids" ] && echo "dtrun's greedy ids equal PyTorch's: yes" ||

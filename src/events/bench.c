@@ -79,7 +79,7 @@ dt_status_t dt_events_example(const struct dt_config *cfg, const struct dt_world
     dt_status_t rc = dt_events_run_started(&ev, &info);
     if (rc == DT_SUCCESS) rc = dt_events_metrics(&ev, &m);
     if (rc == DT_SUCCESS) rc = dt_events_eval(&ev, 10, 4.01);
-    if (rc == DT_SUCCESS) rc = dt_events_sample(&ev, 10, "Once upon a time", ", there was a fox who jumped.", 9);
+    if (rc == DT_SUCCESS) rc = dt_events_sample(&ev, 10, "Once upon a time", ", there was a fox who jumped.", 9, -21.5);
     if (rc == DT_SUCCESS) rc = dt_events_checkpoint_saved(&ev, 10, "runs/gpt-tiny/ckpt/step-00000010", 19501056, 0.25);
     if (rc == DT_SUCCESS)
         rc = dt_events_checkpoint_failed(&ev, 20, "runs/gpt-tiny/ckpt/step-00000020",

@@ -311,13 +311,15 @@ dt_status_t dt_events_eval(struct dt_events *ev, int64_t step, double val_loss)
     return send(ev, &(struct dt_event){.type = DT_EV_EVAL, .step = step, .value = val_loss});
 }
 
-dt_status_t dt_events_sample(struct dt_events *ev, int64_t step, const char *prompt, const char *text, int64_t tokens)
+dt_status_t dt_events_sample(struct dt_events *ev, int64_t step, const char *prompt, const char *text, int64_t tokens,
+                             double logprob)
 {
     head(ev, DT_EV_SAMPLE);
     dt_json_int(&ev->json, "step", step);
     dt_json_str(&ev->json, "prompt", prompt);
     dt_json_str(&ev->json, "text", text);
     dt_json_int(&ev->json, "tokens", tokens);
+    dt_json_num(&ev->json, "logprob", logprob);
     return send(ev, &(struct dt_event){.type = DT_EV_SAMPLE, .step = step, .text = text});
 }
 

@@ -124,7 +124,8 @@ dt_status_t dt_events_metrics(struct dt_events *ev, const struct dt_metrics *m);
 dt_status_t dt_events_eval(struct dt_events *ev, int64_t step, double val_loss);
 /* A sample generated from the weights after step (events.sample_interval): the prompt, the new text,
  * and the new tokens' count. */
-dt_status_t dt_events_sample(struct dt_events *ev, int64_t step, const char *prompt, const char *text, int64_t tokens);
+dt_status_t dt_events_sample(struct dt_events *ev, int64_t step, const char *prompt, const char *text, int64_t tokens,
+                             double logprob);
 /* bytes of every rank's file, seconds from the copy to the commit (mb_per_s follows) */
 dt_status_t dt_events_checkpoint_saved(struct dt_events *ev, int64_t step, const char *path, int64_t bytes,
                                        double seconds);

@@ -1,8 +1,18 @@
 /* generate.c - see generate.h. */
+#include <math.h>
 #include <stdlib.h>
 #include "core/clock.h"
 #include "core/error.h"
 #include "model/generate.h"
+
+/* log-softmax of logits[0, V) at id, in double */
+static double log_prob(const float *logits, int V, int32_t id)
+{
+    double mx = -INFINITY, sum = 0;
+    for (int i = 0; i < V; i++) mx = fmax(mx, logits[i]);
+    for (int i = 0; i < V; i++) sum += exp(logits[i] - mx);
+    return logits[id] - mx - log(sum);
+}
 
 static bool is_stop(const struct dt_gen_opts *o, int32_t id)
 {
@@ -38,6 +48,7 @@ dt_status_t dt_generate(struct dt_model *m, int model_V, const int32_t *prompt, 
             break;
         }
         r->new_tokens++;
+        r->logprob += log_prob(logits, o->V, tok);
         rc = emit(ctx, tok);
         if (rc != DT_SUCCESS || r->new_tokens == o->max_tokens) break;
         rc = m->iface.decode(m, &tok, 1, pos++, logits);

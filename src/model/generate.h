@@ -26,6 +26,10 @@ struct dt_gen_result {
     int prompt_tokens, new_tokens;
     bool stopped;                /* at a stop token */
     double prefill_s, decode_s;  /* the prompt's forward; the new tokens' after the first */
+    /* the new tokens' log-probability under the model: each one's log-softmax over the ids it was
+     * chosen from (o->V), of the raw logits (temperature 1, before top-k and top-p), summed; it
+     * changes with the last bit of a logit, so two runs of one model compare by it */
+    double logprob;
 };
 
 /* Called with every new token as it is chosen; an error ends generation with it. */

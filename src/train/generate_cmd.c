@@ -377,8 +377,8 @@ dt_status_t dt_generate_main(const struct dt_generate_opts *o, FILE *out)
     if (rc == DT_SUCCESS) {
         fputc('\n', out);
         fflush(out);
-        DT_INFO(DT_SUB_TRAIN, "generate: %d new tokens%s; prompt %d tokens in %.3f s, then %.1f tokens/s", r.new_tokens,
-                r.stopped ? ", stopped at the end-of-text token" : "", n, r.prefill_s,
+        DT_INFO(DT_SUB_TRAIN, "generate: %d new tokens%s, log-probability %.9g; prompt %d tokens in %.3f s, then %.1f "
+                "tokens/s", r.new_tokens, r.stopped ? ", stopped at the end-of-text token" : "", r.logprob, n, r.prefill_s,
                 r.new_tokens > 1 && r.decode_s > 0 ? (r.new_tokens - 1) / r.decode_s : 0.0);
     }
     dt_model_free(m);

@@ -100,7 +100,7 @@ dt_status_t dt_train_sample(struct trainer *tr, int64_t step)
             }
             text[len] = 0;
         }
-        rc = text && prompt ? dt_events_sample(&tr->events, step, prompt, text, c.n)
+        rc = text && prompt ? dt_events_sample(&tr->events, step, prompt, text, c.n, r.logprob)
                             : dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for a sample's text");
         free(text);
         free(prompt);

@@ -21,7 +21,8 @@ run "generate from the run.dir, greedy" 0 "$DTRUN" generate g --prompt "the quic
 has "... the text it learned" "$out" "brown fox"
 has "... names the checkpoint it chose" "$err" "g/ckpt/step-00000100"
 has "... the model and its precision" "$err" "(gpt, 32-true)"
-has "... says what it took" "$err" "generate: 30 new tokens; prompt 9 tokens in"
+has "... says what it took" "$err" "generate: 30 new tokens, log-probability -"
+has "... and how long" "$err" "; prompt 9 tokens in"
 text=$out
 run "... from the checkpoint itself: the same text" 0 "$DTRUN" generate g/ckpt/step-00000100 --prompt "the quick" \
     --temperature 0 --max-tokens 30
@@ -98,7 +99,8 @@ run "a GPT sampling every 20 steps" 0 "$DTRUN" run "${common[@]}" run.max_durati
     events.sample_interval=20ba events.sample_prompt="the quick" events.sample_tokens=16 run.dir=s
 has "... prints the sample" "$err" "dtrun: step 20: sample: "
 same "... sample events at steps 20, 40 and the last" "$(grep '"type":"sample"' s/events.jsonl |
-    sed 's/.*"step":\([0-9]*\),"prompt":"the quick".*"tokens":16}$/\1/' | tr '\n' ' ')" "20 40 50 "
+    sed 's/.*"step":\([0-9]*\),"prompt":"the quick".*"tokens":16,"logprob":-[0-9.e+-]*}$/\1/' | tr '\n' ' ')" \
+    "20 40 50 "
 run "... valid events" 0 $PY "$DT_SRCDIR/tests/validate_events.py" "$DT_SRCDIR/src/events/events.schema.json" \
     s/events.jsonl
 has "... sample ok" "$out" "sample ok (3)"
@@ -124,22 +126,21 @@ while i < len(raw):
 print("same" if out.decode() == text else "differ: %r vs %r" % (out.decode(), text))
 PY
 }
-run "... the same text a generate of its weights gives (seed 1337, temperature 1)" 0 "$DTRUN" run "${common[@]}" \
-    run.max_duration=20ba checkpoint.interval=20ba events.sample_interval=20ba events.sample_prompt="the quick" \
-    events.sample_tokens=16 run.dir=s2
-run "... generate --seed 1337 --temperature 1 --top-p 1" 0 "$DTRUN" generate s2 --prompt "the quick" --seed 1337 \
-    --temperature 1 --top-p 1 --max-tokens 16 --ignore-eos
-cp "$TMP/out" gen.out
-same "... the same text" "$(sample_vs_generate s2/events.jsonl gen.out)" same
-# fp8-mixed samples through the 16-bit linear layers, as generate does: the GPU's FP8 gemms take rows in
-# multiples of 16, and a decode step is one row
-run "under fp8-mixed" 0 "$DTRUN" run "${common[@]}" compute.precision=fp8-mixed run.max_duration=20ba \
-    checkpoint.interval=20ba events.sample_interval=20ba events.sample_prompt="the quick" events.sample_tokens=16 \
-    run.dir=s8
-run "... generate" 0 "$DTRUN" generate s8 --prompt "the quick" --seed 1337 --temperature 1 --top-p 1 --max-tokens 16 \
-    --ignore-eos
-cp "$TMP/out" gen8.out
-same "... the same text" "$(sample_vs_generate s8/events.jsonl gen8.out)" same
+# a sample is what generate makes of that step's checkpoint, bit for bit: its log-probability (printed
+# as the event's, %.9g) moves with the last bit of any logit. In every precision: generate reads the
+# parameters in the compute type, as training's forward does, and fp8-mixed's samples run the 16-bit
+# linear layers, as generate does (the GPU's FP8 gemms take rows in multiples of 16, a decode step is one)
+for p in 32-true bf16-mixed 16-mixed fp8-mixed; do
+    run "$p: a sample at step 20 (seed 1337, temperature 1)" 0 "$DTRUN" run "${common[@]}" compute.precision=$p \
+        run.max_duration=20ba checkpoint.interval=20ba events.sample_interval=20ba events.sample_prompt="the quick" \
+        events.sample_tokens=16 run.dir=s-$p
+    run "... generate --seed 1337 --temperature 1 --top-p 1 of its checkpoint" 0 "$DTRUN" generate s-$p \
+        --prompt "the quick" --seed 1337 --temperature 1 --top-p 1 --max-tokens 16 --ignore-eos
+    cp "$TMP/out" gen-$p.out
+    same "... the same text" "$(sample_vs_generate s-$p/events.jsonl gen-$p.out)" same
+    same "... the same log-probability" "$(sed -n 's/.*generate: 16 new tokens, log-probability \([^;]*\);.*/\1/p' <<<"$err")" \
+        "$(grep '"type":"sample"' s-$p/events.jsonl | sed -n 's/.*"logprob":\([^}]*\)}$/\1/p')"
+done
 run "the report shows them" 0 "$DTRUN" report s --out s.html
 has "... by step" "$(cat s.html)" "<h2>Samples (3)</h2>"
 run "an mlp with samples" 2 "$DTRUN" run model.type=mlp events.sample_interval=5ba run.max_duration=5ba \
