@@ -133,10 +133,13 @@ static void *alloc(struct dt_kctx *kc, size_t bytes)
 {
     void *p = NULL;
     int e = C(kc)->ops->malloc(&p, bytes);
-    if (!e) e = C(kc)->ops->memset(p, 0, bytes);
     note(kc, "alloc", e);
+    if (e) return NULL;
+    e = C(kc)->ops->memset(p, 0, bytes);
+    note(kc, "alloc", e);
+    /* the caller says it is out of memory when the host has none for the list either */
     if (e || !count_in(C(kc), p, bytes)) {
-        if (p) C(kc)->ops->free(p);
+        C(kc)->ops->free(p);
         return NULL;
     }
     return p;

@@ -65,7 +65,7 @@ struct dt_kctx {
     struct scratch slot[DT_CPU_SCRATCH_SLOTS]; /* dt_cpu_scratch's, for the other kernels */
     const char *failed; /* the first op whose scratch could not be had since the last synchronize */
     size_t failed_bytes;
-    char refused[512];  /* else the first call refused (dt_cpu_refuse) since then */
+    char refused[512];  /* or the first call refused (dt_cpu_refuse): whichever came first is kept */
     int bf16_onednn;      /* -1: not chosen yet */
     bool gelu_fused;      /* the models call matmul_gelu_forward_lp and matmul_dgelu_backward_lp (tests) */
     const char *bf16_why; /* why bf16_onednn is what it is, for the log */
@@ -114,13 +114,13 @@ void dt_cpu_ctx_destroy(struct dt_kctx *kc)
 void *dt_cpu_scratch(struct dt_kctx *kc, int slot, size_t bytes, const char *op)
 {
     void *p = dt_fault_now_since(DT_FAULT_NOMEM) ? NULL : grow(&kc->slot[slot], bytes);
-    if (!p && !kc->failed) kc->failed = op, kc->failed_bytes = bytes;
+    if (!p && !kc->failed && !kc->refused[0]) kc->failed = op, kc->failed_bytes = bytes;
     return p;
 }
 
 void dt_cpu_refuse(struct dt_kctx *kc, const char *fmt, ...)
 {
-    if (kc->refused[0]) return;
+    if (kc->refused[0] || kc->failed) return;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(kc->refused, sizeof kc->refused, fmt, ap);
@@ -129,9 +129,10 @@ void dt_cpu_refuse(struct dt_kctx *kc, const char *fmt, ...)
 
 dt_status_t dt_cpu_failure(struct dt_kctx *kc, int64_t step)
 {
-    if (!kc->failed && kc->refused[0]) {
+    if (kc->refused[0]) { /* it came first: an op's own check of failed does not look at refused */
         dt_status_t rc = dt_error(DT_ERR_INTERNAL, "dtrun: error: step %lld: %s", (long long)step, kc->refused);
         kc->refused[0] = 0;
+        kc->failed = NULL;
         return rc;
     }
     if (!kc->failed) return DT_SUCCESS;

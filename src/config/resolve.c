@@ -438,26 +438,39 @@ static void check_fp8(struct dt_config *cfg, struct dt_diags *d)
      * widths. Refused here, where `dtrun check` on a login node sees it, not at the GPU's first step
      * (the CPU's reference would take any shape, and a config runs the same on both) */
     int64_t B = cfg->data.micro_batch_size, T = cfg->model.seq_len, C = cfg->model.n_embd;
-    if (B * T % 16)
-        dt_diag(d, loc_of(cfg, "data.micro_batch_size"), "make data.micro_batch_size x model.seq_len a multiple of "
-                "16, or use bf16-mixed", "compute.precision fp8-mixed: data.micro_batch_size %lld x model.seq_len %lld "
-                "is %lld rows, not a multiple of 16 (the GPU's FP8 gemms take every dimension in multiples of 16)",
-                (long long)B, (long long)T, (long long)(B * T));
+    char w2[256];
+    if (B * T % 16) {
+        const char *at = user_set(origin(cfg, "data.micro_batch_size")) ? "data.micro_batch_size" : "model.seq_len";
+        dt_diag(d, loc_of(cfg, at), "make data.micro_batch_size x model.seq_len a multiple of 16, or use bf16-mixed",
+                "compute.precision fp8-mixed: data.micro_batch_size %lld (%s) x model.seq_len %lld (%s) is %lld "
+                "rows, not a multiple of 16 (the GPU's FP8 gemms take every dimension in multiples of 16)",
+                (long long)B, where(cfg, "data.micro_batch_size", w, sizeof w), (long long)T,
+                where(cfg, "model.seq_len", w2, sizeof w2), (long long)(B * T));
+    }
     bool llama = cfg->model.type == DT_MODEL_LLAMA && cfg->model.n_head > 0;
+    /* each width, the keys it comes from: the error is pinned to the first one the user set */
     const struct {
-        const char *key, *what;
+        const char *what, *keys[3];
         int64_t width;
     } widths[] = {
-        {"model.n_embd", "model.n_embd", C},
-        {"model.intermediate_size", "model.intermediate_size", llama ? cfg->model.intermediate_size : 0},
-        {"model.n_kv_head", "the qkv projection's width n_embd + 2 n_kv_head n_embd / n_head",
+        {"model.n_embd", {"model.n_embd", "model.preset", "model.init_from"}, C},
+        {"model.intermediate_size", {"model.intermediate_size", "model.preset", "model.init_from"},
+         llama ? cfg->model.intermediate_size : 0},
+        {"the qkv projection's width n_embd + 2 n_kv_head n_embd / n_head",
+         {"model.n_kv_head", "model.n_head", "model.n_embd"},
          llama ? C + 2 * cfg->model.n_kv_head * (C / cfg->model.n_head) : 0},
     };
-    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++)
-        if (widths[i].width % 16)
-            dt_diag(d, loc_of(cfg, widths[i].key), "use widths in multiples of 16 under fp8-mixed, or bf16-mixed",
-                    "compute.precision fp8-mixed: %s is %lld, not a multiple of 16 (the GPU's FP8 gemms take every "
-                    "dimension in multiples of 16)", widths[i].what, (long long)widths[i].width);
+    for (size_t i = 0; i < sizeof widths / sizeof widths[0]; i++) {
+        if (widths[i].width % 16 == 0) continue;
+        const char *at = widths[i].keys[0];
+        for (int k = 2; k >= 0; k--)
+            if (user_set(origin(cfg, widths[i].keys[k]))) at = widths[i].keys[k];
+        dt_diag(d, loc_of(cfg, at), "use widths in multiples of 16 under fp8-mixed, or bf16-mixed",
+                "compute.precision fp8-mixed: %s is %lld (%s%s%s), not a multiple of 16 (the GPU's FP8 gemms take "
+                "every dimension in multiples of 16)", widths[i].what, (long long)widths[i].width,
+                strcmp(at, widths[i].what) ? at : "", strcmp(at, widths[i].what) ? ": " : "",
+                where(cfg, at, w2, sizeof w2));
+    }
 }
 
 /* ZeRO-Offload: the optimizer's state and fp32 master weights on the host (any stage, any device),

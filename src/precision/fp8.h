@@ -22,7 +22,7 @@
 
 struct dt_fp8_state {
     struct dt_fp8_meta meta;  /* what the linear layers quantise with while training */
-    struct dt_fp8_meta quiet; /* the same scales, no amax recorded: evaluation, samples */
+    struct dt_fp8_meta quiet; /* the same scales, no amax recorded: evaluation (samples run in bf16) */
     float *hist;              /* (len, n), row 0 the step's amaxes; delayed scaling only */
     float *scale;             /* n */
     float *saturated;         /* 1: tensors clipped since the last dt_fp8_take_saturated */

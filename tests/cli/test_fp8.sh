@@ -42,18 +42,23 @@ has "... is refused with the formats there are" "$err" "use hybrid (E4M3 forward
 run "fp8-mixed on 4 x 33 rows and n_embd 72" 2 "$DTRUN" check compute.precision=fp8-mixed data.micro_batch_size=4 \
     model.seq_len=33 model.n_embd=72 model.n_head=6
 same "... both refused, each by its key" "$err" "override 'data.micro_batch_size=4': error: compute.precision fp8-mixed: \
-data.micro_batch_size 4 x model.seq_len 33 is 132 rows, not a multiple of 16 (the GPU's FP8 gemms take every dimension \
-in multiples of 16)
+data.micro_batch_size 4 (override 'data.micro_batch_size=4') x model.seq_len 33 (override 'model.seq_len=33') is 132 \
+rows, not a multiple of 16 (the GPU's FP8 gemms take every dimension in multiples of 16)
   hint: make data.micro_batch_size x model.seq_len a multiple of 16, or use bf16-mixed
-override 'model.n_embd=72': error: compute.precision fp8-mixed: model.n_embd is 72, not a multiple of 16 (the GPU's \
-FP8 gemms take every dimension in multiples of 16)
+override 'model.n_embd=72': error: compute.precision fp8-mixed: model.n_embd is 72 (override 'model.n_embd=72'), not \
+a multiple of 16 (the GPU's FP8 gemms take every dimension in multiples of 16)
   hint: use widths in multiples of 16 under fp8-mixed, or bf16-mixed"
+printf 'model:\n  seq_len: 33\n' >s33.yaml
+run "... the rows from a file's seq_len" 2 "$DTRUN" check s33.yaml compute.precision=fp8-mixed
+has "... pinned to the file" "$err" "s33.yaml:2:12: error: compute.precision fp8-mixed: data.micro_batch_size 8 \
+(default) x model.seq_len 33 (s33.yaml:2:12) is 264 rows"
 run "a Llama whose MLP is 40 wide and qkv 72" 2 "$DTRUN" check compute.precision=fp8-mixed model.type=llama \
     model.n_embd=64 model.n_head=16 model.n_kv_head=1 model.intermediate_size=40
 has "... the MLP refused" "$err" "override 'model.intermediate_size=40': error: compute.precision fp8-mixed: \
-model.intermediate_size is 40, not a multiple of 16"
+model.intermediate_size is 40 (override 'model.intermediate_size=40'), not a multiple of 16"
 has "... and the qkv projection" "$err" "override 'model.n_kv_head=1': error: compute.precision fp8-mixed: the qkv \
-projection's width n_embd + 2 n_kv_head n_embd / n_head is 72, not a multiple of 16"
+projection's width n_embd + 2 n_kv_head n_embd / n_head is 72 (model.n_kv_head: override 'model.n_kv_head=1'), not \
+a multiple of 16"
 run "... the same shapes under bf16-mixed" 0 "$DTRUN" check compute.precision=bf16-mixed model.type=llama \
     model.n_embd=64 model.n_head=16 model.n_kv_head=1 model.intermediate_size=40 data.micro_batch_size=4 model.seq_len=33
 

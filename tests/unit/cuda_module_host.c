@@ -11,28 +11,28 @@
 #include "dt_build_config.h"
 #include "kernels/cuda/module.h"
 
-#define FAKE_ERR 999 /* the code every injected failure returns (error_string names the op) */
+/* the ops a test can make fail, each returning its own code (FAKE_ERR + its index), which error_string
+ * names, so that the failure a table kept first is told from the ones after it */
+static const char *const failing[] = {"malloc", "memset", "copies_create", "copy_async"};
+#define FAKE_ERR 900
 #define FAKE_TOTAL ((size_t)1 << 30)
 
-static long live;          /* device allocations not freed */
-static size_t live_bytes;  /* their bytes, for mem_info */
-static char failed_op[32]; /* the op the last injected failure came from */
+static long live;         /* device allocations not freed */
+static size_t live_bytes; /* their bytes, for mem_info */
 
 /* how many device allocations are live: test_cuda_table's leak check (dlsym) */
 long dt_fake_cuda_live(void);
 __attribute__((visibility("default"))) long dt_fake_cuda_live(void) { return live; }
 
-static int fails(const char *op)
+/* FAKE_ERR + i when DT_FAKE_CUDA_FAIL names op failing[i], else 0 */
+static int fails(int i)
 {
     const char *s = getenv("DT_FAKE_CUDA_FAIL");
-    size_t n = strlen(op);
+    size_t n = strlen(failing[i]);
     for (const char *p = s; p && *p;) {
         const char *e = strchr(p, ',');
         size_t k = e ? (size_t)(e - p) : strlen(p);
-        if (k == n && !strncmp(p, op, n)) {
-            snprintf(failed_op, sizeof failed_op, "%s", op);
-            return FAKE_ERR;
-        }
+        if (k == n && !strncmp(p, failing[i], n)) return FAKE_ERR + i;
         p = e ? e + 1 : p + k;
     }
     return 0;
@@ -41,8 +41,9 @@ static int fails(const char *op)
 static const char *error_string(int e)
 {
     static char buf[64];
-    if (e != FAKE_ERR) return "unknown error";
-    snprintf(buf, sizeof buf, "fake %s failure", failed_op);
+    int i = e - FAKE_ERR, n = (int)(sizeof failing / sizeof failing[0]);
+    if (i < 0 || i >= n) return "unknown error";
+    snprintf(buf, sizeof buf, "fake %s failure", failing[i]);
     return buf;
 }
 
@@ -60,16 +61,17 @@ static size_t ctx_bytes(void *ctx)
     const char *s = getenv("DT_FAKE_CUDA_SCRATCH");
     return s ? (size_t)strtoull(s, NULL, 10) : 0;
 }
-static int set_device(int dev) { return dev == 0 ? 0 : FAKE_ERR; }
+static int set_device(int dev) { return dev == 0 ? 0 : 1; }
 static void set_tries(unsigned flags) { (void)flags; }
 
 /* each allocation carries its size in front, for mem_info */
 static int dev_malloc(void **p, size_t bytes)
 {
     *p = NULL;
-    if (fails("malloc")) return FAKE_ERR;
+    int e = fails(0);
+    if (e) return e;
     size_t *b = malloc(sizeof(size_t) * 2 + bytes);
-    if (!b) return FAKE_ERR;
+    if (!b) return 2;
     b[0] = bytes;
     *p = b + 2;
     live++;
@@ -88,7 +90,7 @@ static int dev_free(void *p)
 static int host_malloc(void **p, size_t bytes)
 {
     *p = malloc(bytes);
-    return *p ? 0 : FAKE_ERR;
+    return *p ? 0 : 2;
 }
 static int host_free(void *p)
 {
@@ -97,7 +99,8 @@ static int host_free(void *p)
 }
 static int dev_memset(void *p, int byte, size_t bytes)
 {
-    if (fails("memset")) return FAKE_ERR;
+    int e = fails(1);
+    if (e) return e;
     memset(p, byte, bytes);
     return 0;
 }
@@ -113,7 +116,8 @@ static int copies_create(void **copies)
 {
     static uint64_t next;
     *copies = NULL;
-    if (fails("copies_create")) return FAKE_ERR;
+    int e = fails(2);
+    if (e) return e;
     *copies = &next;
     return 0;
 }
@@ -121,7 +125,8 @@ static void copies_destroy(void *copies) { (void)copies; }
 static int copy_async(void *copies, void *dst, const void *src, size_t bytes, int kind, uint64_t *ticket)
 {
     (void)kind;
-    if (fails("copy_async")) return FAKE_ERR;
+    int e = fails(3);
+    if (e) return e;
     memmove(dst, src, bytes);
     *ticket = (*(uint64_t *)copies)++;
     return 0;
@@ -129,7 +134,7 @@ static int copy_async(void *copies, void *dst, const void *src, size_t bytes, in
 static int copy_wait(void *copies, uint64_t ticket, int host)
 {
     (void)host;
-    return ticket < *(uint64_t *)copies ? 0 : FAKE_ERR;
+    return ticket < *(uint64_t *)copies ? 0 : 1;
 }
 static int mem_info(size_t *free_bytes, size_t *total_bytes)
 {
