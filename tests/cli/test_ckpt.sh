@@ -231,6 +231,10 @@ if [ $mpi = 0 ]; then
     ok "# SKIP no MPI in this build: multi-rank checkpoints"
     finish
 fi
+# skipped_steps RUN_DIR STEP: at that step (its last record: a resumed run's events hold the killed run's too)
+skipped() {
+    grep '"type":"metrics"' "$1/events.jsonl" | grep "\"step\":$2," | tail -1 | sed -n 's/.*"skipped_steps":\([0-9]*\).*/\1/p'
+}
 # ---- every strategy resumes exactly on 2 ranks (a rank killed at step 13). 16-mixed from a scale of
 # 2^30, still coming down (skipping steps) at the step-10 checkpoint: a scaler that resumed fresh
 # would skip otherwise (zero2's run at the default 2^16 skips none, so it cannot tell)
@@ -250,11 +254,6 @@ for c in "${cases[@]}"; do
         "manifest.json rank-00000-of-00002.bin rank-00001-of-00002.bin "
     same "$s $p: the losses after the resume are bitwise the uninterrupted run's" "$(compare $dir $dir-u 11 20)" bitwise
     if [ -n "${3:-}" ]; then
-        # skipped_steps at step $2 (the last record of it: a resumed run's events hold the killed run's too)
-        skipped() {
-            grep '"type":"metrics"' "$1/events.jsonl" | grep "\"step\":$2," | tail -1 |
-                sed -n 's/.*"skipped_steps":\([0-9]*\).*/\1/p'
-        }
         k10=$(skipped $dir-u 10) k20=$(skipped $dir-u 20)
         [ "$k20" -gt "$k10" ] && ok "$s $p: the scale still came down after step 10 ($k10 -> $k20 skipped)" ||
             not_ok "$s $p: skipped $k10 steps by step 10 and $k20 by 20: the case no longer tests the scaler's state"

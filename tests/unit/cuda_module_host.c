@@ -13,6 +13,7 @@
 
 /* the ops a test can make fail, each returning its own code (FAKE_ERR + its index), which error_string
  * names, so that the failure a table kept first is told from the ones after it */
+enum { F_MALLOC, F_MEMSET, F_COPIES_CREATE, F_COPY_ASYNC };
 static const char *const failing[] = {"malloc", "memset", "copies_create", "copy_async"};
 #define FAKE_ERR 900
 #define FAKE_TOTAL ((size_t)1 << 30)
@@ -68,7 +69,7 @@ static void set_tries(unsigned flags) { (void)flags; }
 static int dev_malloc(void **p, size_t bytes)
 {
     *p = NULL;
-    int e = fails(0);
+    int e = fails(F_MALLOC);
     if (e) return e;
     size_t *b = malloc(sizeof(size_t) * 2 + bytes);
     if (!b) return 2;
@@ -99,7 +100,7 @@ static int host_free(void *p)
 }
 static int dev_memset(void *p, int byte, size_t bytes)
 {
-    int e = fails(1);
+    int e = fails(F_MEMSET);
     if (e) return e;
     memset(p, byte, bytes);
     return 0;
@@ -116,7 +117,7 @@ static int copies_create(void **copies)
 {
     static uint64_t next;
     *copies = NULL;
-    int e = fails(2);
+    int e = fails(F_COPIES_CREATE);
     if (e) return e;
     *copies = &next;
     return 0;
@@ -125,7 +126,7 @@ static void copies_destroy(void *copies) { (void)copies; }
 static int copy_async(void *copies, void *dst, const void *src, size_t bytes, int kind, uint64_t *ticket)
 {
     (void)kind;
-    int e = fails(3);
+    int e = fails(F_COPY_ASYNC);
     if (e) return e;
     memmove(dst, src, bytes);
     *ticket = (*(uint64_t *)copies)++;
