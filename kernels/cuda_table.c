@@ -459,35 +459,36 @@ static float mse(struct dt_kctx *kc, float *dout, const float *out, const float 
          sink ? sink->div : 1.0);
     return loss;
 }
-static double sumsq(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n)
+/* The parts in calls of up to DT_CUDA_PARTS_MAX to the module, each waiting for the device once: the
+ * squares of those that count them added in order, as the CPU adds them */
+static double sumsq_parts(struct dt_kctx *kc, const struct dt_norm_part *parts, int nparts, enum dt_dtype t, size_t *bad)
 {
     double s = 0;
-    size_t bad = 0;
-    CALL(kc, sumsq_nonfinite, C(kc)->mm, x, (int)t, n, &s, &bad);
+    *bad = 0;
+    for (int at = 0; at < nparts; at += DT_CUDA_PARTS_MAX) {
+        int n = nparts - at < DT_CUDA_PARTS_MAX ? nparts - at : DT_CUDA_PARTS_MAX;
+        struct dt_cuda_part p[DT_CUDA_PARTS_MAX];
+        double sq[DT_CUDA_PARTS_MAX] = {0};
+        size_t nb[DT_CUDA_PARTS_MAX] = {0};
+        for (int i = 0; i < n; i++) p[i] = (struct dt_cuda_part){parts[at + i].x, parts[at + i].n};
+        CALL(kc, sumsq_parts, C(kc)->mm, p, n, (int)t, sq, nb);
+        for (int i = 0; i < n; i++) {
+            if (parts[at + i].squares) s += sq[i];
+            *bad += nb[i];
+        }
+    }
     return s;
+}
+static double sumsq(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n)
+{
+    size_t bad;
+    return sumsq_parts(kc, &(struct dt_norm_part){x, n, true}, 1, t, &bad);
 }
 static size_t nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n)
 {
-    double s = 0;
-    size_t bad = 0;
-    CALL(kc, sumsq_nonfinite, C(kc)->mm, x, (int)t, n, &s, &bad);
+    size_t bad;
+    sumsq_parts(kc, &(struct dt_norm_part){x, n, false}, 1, t, &bad);
     return bad;
-}
-/* three of the module's reads of disjoint parts: one read of x in all */
-static double sumsq_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n, size_t lo, size_t sn,
-                              size_t *bad)
-{
-    const char *b = x;
-    size_t esz = dt_dtype_size(t), hi = lo + sn, nb = 0;
-    double s = 0, other = 0;
-    *bad = 0;
-    if (sn) CALL(kc, sumsq_nonfinite, C(kc)->mm, b + lo * esz, (int)t, sn, &s, bad);
-    if (lo) CALL(kc, sumsq_nonfinite, C(kc)->mm, b, (int)t, lo, &other, &nb);
-    *bad += nb;
-    nb = 0;
-    if (n > hi) CALL(kc, sumsq_nonfinite, C(kc)->mm, b + hi * esz, (int)t, n - hi, &other, &nb);
-    *bad += nb;
-    return s;
 }
 static void convert(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n)
 {
@@ -569,7 +570,7 @@ const struct dt_kernels dt_kernels_cuda = {
     .mse = mse,
     .sumsq = sumsq,
     .nonfinite = nonfinite,
-    .sumsq_nonfinite = sumsq_nonfinite,
+    .sumsq_parts = sumsq_parts,
     .convert = convert,
     .accumulate = accumulate,
     .narrow_inplace = narrow_inplace,

@@ -50,6 +50,14 @@ struct dt_loss_sink {
     double div;
 };
 
+/* A part of a step's gradient check (sumsq_parts): n elements at x, their inf/nan counted, and their
+ * squares too where squares is set (the part of the norm this rank counts). */
+struct dt_norm_part {
+    const void *x;
+    size_t n;
+    bool squares;
+};
+
 /* One slice of AdamW's update: what differs between the slices of a multi-tensor step (adamw_slices);
  * each field as adamw's argument of that name. */
 struct dt_adamw_slice {
@@ -316,10 +324,11 @@ struct dt_kernels {
     /* sum of squares, in double; number of inf/nan entries (x of type t) */
     double (*sumsq)(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n);
     size_t (*nonfinite)(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n);
-    /* Both in one read, as a step's gradient check wants them: the sum of squares of x[lo, lo + sn)
-     * (the part this rank counts), returned, and the inf/nan count of all of x[0, n) into *bad. */
-    double (*sumsq_nonfinite)(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n, size_t lo, size_t sn,
-                              size_t *bad);
+    /* A step's gradient check in one read of each part (type t): the squares of the parts that count
+     * them, summed in double in the parts' order, returned, and the inf/nan count of every part into
+     * *bad. A GPU waits for the device once for all of them, not once a part. */
+    double (*sumsq_parts)(struct dt_kctx *kc, const struct dt_norm_part *parts, int nparts, enum dt_dtype t,
+                          size_t *bad);
     /* Between buffers of fp32, bf16 and fp16 (any two types): dst = src converted; dst += src (the sum
      * in fp32, rounded once). */
     void (*convert)(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n);

@@ -48,7 +48,7 @@ enum {
     OP_mse,
     OP_sumsq,
     OP_nonfinite,
-    OP_sumsq_nonfinite,
+    OP_sumsq_parts,
     OP_convert,
     OP_accumulate,
     OP_narrow_inplace,
@@ -99,7 +99,7 @@ static const char *const op_names[OP_N] = {
     "mse",
     "sumsq",
     "nonfinite",
-    "sumsq_nonfinite",
+    "sumsq_parts",
     "convert",
     "accumulate",
     "narrow_inplace",
@@ -419,12 +419,12 @@ static size_t p_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, si
     took(kc, OP_nonfinite, t0);
     return r;
 }
-static double p_sumsq_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n, size_t lo, size_t sn,
-                                size_t *bad)
+static double p_sumsq_parts(struct dt_kctx *kc, const struct dt_norm_part *parts, int nparts, enum dt_dtype t,
+                            size_t *bad)
 {
     double t0 = start(kc);
-    double r = P(kc)->k->sumsq_nonfinite(P(kc)->inner, x, t, n, lo, sn, bad);
-    took(kc, OP_sumsq_nonfinite, t0);
+    double r = P(kc)->k->sumsq_parts(P(kc)->inner, parts, nparts, t, bad);
+    took(kc, OP_sumsq_parts, t0);
     return r;
 }
 static void p_convert(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n)
@@ -565,7 +565,7 @@ dt_status_t dt_kprofile_wrap(const struct dt_kernels **k, struct dt_kctx **kc)
     t->mse = p_mse;
     t->sumsq = p_sumsq;
     t->nonfinite = p_nonfinite;
-    t->sumsq_nonfinite = p_sumsq_nonfinite;
+    t->sumsq_parts = p_sumsq_parts;
     t->convert = p_convert;
     t->accumulate = p_accumulate;
     t->narrow_inplace = p_narrow_inplace;

@@ -131,7 +131,7 @@ const struct dt_kernels dt_kernels_cpu = {
     .mse = dt_cpu_mse,
     .sumsq = dt_cpu_sumsq,
     .nonfinite = dt_cpu_nonfinite,
-    .sumsq_nonfinite = dt_cpu_sumsq_nonfinite,
+    .sumsq_parts = dt_cpu_sumsq_parts,
 };
 
 int dt_kernels_threads(void) { return omp_get_max_threads(); }

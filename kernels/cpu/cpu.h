@@ -162,8 +162,8 @@ float dt_cpu_mse(struct dt_kctx *kc, float *dout, const float *out, const float 
                  const struct dt_loss_sink *sink);
 double dt_cpu_sumsq(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n);
 size_t dt_cpu_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n);
-double dt_cpu_sumsq_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n, size_t lo, size_t sn,
-                              size_t *bad);
+double dt_cpu_sumsq_parts(struct dt_kctx *kc, const struct dt_norm_part *parts, int nparts, enum dt_dtype t,
+                          size_t *bad);
 void dt_cpu_convert(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n);
 void dt_cpu_accumulate(struct dt_kctx *kc, void *dst, enum dt_dtype dt, const void *src, enum dt_dtype st, size_t n);
 void dt_cpu_narrow_inplace(struct dt_kctx *kc, void *buf, size_t n, enum dt_dtype t);

@@ -190,13 +190,18 @@ size_t dt_cpu_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size
     return bad;
 }
 
-/* One pass: the squares of [lo, lo + sn) with the finiteness of those same elements, and the
- * finiteness alone of the rest. The sum is taken over the same bounds as dt_cpu_sumsq's. */
-double dt_cpu_sumsq_nonfinite(struct dt_kctx *kc, const void *x, enum dt_dtype t, size_t n, size_t lo, size_t sn,
-                              size_t *bad)
+/* Each part in one pass: its squares (where it counts them) with its finiteness, or its finiteness
+ * alone. A part's squares are summed over the same bounds as dt_cpu_sumsq's. */
+double dt_cpu_sumsq_parts(struct dt_kctx *kc, const struct dt_norm_part *parts, int nparts, enum dt_dtype t,
+                          size_t *bad)
 {
-    size_t esz = dt_dtype_size(t), hi = lo + sn, in = 0;
-    double s = sumsq_blocks((const char *)x + lo * esz, t, sn, &in);
-    *bad = in + dt_cpu_nonfinite(kc, x, t, lo) + dt_cpu_nonfinite(kc, (const char *)x + hi * esz, t, n - hi);
+    double s = 0;
+    *bad = 0;
+    for (int i = 0; i < nparts; i++) {
+        size_t nb = 0;
+        if (parts[i].squares) s += sumsq_blocks(parts[i].x, t, parts[i].n, &nb);
+        else nb = dt_cpu_nonfinite(kc, parts[i].x, t, parts[i].n);
+        *bad += nb;
+    }
     return s;
 }

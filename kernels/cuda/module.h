@@ -22,7 +22,7 @@ static inline int dt_cuda_copy_overlaps(const void *dst, const void *src, size_t
     return !(d + bytes <= s || s + bytes <= d);
 }
 
-#define DT_CUDA_MODULE_ABI 12
+#define DT_CUDA_MODULE_ABI 13
 #define DT_CUDA_MODULE_SYMBOL "dt_cuda_module"
 #define DT_CUDA_MODULE_FILE "dtrun_cuda.so"
 
@@ -35,6 +35,12 @@ static inline int dt_cuda_copy_overlaps(const void *dst, const void *src, size_t
  * take it. The GPU tests drive them against the CPU kernels, and kernels/cuda_table.c is kernels.h's
  * table over them.
  */
+/* one of sumsq_parts' parts: n elements at x; at most DT_CUDA_PARTS_MAX a call */
+#define DT_CUDA_PARTS_MAX 128
+struct dt_cuda_part {
+    const void *x;
+    size_t n;
+};
 /* kernels.h's struct dt_adamw_slice, field for field (cuda_table.c asserts the layouts are one) */
 struct dt_cuda_adamw_slice {
     float *param, *m, *v;
@@ -134,7 +140,10 @@ struct dt_cuda_ops {
     /* grad of type gt (any of the three); plp: NULL, or the updated parameters rounded to pt (16-bit) */
     int (*adamw)(float *param, const void *grad, int gt, float gscale, float l2, float *m, float *v, size_t n, float lr,
                  float beta1, float beta2, float eps, float wd, int t, void *plp, int pt);
-    int (*sumsq_nonfinite)(void *ctx, const void *x, int t, size_t n, double *sumsq, size_t *nonfinite);
+    /* part i's sum of squares (in double) into sumsq[i] and its inf/nan count into nonfinite[i], np
+     * in [1, DT_CUDA_PARTS_MAX]: one wait for the device for all of them (the results gather in ctx's
+     * scratch, one copy back) */
+    int (*sumsq_parts)(void *ctx, const struct dt_cuda_part *parts, int np, int t, double *sumsq, size_t *nonfinite);
     int (*layernorm_forward)(void *out, int ot, float *mean, float *rstd, const float *inp, const float *weight,
                              const float *bias, int BT, int C);
     /* dweight and dbias reduced over rows in the CPU's order (blocks of 64 rows) in ctx's scratch */

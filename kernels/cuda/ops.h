@@ -35,10 +35,14 @@ cudaError_t dt_cuda_round_lp(float *dst, const float *src, size_t n, int t);
  * also written there rounded to pt (bf16, fp16), in the same pass */
 cudaError_t dt_cuda_adamw(float *param, const void *grad, int gt, float gscale, float l2, float *m, float *v, size_t n,
                           float lr, float beta1, float beta2, float eps, float wd, int t, void *plp, int pt);
-/* both of one gradient in one read, copied back to the host (synchronizes) */
-/* the device scratch the reductions to a host value take (sumsq_nonfinite, mse): their block partials */
+/* the device scratch the reductions to a host value take (sumsq_parts, mse): their block partials */
 #define DT_CUDA_REDUCE_BYTES (1024 * 16) /* 1024 blocks' (norm2's) */
-cudaError_t dt_cuda_sumsq_nonfinite(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite, void *scratch);
+/* module.h's sumsq_parts: each part's sum of squares and inf/nan count, one read of it, all the
+ * parts' results copied back at once (synchronizes); scratch: DT_CUDA_PARTS_BYTES */
+#define DT_CUDA_PARTS_BYTES (DT_CUDA_REDUCE_BYTES + 16 * DT_CUDA_PARTS_MAX)
+struct dt_cuda_part;
+cudaError_t dt_cuda_sumsq_parts(const struct dt_cuda_part *parts, int np, int t, double *sumsq, size_t *nonfinite,
+                                void *scratch);
 /* Reductions over rows (layernorm's dweight and dbias, a bias's column sums) in kernels/cpu/cpu.h's
  * fixed order: rows cut into blocks of DT_CUDA_ROW_BLOCK, each block summed in row order into a
  * partial (from 0), the partials added in block order (from 0), the total added to the output

@@ -155,11 +155,11 @@ static int adamw(float *param, const void *grad, int gt, float gscale, float l2,
 {
     return (int)dt_cuda_adamw(param, grad, gt, gscale, l2, m, v, n, lr, beta1, beta2, eps, wd, t, plp, pt);
 }
-static int sumsq_nonfinite(void *ctx, const void *x, int t, size_t n, double *sumsq, size_t *nonfinite)
+static int sumsq_parts(void *ctx, const struct dt_cuda_part *parts, int np, int t, double *sumsq, size_t *nonfinite)
 {
     void *s;
-    int e = dt_cuda_ctx_scratch(ctx, DT_CUDA_SCRATCH_REDUCE, DT_CUDA_REDUCE_BYTES, &s);
-    return e ? e : (int)dt_cuda_sumsq_nonfinite(x, t, n, sumsq, nonfinite, s);
+    int e = dt_cuda_ctx_scratch(ctx, DT_CUDA_SCRATCH_REDUCE, DT_CUDA_PARTS_BYTES, &s);
+    return e ? e : (int)dt_cuda_sumsq_parts(parts, np, t, sumsq, nonfinite, s);
 }
 static int layernorm_forward(void *out, int ot, float *mean, float *rstd, const float *inp, const float *weight,
                              const float *bias, int BT, int C)
@@ -319,7 +319,7 @@ const struct dt_cuda_ops dt_cuda_ops = {
     .round_lp = round_lp,
     .adamw = adamw,
     .adamw_slices = adamw_slices,
-    .sumsq_nonfinite = sumsq_nonfinite,
+    .sumsq_parts = sumsq_parts,
     .layernorm_forward = layernorm_forward,
     .layernorm_backward = layernorm_backward,
     .rmsnorm_forward = rmsnorm_forward,

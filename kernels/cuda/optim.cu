@@ -6,6 +6,7 @@
  * sums run in a fixed grid, each block a fixed strided set, then one block adds the partials in
  * order: the same bits on every run.
  */
+#include "kernels/cuda/module.h"
 #include "kernels/cuda/ops_shared.h"
 
 /* the gradient of type gt widened as it is read; plp (type pt) not NULL: the updated parameter
@@ -181,19 +182,21 @@ __global__ static void __launch_bounds__(THREADS) sumsq2_partial_kernel(double *
 }
 
 /* One warp adds the partials in a fixed order (lane l the partials l, l + 32, ..., then the lanes'
- * sums in a fixed tree), and leaves both results in partial[0..1] for one copy to the host. A single
- * thread walking all of them took ~19 us, on the step's critical path 22 times a step. */
-__global__ static void sumsq_final_kernel(double *partial, unsigned long long *bad, int nblocks)
+ * sums in a fixed tree), and leaves both results in out[0..1], a part's place among the results that
+ * one copy brings to the host. A single thread walking all of them took ~19 us, on the step's
+ * critical path 22 times a step. */
+__global__ static void sumsq_final_kernel(double *out, const double *partial, const unsigned long long *bad,
+                                          int nblocks)
 {
     unsigned l = threadIdx.x;
     double s = 0;
     unsigned long long nb = 0;
     for (int i = (int)l; i < nblocks; i += 32) s += partial[i], nb += bad[i];
-    for (unsigned w = 16; w > 0; w >>= 1) { /* the shuffles also order every lane's reads before lane 0's writes */
+    for (unsigned w = 16; w > 0; w >>= 1) {
         s += __shfl_down_sync(0xffffffffu, s, w);
         nb += __shfl_down_sync(0xffffffffu, nb, w);
     }
-    if (l == 0) partial[0] = s, ((unsigned long long *)partial)[1] = nb;
+    if (l == 0) out[0] = s, ((unsigned long long *)out)[1] = nb;
 }
 /* grad, plp as adamw_kernel's */
 __global__ static void sgd_kernel(float *param, const void *grad, int gt, float gscale, float *buf, size_t n, float lr,
@@ -248,33 +251,41 @@ static_assert(DT_CUDA_REDUCE_BYTES >= NORM2_BLOCKS * (sizeof(double) + sizeof(un
 static_assert(DT_CUDA_REDUCE_BYTES >= REDUCE_BLOCKS * (sizeof(double) + sizeof(unsigned long long)),
               "ops.h's reduction scratch holds the partials");
 
-/* scratch: the partial sums, then the partial counts (the caller's: no allocation, which would wait
- * for the device, per call) */
-cudaError_t dt_cuda_sumsq_nonfinite(const void *x, int t, size_t n, double *sumsq, size_t *nonfinite, void *scratch)
+/* scratch (DT_CUDA_PARTS_BYTES): the partial sums, then the partial counts (DT_CUDA_REDUCE_BYTES,
+ * each part's in turn, the kernels queued in order), then the parts' results, two 8-byte values a
+ * part: the caller's, so no allocation (which would wait for the device) per call. One copy back for
+ * all the parts. */
+cudaError_t dt_cuda_sumsq_parts(const struct dt_cuda_part *parts, int np, int t, double *sumsq, size_t *nonfinite,
+                                void *scratch)
 {
     if (t != DT_CUDA_F32 && t != DT_CUDA_BF16 && t != DT_CUDA_F16) return cudaErrorInvalidValue;
-    double *partial = (double *)scratch;
-    cudaError_t e;
-    if (dt_cuda_tries() & DT_CUDA_TRY_NORM2) {
-        unsigned long long *bad = (unsigned long long *)(partial + NORM2_BLOCKS);
-        e = dt_by_type(t, [&](auto *tag) {
-            using S = std::remove_pointer_t<decltype(tag)>;
-            sumsq2_partial_kernel<S><<<NORM2_BLOCKS, THREADS>>>(partial, bad, (const S *)x, n);
-            sumsq_final_kernel<<<1, 32>>>(partial, bad, NORM2_BLOCKS);
-            return cudaGetLastError();
-        });
-    } else {
-        unsigned long long *bad = (unsigned long long *)(partial + REDUCE_BLOCKS);
-        sumsq_partial_kernel<<<REDUCE_BLOCKS, THREADS>>>(partial, bad, x, t, n);
-        sumsq_final_kernel<<<1, 32>>>(partial, bad, REDUCE_BLOCKS);
-        e = cudaGetLastError();
+    if (np < 1 || np > DT_CUDA_PARTS_MAX) return cudaErrorInvalidValue;
+    double *partial = (double *)scratch, *out = (double *)((char *)scratch + DT_CUDA_REDUCE_BYTES);
+    bool packs = dt_cuda_tries() & DT_CUDA_TRY_NORM2;
+    unsigned long long *bad = (unsigned long long *)(partial + (packs ? NORM2_BLOCKS : REDUCE_BLOCKS));
+    cudaError_t e = cudaSuccess;
+    for (int i = 0; i < np && e == cudaSuccess; i++) {
+        const void *x = parts[i].x;
+        size_t n = parts[i].n;
+        if (packs) {
+            e = dt_by_type(t, [&](auto *tag) {
+                using S = std::remove_pointer_t<decltype(tag)>;
+                sumsq2_partial_kernel<S><<<NORM2_BLOCKS, THREADS>>>(partial, bad, (const S *)x, n);
+                sumsq_final_kernel<<<1, 32>>>(out + 2 * i, partial, bad, NORM2_BLOCKS);
+                return cudaGetLastError();
+            });
+        } else {
+            sumsq_partial_kernel<<<REDUCE_BLOCKS, THREADS>>>(partial, bad, x, t, n);
+            sumsq_final_kernel<<<1, 32>>>(out + 2 * i, partial, bad, REDUCE_BLOCKS);
+            e = cudaGetLastError();
+        }
     }
-    double got[2];
-    if (e == cudaSuccess) e = cudaMemcpy(got, partial, sizeof got, cudaMemcpyDeviceToHost);
-    if (e == cudaSuccess) {
+    double got[2 * DT_CUDA_PARTS_MAX];
+    if (e == cudaSuccess) e = cudaMemcpy(got, out, 2 * (size_t)np * sizeof *got, cudaMemcpyDeviceToHost);
+    for (int i = 0; i < np && e == cudaSuccess; i++) {
         unsigned long long nb;
-        memcpy(&nb, &got[1], sizeof nb);
-        *sumsq = got[0], *nonfinite = (size_t)nb;
+        memcpy(&nb, &got[2 * i + 1], sizeof nb);
+        sumsq[i] = got[2 * i], nonfinite[i] = (size_t)nb;
     }
     return e;
 }

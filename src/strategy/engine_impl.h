@@ -86,6 +86,7 @@ struct dt_engine {
     size_t scratch_n;          /* that many */
     struct dt_adamw_slice *slices; /* a step's AdamW updates, applied in one call (host memory) */
     int nslices, slices_cap;
+    struct dt_norm_part *norm_parts; /* the step's gradient check: three parts a piece at most (host memory) */
     struct slot slots[DT_ENGINE_SLOTS];
     int nslots;
     struct gslot gslots[DT_ENGINE_GSLOTS];

@@ -51,21 +51,28 @@ dt_status_t dt_engine_reduce_grads(struct dt_engine *e)
 
 /* The squares: each element counted once over the world, a part by its owner on the first node
  * (replicas hold the same), a piece every rank keeps whole by the rank whose world-part it is. The
- * inf/nan check: everything this rank keeps, so a value gone bad on one rank's copy stops them all. */
+ * inf/nan check: everything this rank keeps, so a value gone bad on one rank's copy stops them all.
+ * Every piece's parts in one call: a GPU waits for the device once a step, not once a piece. */
 dt_status_t dt_engine_grad_norm(struct dt_engine *e, double *sumsq, bool *nonfinite)
 {
     double v[2] = {0, 0};
     bool first_replica = !e->rep || e->rep->world.rank == 0;
+    int np = 0;
     for (int i = 0; i < e->npieces; i++) {
         const struct piece *p = &e->pieces[i];
-        const void *g = dt_engine_owned_grads(e, p);
-        size_t off = 0, n = p->own_n, bad = 0;
+        const char *g = dt_engine_owned_grads(e, p);
+        size_t off = 0, n = p->own_n;
         if (p->part && !first_replica) n = 0;
         else if (!p->part) dt_comm_part(p->n, e->world, e->rank, &off, &n);
-        /* the squares of this rank's part and the check of all it keeps, in one read */
-        v[0] += e->k->sumsq_nonfinite(e->kc, g, e->gdt, p->own_n, off, n, &bad);
-        v[1] += (double)bad;
+        /* the squares of this rank's part, the check of all it keeps */
+        struct dt_norm_part parts[3] = {{g + off * e->gsz, n, true}, {g, off, false},
+                                        {g + (off + n) * e->gsz, p->own_n - off - n, false}};
+        for (int k = 0; k < 3; k++)
+            if (parts[k].n) e->norm_parts[np++] = parts[k];
     }
+    size_t bad = 0;
+    v[0] = e->k->sumsq_parts(e->kc, e->norm_parts, np, e->gdt, &bad);
+    v[1] = (double)bad;
     if (e->comm) DT_CHECK(dt_comm_do(e->comm, dt_coll_allreduce(v, 2, DT_F64, DT_RED_SUM, "gradient norm")));
     *sumsq = v[0];
     *nonfinite = v[1] > 0;

@@ -89,7 +89,7 @@ sgd sgd_kernel
 mse mse_partial_kernel mse_final_kernel
 sumsq sumsq_partial_kernel sumsq2_partial_kernel sumsq_final_kernel
 nonfinite sumsq_partial_kernel sumsq2_partial_kernel
-sumsq_nonfinite sumsq_partial_kernel sumsq2_partial_kernel sumsq_final_kernel
+sumsq_parts sumsq_partial_kernel sumsq2_partial_kernel sumsq_final_kernel
 convert convert_kernel convert8_kernel
 accumulate convert_kernel convert8_kernel
 narrow_inplace narrow_head_kernel narrow_pass_kernel

@@ -180,7 +180,7 @@ ops=$($PY -c '
 import json, sys
 m = json.loads(sys.argv[1])
 o = m["op_ms"]
-print(len(o), sum(o.values()) <= m["step_ms"] * 1.001, all(o[k] > 0 for k in ("matmul_forward", "matmul_backward", "adamw_slices", "layernorm_forward", "attention_backward", "sumsq_nonfinite")))' "$last")
+print(len(o), sum(o.values()) <= m["step_ms"] * 1.001, all(o[k] > 0 for k in ("matmul_forward", "matmul_backward", "adamw_slices", "layernorm_forward", "attention_backward", "sumsq_parts")))' "$last")
 nops=$(sed -n '/^static const char \*const op_names\[OP_N\] = {/,/^};/p' "$DT_SRCDIR/kernels/profile.c" | grep -c '^    "')
 same "op_ms: every op of kernels/profile.c ($nops), inside the step, the ones a GPT step runs measured" "$ops" "$nops True True"
 table=$(sed -n '/wall clock per step by op/,/(outside the ops)/p' <<<"$err")

@@ -1,29 +1,37 @@
 /* cuda_module_host.c - a CUDA module whose "device" is the host's memory, so that test_cuda_table can
  * drive kernels/cuda_table.c (the op table every GPU run goes through: its allocations' accounting, the
  * failures it keeps for synchronize, its copies) on a machine with no GPU. Only the memory, copy and
- * context ops are here; no kernel. What a test wants to fail is named in DT_FAKE_CUDA_FAIL (a comma
- * list of the ops above: malloc, memset, copies_create, copy_async), read at each call, and the
- * module's scratch (ctx_bytes) is DT_FAKE_CUDA_SCRATCH bytes. */
+ * context ops are here, and one reduction, sumsq_parts (fp32 only), whose calls are counted: the
+ * waits for the device a step's gradient check costs. What a test wants to fail is named in
+ * DT_FAKE_CUDA_FAIL (a comma list of the ops above: malloc, memset, copies_create, copy_async,
+ * sumsq_parts), read at each call, and the module's scratch (ctx_bytes) is DT_FAKE_CUDA_SCRATCH
+ * bytes. */
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "core/dtype.h"
 #include "dt_build_config.h"
 #include "kernels/cuda/module.h"
 
 /* the ops a test can make fail, each returning its own code (FAKE_ERR + its index), which error_string
  * names, so that the failure a table kept first is told from the ones after it */
-enum { F_MALLOC, F_MEMSET, F_COPIES_CREATE, F_COPY_ASYNC };
-static const char *const failing[] = {"malloc", "memset", "copies_create", "copy_async"};
+enum { F_MALLOC, F_MEMSET, F_COPIES_CREATE, F_COPY_ASYNC, F_SUMSQ_PARTS };
+static const char *const failing[] = {"malloc", "memset", "copies_create", "copy_async", "sumsq_parts"};
 #define FAKE_ERR 900
 #define FAKE_TOTAL ((size_t)1 << 30)
 
 static long live;         /* device allocations not freed */
+static long sumsq_calls;  /* sumsq_parts' calls: on a GPU, each waits for the device */
 static size_t live_bytes; /* their bytes, for mem_info */
 
 /* how many device allocations are live: test_cuda_table's leak check (dlsym) */
 long dt_fake_cuda_live(void);
 __attribute__((visibility("default"))) long dt_fake_cuda_live(void) { return live; }
+/* how many times sumsq_parts was called (dlsym) */
+long dt_fake_cuda_sumsq_calls(void);
+__attribute__((visibility("default"))) long dt_fake_cuda_sumsq_calls(void) { return sumsq_calls; }
 
 /* FAKE_ERR + i when DT_FAKE_CUDA_FAIL names op failing[i], else 0 */
 static int fails(int i)
@@ -137,6 +145,21 @@ static int copy_wait(void *copies, uint64_t ticket, int host)
     (void)host;
     return ticket < *(uint64_t *)copies ? 0 : 1;
 }
+/* fp32 parts only, np within module.h's bounds */
+static int sumsq_parts(void *ctx, const struct dt_cuda_part *parts, int np, int t, double *sumsq, size_t *nonfinite)
+{
+    (void)ctx;
+    sumsq_calls++;
+    int e = fails(F_SUMSQ_PARTS);
+    if (e) return e;
+    if (t != (int)DT_F32 || np < 1 || np > DT_CUDA_PARTS_MAX) return 1;
+    for (int i = 0; i < np; i++) {
+        const float *x = parts[i].x;
+        sumsq[i] = 0, nonfinite[i] = 0;
+        for (size_t k = 0; k < parts[i].n; k++) sumsq[i] += (double)x[k] * x[k], nonfinite[i] += !isfinite(x[k]);
+    }
+    return 0;
+}
 static int mem_info(size_t *free_bytes, size_t *total_bytes)
 {
     *total_bytes = FAKE_TOTAL;
@@ -165,6 +188,7 @@ static const struct dt_cuda_ops ops = {
     .copy_async = copy_async,
     .copy_wait = copy_wait,
     .mem_info = mem_info,
+    .sumsq_parts = sumsq_parts,
 };
 
 static int device_count(char *why, size_t n)

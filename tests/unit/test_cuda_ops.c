@@ -280,6 +280,13 @@ static void casts(void)
     free(x), free(cpu), free(got);
 }
 
+
+/* module.h's sumsq_parts over one part */
+static int sumsq1(const void *x, int t, size_t n, double *s, size_t *bad)
+{
+    struct dt_cuda_part p = {x, n};
+    return gpu->sumsq_parts(mm, &p, 1, t, s, bad);
+}
 static void optimizer_and_norms(void)
 {
     size_t N = (1u << 20) + 3; /* more than the 256 x 256 threads of the reduction: several passes */
@@ -325,12 +332,12 @@ static void optimizer_and_norms(void)
     CK(gpu->to_device(dg, g, N * 4));
     double s = 0;
     size_t bad = 0;
-    CK(gpu->sumsq_nonfinite(mm, dg, (int)DT_F32, N, &s, &bad));
+    CK(sumsq1(dg, (int)DT_F32, N, &s, &bad));
     size_t cpu_bad = dt_kernels_cpu.nonfinite(kc, g, DT_F32, N);
     g[17] = g[4242] = 0;
     report(bad == cpu_bad && bad == 2, "nonfinite counts the inf and the nan", (double)bad);
     CK(gpu->to_device(dg, g, N * 4));
-    CK(gpu->sumsq_nonfinite(mm, dg, (int)DT_F32, N, &s, &bad));
+    CK(sumsq1(dg, (int)DT_F32, N, &s, &bad));
     double ref = dt_kernels_cpu.sumsq(kc, g, DT_F32, N);
     report(fabs(s - ref) / ref < 1e-12 && bad == 0, "sumsq in double, fp32 gradient", fabs(s - ref) / ref);
     uint16_t *h = malloc(N * 2);
@@ -341,13 +348,13 @@ static void optimizer_and_norms(void)
         g[99] = INFINITY;
         dt_kernels_cpu.cast_to_lp(kc, h, g, N, lp[k]);
         CK(gpu->to_device(dh, h, N * 2));
-        CK(gpu->sumsq_nonfinite(mm, dh, (int)lp[k], N, &s, &bad));
+        CK(sumsq1(dh, (int)lp[k], N, &s, &bad));
         snprintf(what, sizeof what, "nonfinite, %s gradient", dt_dtype_str(lp[k]));
         report(bad == dt_kernels_cpu.nonfinite(kc, h, lp[k], N) && bad == 1, what, (double)bad);
         g[99] = 0;
         dt_kernels_cpu.cast_to_lp(kc, h, g, N, lp[k]);
         CK(gpu->to_device(dh, h, N * 2));
-        CK(gpu->sumsq_nonfinite(mm, dh, (int)lp[k], N, &s, &bad));
+        CK(sumsq1(dh, (int)lp[k], N, &s, &bad));
         ref = dt_kernels_cpu.sumsq(kc, h, lp[k], N);
         snprintf(what, sizeof what, "sumsq, %s gradient", dt_dtype_str(lp[k]));
         report(fabs(s - ref) / ref < 1e-12, what, fabs(s - ref) / ref);
@@ -1309,7 +1316,7 @@ static void sumsq_offsets(void)
                 char *d = dev(h, cap * es);
                 double s = 0;
                 size_t bad = 0;
-                CK(gpu->sumsq_nonfinite(mm, d + off * es, (int)t[k], n, &s, &bad));
+                CK(sumsq1(d + off * es, (int)t[k], n, &s, &bad));
                 size_t cbad = dt_kernels_cpu.nonfinite(kc, (char *)h + off * es, t[k], n);
                 bad_cases += bad != cbad || bad != (inf ? 3u : 0u);
                 if (!inf) {
@@ -1330,7 +1337,7 @@ static void sumsq_offsets(void)
             char *d = dev(h, cap * es);
             double s = 0;
             size_t bad = 0;
-            CK(gpu->sumsq_nonfinite(mm, d + es, (int)t[k], m, &s, &bad));
+            CK(sumsq1(d + es, (int)t[k], m, &s, &bad));
             double ref = dt_kernels_cpu.sumsq(kc, (char *)h + es, t[k], m);
             bad_cases += bad != 1 || !(isinf(s) && isinf(ref));
             g[1] = 1.0f;
@@ -1338,8 +1345,28 @@ static void sumsq_offsets(void)
             free(h);
         }
     report(bad_cases == 0 && worst < 1e-12,
-           "sumsq_nonfinite from aligned and unaligned places, each type, 1 to 100003 elements: the CPU's count, its "
+           "sumsq_parts from aligned and unaligned places, each type, 1 to 100003 elements: the CPU's count, its "
            "sum within 1e-12", worst);
+    /* DT_CUDA_PARTS_MAX parts in one call, each its own length and place, an inf in some: each part's
+     * results those of the part alone, bit for bit; more parts than that refused */
+    g[0] = INFINITY;
+    char *d = dev(g, cap * 4);
+    struct dt_cuda_part parts[DT_CUDA_PARTS_MAX + 1];
+    double sq[DT_CUDA_PARTS_MAX + 1], one;
+    size_t nb[DT_CUDA_PARTS_MAX + 1], bone;
+    for (int i = 0; i <= DT_CUDA_PARTS_MAX; i++)
+        parts[i] = (struct dt_cuda_part){d + (size_t)(i * 771 % 1000) * 4, (size_t)1 + (size_t)i * 757 % 99000};
+    CK(gpu->sumsq_parts(mm, parts, DT_CUDA_PARTS_MAX, (int)DT_F32, sq, nb));
+    int differ = 0;
+    for (int i = 0; i < DT_CUDA_PARTS_MAX; i++) {
+        CK(sumsq1(parts[i].x, (int)DT_F32, parts[i].n, &one, &bone));
+        differ += memcmp(&one, &sq[i], sizeof one) != 0 || bone != nb[i] || bone != (parts[i].x == d);
+    }
+    int over = gpu->sumsq_parts(mm, parts, DT_CUDA_PARTS_MAX + 1, (int)DT_F32, sq, nb);
+    report(differ == 0 && over != 0, "sumsq_parts: 128 parts in one call give each part's own results, 129 refused",
+           (double)differ);
+    gpu->free(d);
+    g[0] = 1.0f;
     free(g);
 }
 

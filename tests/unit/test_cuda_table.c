@@ -9,13 +9,17 @@
  *   - an allocation whose zeroing fails is given back (the module's live count), not leaked;
  *   - copy_async without its copy stream still copies (in order with the kernels) and the failure
  *     is reported;
+ *   - a step's gradient check (sumsq_parts) waits for the device once per DT_CUDA_PARTS_MAX parts,
+ *     not once a part, and adds the squares of the parts that count them in order;
  *   - DTRUN_CUDA_TRY's unknown name refused at the context's creation, with every name.
  */
 #include <dlfcn.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include "core/error.h"
 #include "dt_test.h"
+#include "kernels/cuda/module.h"
 #include "kernels/kernels.h"
 
 static struct dt_kctx *ctx(void)
@@ -25,17 +29,20 @@ static struct dt_kctx *ctx(void)
     return kc;
 }
 
-/* the fake module's count of live device allocations */
-static long live(void)
+/* one of the fake module's counts: dt_fake_cuda_live, dt_fake_cuda_sumsq_calls */
+static long fake_count(const char *name)
 {
     void *h = dlopen(getenv("DTRUN_CUDA_MODULE"), RTLD_NOW | RTLD_NOLOAD);
     assert_non_null(h);
-    long (*f)(void) = (long (*)(void))dlsym(h, "dt_fake_cuda_live");
+    long (*f)(void) = (long (*)(void))dlsym(h, name);
     assert_non_null(f);
     long n = f();
     dlclose(h);
     return n;
 }
+
+/* the fake module's count of live device allocations */
+static long live(void) { return fake_count("dt_fake_cuda_live"); }
 
 static int64_t peak(struct dt_kctx *kc)
 {
@@ -125,6 +132,41 @@ static void copy_async_without_its_stream(void **state)
     dt_kernels_cuda.ctx_destroy(kc);
 }
 
+/* 130 parts: two calls of the module (128 and 2), the squares of every other part added in order,
+ * the inf/nan of all counted; a failing call reported once, with its op */
+static void gradient_check_waits_once(void **state)
+{
+    (void)state;
+    enum { NP = DT_CUDA_PARTS_MAX + 2 };
+    struct dt_kctx *kc = ctx();
+    float *g = dt_kernels_cuda.alloc(kc, NP * 2 * sizeof *g);
+    float host[NP * 2];
+    struct dt_norm_part parts[NP];
+    double want = 0;
+    for (int i = 0; i < NP; i++) {
+        host[2 * i] = (float)i, host[2 * i + 1] = 0.5f;
+        parts[i] = (struct dt_norm_part){g + 2 * i, 2, i % 2 == 0};
+        if (i % 2 == 0) want += (double)i * i + 0.25;
+    }
+    host[3] = INFINITY, host[2 * NP - 1] = NAN; /* in part 1, which is not summed, and in the last */
+    dt_kernels_cuda.copy(kc, g, host, sizeof host, DT_COPY_TO_DEVICE);
+    long before = fake_count("dt_fake_cuda_sumsq_calls");
+    size_t bad = 0;
+    double s = dt_kernels_cuda.sumsq_parts(kc, parts, NP, DT_F32, &bad);
+    assert_int_equal(fake_count("dt_fake_cuda_sumsq_calls") - before, 2);
+    assert_true(s == want);
+    assert_int_equal(bad, 2);
+    assert_int_equal(dt_kernels_cuda.synchronize(kc, 1), DT_SUCCESS);
+    setenv("DT_FAKE_CUDA_FAIL", "sumsq_parts", 1);
+    dt_kernels_cuda.sumsq_parts(kc, parts, NP, DT_F32, &bad);
+    unsetenv("DT_FAKE_CUDA_FAIL");
+    assert_int_equal(dt_kernels_cuda.synchronize(kc, 4), DT_ERR_CUDA);
+    assert_non_null(strstr(dt_error_msg(), "step 4: CUDA op sumsq_parts failed on cuda:0: fake sumsq_parts failure"));
+    assert_int_equal(dt_kernels_cuda.synchronize(kc, 5), DT_SUCCESS);
+    dt_kernels_cuda.free(kc, g);
+    dt_kernels_cuda.ctx_destroy(kc);
+}
+
 static void unknown_trial_refused(void **state)
 {
     (void)state;
@@ -147,6 +189,7 @@ int main(void)
     setenv("DTRUN_CUDA_MODULE", DT_FAKE_CUDA_MODULE, 1);
     unsetenv("DTRUN_CUDA_TRY");
     const struct CMUnitTest tests[] = {T(peak_is_what_was_held_at_once), T(failed_zeroing_leaks_nothing),
-                                       T(copy_async_without_its_stream), T(unknown_trial_refused)};
+                                       T(copy_async_without_its_stream), T(gradient_check_waits_once),
+                                       T(unknown_trial_refused)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

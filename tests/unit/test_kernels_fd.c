@@ -548,6 +548,16 @@ static void stochastic_rounding(void **state)
     free(x), free(r), free(again);
 }
 
+/* sumsq_parts as the engine calls it for a piece: the squares of x[lo, lo + sn), the inf/nan check of
+ * all of x[0, n) */
+static double sumsq_range(const void *x, enum dt_dtype t, size_t n, size_t lo, size_t sn, size_t *bad)
+{
+    size_t esz = dt_dtype_size(t);
+    const char *b = x;
+    struct dt_norm_part parts[] = {{b + lo * esz, sn, true}, {b, lo, false}, {b + (lo + sn) * esz, n - lo - sn, false}};
+    return K->sumsq_parts(KC, parts, 3, t, bad);
+}
+
 /* the reductions the optimizer and the loss scaler use, against closed forms */
 static void reductions(void **state)
 {
@@ -562,27 +572,38 @@ static void reductions(void **state)
     assert_int_equal(K->nonfinite(KC, x, DT_F32, n), 3);
     /* both in one read: the squares of a middle part, the check of everything */
     size_t bad = 0;
-    double part = K->sumsq_nonfinite(KC, x, DT_F32, n, 1000, 50000, &bad);
+    double part = sumsq_range(x, DT_F32, n, 1000, 50000, &bad);
     assert_int_equal(bad, 3);
     assert_true(part == 25000.0 * 16 + 25000.0 * 9); /* [1000, 51000): 25000 even indices */
     x[1500] = NAN;
-    assert_true(isnan(K->sumsq_nonfinite(KC, x, DT_F32, n, 1000, 50000, &bad)) && bad == 4);
+    assert_true(isnan(sumsq_range(x, DT_F32, n, 1000, 50000, &bad)) && bad == 4);
     /* counted one by one, two in one block of the sum and one in another */
     x[1501] = INFINITY;
     x[40000] = -INFINITY;
-    assert_true(isnan(K->sumsq_nonfinite(KC, x, DT_F32, n, 1000, 50000, &bad)) && bad == 6);
+    assert_true(isnan(sumsq_range(x, DT_F32, n, 1000, 50000, &bad)) && bad == 6);
     x[1500] = -4.0f, x[1501] = 3.0f, x[40000] = -4.0f;
-    assert_true(isnan(K->sumsq_nonfinite(KC, x, DT_F32, n, 0, n, &bad)) && bad == 3);
+    assert_true(isnan(sumsq_range(x, DT_F32, n, 0, n, &bad)) && bad == 3);
     uint16_t *h = malloc(n * sizeof *h);
     K->convert(KC, h, DT_F16, x, DT_F32, n);
     assert_int_equal(K->nonfinite(KC, h, DT_F16, n), 3);
-    assert_true(K->sumsq_nonfinite(KC, h, DT_F16, n, 8, 100, &bad) == 50.0 * 16 + 50.0 * 9 && bad == 3);
+    assert_true(sumsq_range(h, DT_F16, n, 8, 100, &bad) == 50.0 * 16 + 50.0 * 9 && bad == 3);
     /* a 16-bit inf and nan inside the summed part, in one block */
     h[2000] = 0x7c00, h[2001] = 0x7e00;
-    assert_true(isnan(K->sumsq_nonfinite(KC, h, DT_F16, n, 1000, 50000, &bad)) && bad == 5);
+    assert_true(isnan(sumsq_range(h, DT_F16, n, 1000, 50000, &bad)) && bad == 5);
     K->convert(KC, h, DT_BF16, x, DT_F32, n);
     h[3000] = 0xff80; /* bf16 -inf */
-    assert_true(isinf(K->sumsq_nonfinite(KC, h, DT_BF16, n, 1000, 50000, &bad)) && bad == 4);
+    assert_true(isinf(sumsq_range(h, DT_BF16, n, 1000, 50000, &bad)) && bad == 4);
+    /* many parts: the squares of those that count them added in the parts' order, every part checked */
+    K->convert(KC, x, DT_F32, h, DT_BF16, n);
+    x[3000] = 1.0f, x[7] = 1024.0f, x[500] = 0.5f, x[n - 1] = 3.0f;
+    struct dt_norm_part parts[] = {{x + 7, 1, true}, {x, 7, false}, {x + 10, 20, true}, {x + 3000, 1, false},
+                                   {x + 500, 1, true}};
+    double want = 1024.0 * 1024 + 10.0 * 16 + 10.0 * 9 + 0.25; /* exact in double */
+    assert_true(K->sumsq_parts(KC, parts, 5, DT_F32, &bad) == want && bad == 0);
+    x[3000] = NAN, x[8] = INFINITY;
+    assert_true(K->sumsq_parts(KC, parts, 5, DT_F32, &bad) == want && bad == 1); /* x[8]: in no part */
+    x[3] = -INFINITY;
+    assert_true(K->sumsq_parts(KC, parts, 5, DT_F32, &bad) == want && bad == 2); /* checked, not summed */
     free(h);
     /* 4 bytes past 1 MiB: threads clearing whole pages each must still reach the last byte */
     size_t bytes = ((size_t)1 << 20) + 4;
