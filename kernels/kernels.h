@@ -343,6 +343,23 @@ struct dt_kernels {
     void (*round_stochastic)(struct dt_kctx *kc, uint16_t *dst, const float *src, size_t n, uint64_t seed, uint64_t index0);
 };
 
+/* a copy with nothing to wait for */
+#define DT_NO_TICKET UINT64_MAX
+
+/* copy_async where the table has it, else a copy now (DT_NO_TICKET) */
+static inline uint64_t dt_copy_async(const struct dt_kernels *k, struct dt_kctx *kc, void *dst, const void *src,
+                                     size_t bytes, enum dt_copy_kind kind)
+{
+    if (!bytes) return DT_NO_TICKET;
+    if (k->copy_async) return k->copy_async(kc, dst, src, bytes, kind);
+    k->copy(kc, dst, src, bytes, kind);
+    return DT_NO_TICKET;
+}
+static inline void dt_copy_wait(const struct dt_kernels *k, struct dt_kctx *kc, uint64_t ticket, bool host)
+{
+    if (ticket != DT_NO_TICKET && k->copy_wait) k->copy_wait(kc, ticket, host);
+}
+
 extern const struct dt_kernels dt_kernels_cpu;
 /* over the CUDA module (cuda_table.c), in builds with CUDA */
 extern const struct dt_kernels dt_kernels_cuda;

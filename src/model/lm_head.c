@@ -1,4 +1,5 @@
 /* lm_head.c - see lm_head.h. */
+#include <string.h>
 #include "core/error.h"
 #include "core/half.h"
 #include "model/lm_head.h"
@@ -120,12 +121,21 @@ dt_status_t dt_decode_check(int n, int pos, int T, int hs)
 dt_status_t dt_lm_mem_alloc(struct dt_model *m, struct dt_lm_mem *a, size_t arena_bytes, int B, int T)
 {
     const struct dt_kernels *k = m->k;
+    size_t tokens = 2 * (size_t)B * T * sizeof(int32_t);
     a->arena = k->alloc(m->kc, arena_bytes);
-    a->inputs = k->alloc(m->kc, (size_t)B * T * sizeof(int32_t));
-    a->targets = k->alloc(m->kc, (size_t)B * T * sizeof(int32_t));
-    if (!a->arena || !a->inputs || !a->targets)
+    a->inputs = k->alloc(m->kc, tokens);
+    a->targets = a->inputs ? a->inputs + (size_t)B * T : NULL;
+    for (int i = 0; i < 2; i++) {
+        a->stage[i] = k->host_alloc(m->kc, tokens);
+        a->staged[i] = DT_NO_TICKET;
+    }
+    if (!a->arena || !a->inputs)
         return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the model (%zu MiB of activations); lower "
                         "data.micro_batch_size or enable model.activation_checkpointing", arena_bytes >> 20);
+    if (!a->stage[0] || !a->stage[1])
+        return dt_error(DT_ERR_NOMEM, "dtrun: error: out of host memory for the tokens' staging (2 x %zu KiB%s)\n"
+                        "  hint: free memory on this node", tokens >> 10,
+                        k->copy_async ? ", page-locked: the node's limit on locked memory, ulimit -l, may be lower" : "");
     return DT_SUCCESS;
 }
 
@@ -134,15 +144,25 @@ void dt_lm_mem_free(struct dt_model *m, struct dt_lm_mem *a)
     dt_model_drop_buffers(m);
     m->k->free(m->kc, a->arena);
     m->k->free(m->kc, a->inputs);
-    m->k->free(m->kc, a->targets);
+    for (int i = 0; i < 2; i++)
+        if (a->stage[i]) {
+            dt_copy_wait(m->k, m->kc, a->staged[i], true);
+            m->k->host_free(m->kc, a->stage[i]);
+        }
     dt_kv_cache_free(m, &a->kv);
 }
 
-void dt_lm_tokens_in(struct dt_model *m, const struct dt_lm_mem *a, const struct dt_batch *batch, int B, int T)
+void dt_lm_tokens_in(struct dt_model *m, struct dt_lm_mem *a, const struct dt_batch *batch, int B, int T)
 {
+    int s = a->next_stage;
+    a->next_stage ^= 1;
+    int32_t *in = a->stage[s], *tg = in + (size_t)B * T;
+    dt_copy_wait(m->k, m->kc, a->staged[s], true); /* its last copy has read it */
     for (int b = 0; b < B; b++) {
         const int32_t *row = batch->tokens + (size_t)b * (T + 1);
-        m->k->copy(m->kc, a->inputs + b * T, row, (size_t)T * sizeof(int32_t), DT_COPY_TO_DEVICE);
-        m->k->copy(m->kc, a->targets + b * T, row + 1, (size_t)T * sizeof(int32_t), DT_COPY_TO_DEVICE);
+        memcpy(in + (size_t)b * T, row, (size_t)T * sizeof *row);
+        memcpy(tg + (size_t)b * T, row + 1, (size_t)T * sizeof *row);
     }
+    a->staged[s] = dt_copy_async(m->k, m->kc, a->inputs, in, 2 * (size_t)B * T * sizeof *in, DT_COPY_TO_DEVICE);
+    dt_copy_wait(m->k, m->kc, a->staged[s], false); /* the ops queued next read them */
 }

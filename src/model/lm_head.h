@@ -70,14 +70,23 @@ dt_status_t dt_decode_check(int n, int pos, int T, int hs);
  * activation arena, the (B, T) token inputs and targets, and generation's cache. */
 struct dt_lm_mem {
     char *arena;
-    int32_t *inputs, *targets;
+    int32_t *inputs, *targets; /* targets right after inputs: one allocation, one copy up a micro-batch */
+    /* Two buffers of host_alloc'ed memory (a GPU's: page-locked) the tokens go up from, in turn, each
+     * with the ticket of its last copy: the copy runs beside the ops, the host never waits for the
+     * device to take a micro-batch's tokens (a copy from pageable memory would wait for every op
+     * queued before it), only, before it refills a buffer, for that buffer's copy two micro-batches
+     * back. */
+    int32_t *stage[2];
+    uint64_t staged[2];
+    int next_stage;
     struct dt_kv_cache kv; /* generation's, from its first decode */
 };
 /* all of it, or an error that says how to fit (the caller frees what was made with dt_lm_mem_free) */
 dt_status_t dt_lm_mem_alloc(struct dt_model *m, struct dt_lm_mem *a, size_t arena_bytes, int B, int T);
 void dt_lm_mem_free(struct dt_model *m, struct dt_lm_mem *a);
-/* the batch's B sequences of T+1 tokens into inputs [0, T) and targets [1, T] */
-void dt_lm_tokens_in(struct dt_model *m, const struct dt_lm_mem *a, const struct dt_batch *batch, int B, int T);
+/* the batch's B sequences of T+1 tokens into inputs [0, T) and targets [1, T], through a stage: the
+ * ops queued next read them */
+void dt_lm_tokens_in(struct dt_model *m, struct dt_lm_mem *a, const struct dt_batch *batch, int B, int T);
 
 /* The arena's cursor: n elements of type t are carved off it at a time, each piece on a 64-byte
  * boundary (cache lines; a GPU's vector loads). With no base, it only counts. */

@@ -115,21 +115,15 @@ struct dt_engine {
     int pool_owner[DT_ENGINE_GSLOTS], npool, next_pool;
 };
 
-/* a copy with nothing to wait for */
-#define DT_NO_TICKET UINT64_MAX
-
-/* Copies beside the ops where the backend has them (kernels.h copy_async), else copies now. */
+/* Copies beside the ops where the backend has them (kernels.h's dt_copy_async), else copies now. */
 static inline uint64_t dt_engine_copy_async(struct dt_engine *e, void *dst, const void *src, size_t bytes,
                                             enum dt_copy_kind kind)
 {
-    if (!bytes) return DT_NO_TICKET;
-    if (e->k->copy_async) return e->k->copy_async(e->kc, dst, src, bytes, kind);
-    e->k->copy(e->kc, dst, src, bytes, kind);
-    return DT_NO_TICKET;
+    return dt_copy_async(e->k, e->kc, dst, src, bytes, kind);
 }
 static inline void dt_engine_copy_wait(struct dt_engine *e, uint64_t ticket, bool host)
 {
-    if (ticket != DT_NO_TICKET && e->k->copy_wait) e->k->copy_wait(e->kc, ticket, host);
+    dt_copy_wait(e->k, e->kc, ticket, host);
 }
 /* offload: the host's working copy of the shard, which the optimizer writes (offload_param: the shard
  * itself; fp32: the master weights) */
