@@ -41,7 +41,7 @@ static int cmp(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    struct dt_gpt_config c = {12, 12, 768, 50257, 64, false, false, DT_F32};
+    struct dt_gpt_config c = {12, 12, 768, 50257, 64, false, false, DT_F32, false};
     int B = 4, reps = 6;
     if (argc > 1) {
         if (argc < 6) {

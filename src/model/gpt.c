@@ -63,7 +63,7 @@ struct gpt {
     struct dt_param_view *views;
     char (*names)[24];
     enum dt_dtype at;     /* the activation type, c.activations */
-    bool gelu_fused;      /* 16-bit, and the kernels run GELU in the MLP's matmuls (kernels.h's gelu_fused) */
+    bool gelu_fused;      /* 16-bit, c.fuse_gelu, and the kernels run GELU in the MLP's matmuls (gelu_fused) */
     struct dt_lm_mem mem; /* the parameters' buffers, the arena, the tokens */
     float **resid;        /* (L+1) x (B,T,C): resid[0] is the embedding, resid[l+1] block l's output */
     struct block *blk;    /* L entries; all equal under activation checkpointing */
@@ -235,9 +235,10 @@ static void norm(struct gpt *g, int l, int pair, void *out, float *mean, float *
     done(g, l, pair);
 }
 
-/* Whether the MLP runs GELU in its matmuls (fc's forward, the projection's backward): not under
- * fp8-mixed, which quantises every block's linear layers */
-static bool gelu_in(const struct gpt *g) { return g->gelu_fused && !g->base.fp8; }
+/* Whether the MLP runs GELU in its matmuls (fc's forward, the projection's backward). Never under
+ * fp8-mixed, which quantises every block's linear layers: its config leaves fuse_gelu off, so that the
+ * fp32 dinp the ops apart need is carved (dfch_gelu; a sample's bf16 pass runs them apart too). */
+static bool gelu_in(const struct gpt *g) { return g->gelu_fused; }
 
 /* pre = the pair's linear layer on inp, out = gelu(pre), in one matmul */
 static void linear_gelu(struct gpt *g, int l, int pair, void *out, void *pre, const void *inp, int C, int OC, int BT)
@@ -466,7 +467,7 @@ static size_t carve(struct gpt *g, char *base, size_t natt, size_t nscratch, siz
     g->datty = dt_take(&cur, BTC, DT_F32);
     g->dqkv = dt_take(&cur, 3 * BTC, at);
     g->dfch = dt_take(&cur, 4 * BTC, at);
-    g->dfch_gelu = dt_take(&cur, 4 * BTC, DT_F32);
+    g->dfch_gelu = g->gelu_fused ? NULL : dt_take(&cur, 4 * BTC, DT_F32);
     g->dres_lp = at == DT_F32 ? NULL : dt_take(&cur, BTC, at);
     g->attn_scratch = dt_take(&cur, nscratch, DT_F32);
     return cur.off;
@@ -474,7 +475,7 @@ static size_t carve(struct gpt *g, char *base, size_t natt, size_t nscratch, siz
 
 size_t dt_gpt_arena_bytes(const struct dt_gpt_config *c, int B, int T, size_t natt, size_t nscratch)
 {
-    struct gpt g = {.c = *c, .B = B, .T = T, .at = c->activations};
+    struct gpt g = {.c = *c, .B = B, .T = T, .at = c->activations, .gelu_fused = c->fuse_gelu && c->activations != DT_F32};
     g.resid = calloc((size_t)c->n_layer + 1, sizeof *g.resid);
     g.blk = calloc((size_t)c->n_layer, sizeof *g.blk);
     size_t kept, bytes = g.resid && g.blk ? carve(&g, NULL, natt, nscratch, &kept) : 0;
@@ -510,7 +511,7 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     size_t nparams = m->nparams;
     g->at = c->activations;
     m->compute = c->activations;
-    g->gelu_fused = g->at != DT_F32 && k->gelu_fused && k->gelu_fused(kc);
+    g->gelu_fused = c->fuse_gelu && g->at != DT_F32 && k->gelu_fused && k->gelu_fused(kc);
     g->resid = calloc((size_t)L + 1, sizeof *g->resid);
     g->blk = calloc((size_t)L, sizeof *g->blk);
     if (!g->resid || !g->blk) {

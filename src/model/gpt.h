@@ -20,6 +20,10 @@ struct dt_gpt_config {
      * attention, GELU and the matmuls write 16 bits, the residual stream and the statistics stay
      * fp32, and the 16-bit logits go to a cross-entropy reduced in fp32 */
     enum dt_dtype activations;
+    /* let the kernels run GELU in the MLP's matmuls where they offer it (kernels.h's gelu_fused):
+     * backward then needs no fp32 dinp between them (B T 4C floats). Not under fp8-mixed, whose MLP
+     * runs its FP8 matmuls and GELU apart. */
+    bool fuse_gelu;
 };
 
 /* Sized for micro-batches of B sequences of T tokens (T <= max_seq_len). */

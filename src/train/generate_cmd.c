@@ -161,6 +161,7 @@ static dt_status_t build_model(struct source *s, const struct dt_kernels *k, str
     } else {
         s->gc.activations = p->compute;
         s->gc.activation_checkpointing = false;
+        s->gc.fuse_gelu = true;
         DT_CHECK(dt_gpt_create(&s->gc, k, kc, 1, T, m));
     }
     DT_CHECK(dt_model_own_weights(*m));

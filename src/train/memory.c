@@ -98,6 +98,7 @@ dt_status_t dt_memory_plan(const struct dt_config *cfg, struct dt_memory_plan *p
         } else {
             struct dt_gpt_config gc;
             dt_shapes_gpt(cfg, prec.compute, &gc);
+            gc.fuse_gelu = (tries & DT_CUDA_TRY_GELU) && !prec.fp8; /* as the trainer's and cuda_table.c's */
             p->activations = (int64_t)dt_gpt_arena_bytes(&gc, (int)B, (int)T, natt, nscratch);
             widest_in = 4 * C, widest_out = 4 * C;
         }

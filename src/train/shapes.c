@@ -8,7 +8,8 @@ void dt_shapes_gpt(const struct dt_config *cfg, enum dt_dtype activations, struc
 {
     *gc = (struct dt_gpt_config){(int)cfg->model.n_layer,    (int)cfg->model.n_head,  (int)cfg->model.n_embd,
                                  (int)cfg->model.vocab_size, (int)cfg->model.seq_len, cfg->model.activation_checkpointing,
-                                 false,                      activations};
+                                 false,                      activations,
+                                 false}; /* fuse_gelu: the caller's, who knows the precision */
 }
 
 void dt_shapes_llama(const struct dt_config *cfg, enum dt_dtype activations, struct dt_llama_config *lc)

@@ -97,6 +97,15 @@ DTRUN_CUDA_TRY=dkv2 run "(d) ... with dkv2 on trial" 0 "$DTRUN" check --memory "
 acts2=$(grep -o 'activations [0-9.]*' <<<"$out" | cut -d' ' -f2)
 same "(d) ... 24.75 MiB more activations" \
     "$(awk -v a="$acts" -v b="$acts2" 'BEGIN { d = b - a; print ((d > 24.65 && d < 24.85) ? "yes" : a " then " b) }')" yes
+# gelu's: the fp32 dinp between the MLP's matmuls is not carved (16 x 1024 x 3072 floats), nor under fp8-mixed
+DTRUN_CUDA_TRY=gelu run "(d) ... with gelu on trial" 0 "$DTRUN" check --memory "${gpt2[@]}"
+acts3=$(grep -o 'activations [0-9.]*' <<<"$out" | cut -d' ' -f2)
+same "(d) ... 192 MiB fewer activations" "$(awk -v a="$acts" -v b="$acts3" 'BEGIN { print a - b }')" 192
+DTRUN_CUDA_TRY=gelu run "(d) ... with gelu on trial under fp8-mixed" 0 "$DTRUN" check --memory "${gpt2[@]}" \
+    compute.precision=fp8-mixed
+fp8acts=$(grep -o 'activations [0-9.]*' <<<"$out" | cut -d' ' -f2)
+run "(d) ... fp8-mixed without it" 0 "$DTRUN" check --memory "${gpt2[@]}" compute.precision=fp8-mixed
+has "(d) ... the same activations" "$out" "activations $fp8acts "
 DTRUN_CUDA_TRY=nosuch run "(d) ... a name it does not know" 0 "$DTRUN" check --memory "${gpt2[@]}"
 has "(d) ... is said, and left out" "$err" "dtrun: warning: DTRUN_CUDA_TRY names 'nosuch', no kernel on trial (kernels/cuda/plan.h): the plan leaves it out, and a run refuses it"
 has "(d) ... the plan of the kernels in use" "$out" "activations $acts "

@@ -48,7 +48,7 @@ static struct fixture load(void)
     x.L = hdr[1], x.NH = hdr[2], x.C = hdr[3], x.V = hdr[4], x.T = hdr[5], x.B = hdr[6], x.steps = hdr[7];
     assert_int_equal(fread(hp, 4, 6, f), 6);
     x.lr = hp[0], x.beta1 = hp[1], x.beta2 = hp[2], x.eps = hp[3], x.wd = hp[4], x.clip = hp[5];
-    struct dt_gpt_config c = {x.L, x.NH, x.C, x.V, x.T, false, false, DT_F32};
+    struct dt_gpt_config c = {x.L, x.NH, x.C, x.V, x.T, false, false, DT_F32, false};
     x.n = dt_gpt_num_params(&c);
     x.tokens = read_n(f, 4, (size_t)x.B * (x.T + 1));
     x.params = read_n(f, 4, x.n);
@@ -91,7 +91,7 @@ static float *ours(const struct dt_model *m, const float *llmc)
 static void check(bool checkpointing)
 {
     struct fixture x = load();
-    struct dt_gpt_config c = {x.L, x.NH, x.C, x.V, x.T, checkpointing, false, DT_F32};
+    struct dt_gpt_config c = {x.L, x.NH, x.C, x.V, x.T, checkpointing, false, DT_F32, false};
     struct dt_model *m;
     assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, dt_test_kctx(), x.B, x.T, &m), DT_SUCCESS);
     dt_test_own(m, NULL, 0);
@@ -153,7 +153,7 @@ static void matches_pytorch_with_checkpointing(void **state) { check(true); }
 
 static void checkpointing_saves_memory(void **state)
 {
-    struct dt_gpt_config c = {4, 4, 128, 256, 128, false, false, DT_F32}, ck = c;
+    struct dt_gpt_config c = {4, 4, 128, 256, 128, false, false, DT_F32, false}, ck = c;
     ck.activation_checkpointing = true;
     struct dt_model *a, *b;
     assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, dt_test_kctx(), 8, 128, &a), DT_SUCCESS);
@@ -184,7 +184,7 @@ static void loads_llmc_weights(void **state)
     p += (size_t)x.T * C;
     fwrite(p, sizeof(float), x.n - (size_t)(p - x.params), f);
     fclose(f);
-    struct dt_gpt_config c = {x.L, x.NH, x.C, x.V, x.T, false, false, DT_F32};
+    struct dt_gpt_config c = {x.L, x.NH, x.C, x.V, x.T, false, false, DT_F32, false};
     struct dt_model *m;
     assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, dt_test_kctx(), x.B, x.T, &m), DT_SUCCESS);
     struct dt_param_source src;
@@ -219,7 +219,9 @@ static int64_t calls_of(struct dt_kctx *kc, const char *name)
 /* GELU in the MLP's matmuls (kernels.h's gelu_fused; on trial on the GPU as DTRUN_CUDA_TRY=gelu): the
  * model's fused path, taken here through the CPU's composed ops, gives the bits of the ops apart, in
  * bf16 and fp16, with activation checkpointing (the forward recomputed in backward) and without; it
- * is taken in each layer's forward and backward, and not at all under fp32 compute */
+ * is taken in each layer's forward and backward, not at all under fp32 compute, nor where the config
+ * leaves fuse_gelu off (fp8-mixed's) though the kernels offer it; and the arena then holds no fp32
+ * dinp between the two matmuls */
 static void gelu_in_the_matmul(void **state)
 {
     (void)state;
@@ -236,7 +238,7 @@ static void gelu_in_the_matmul(void **state)
     int64_t forwards = 0, backwards = 0;
     for (int ti = 0; ti < 3; ti++)
         for (int ck = 0; ck < 2; ck++) {
-            struct dt_gpt_config c = {L, 4, 64, 97, T, ck, false, types[ti]};
+            struct dt_gpt_config c = {L, 4, 64, 97, T, ck, false, types[ti], true};
             struct dt_model *apart, *fused;
             assert_int_equal(dt_gpt_create(&c, &dt_kernels_cpu, dt_test_kctx(), B, T, &apart), DT_SUCCESS);
             assert_int_equal(dt_gpt_create(&c, k, kc, B, T, &fused), DT_SUCCESS);
@@ -257,7 +259,23 @@ static void gelu_in_the_matmul(void **state)
             assert_int_equal(f - forwards, types[ti] == DT_F32 ? 0 : L * (ck ? 2 : 1));
             assert_int_equal(b - backwards, types[ti] == DT_F32 ? 0 : L);
             forwards = f, backwards = b;
+            /* the fp32 dinp between the matmuls (B T 4C floats) carved only where the ops run apart */
+            struct dt_gpt_config off = c;
+            off.fuse_gelu = false;
+            size_t natt = k->attention_saved(B, 4, T), ns = k->attention_scratch(B, T, 64, 4, 4, types[ti]);
+            size_t saved = dt_gpt_arena_bytes(&off, B, T, natt, ns) - dt_gpt_arena_bytes(&c, B, T, natt, ns);
+            assert_int_equal(saved, types[ti] == DT_F32 ? 0 : (size_t)B * T * 4 * 64 * sizeof(float));
         }
+    /* fuse_gelu off: the ops apart, though the kernels would fuse them */
+    struct dt_gpt_config c = {L, 4, 64, 97, T, false, false, DT_BF16, false};
+    struct dt_model *m;
+    assert_int_equal(dt_gpt_create(&c, k, kc, B, T, &m), DT_SUCCESS);
+    dt_test_own(m, NULL, 7);
+    m->iface.forward(m, &batch, 1.0f, NULL);
+    m->iface.backward(m);
+    dt_model_free(m);
+    assert_int_equal(calls_of(kc, "matmul_gelu_forward_lp"), forwards);
+    assert_int_equal(calls_of(kc, "matmul_dgelu_backward_lp"), backwards);
     k->ctx_destroy(kc);
 }
 
