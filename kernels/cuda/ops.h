@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "kernels/cuda/plan.h"
 
 #define DT_CUDA_F32 0  /* DT_F32 */
 #define DT_CUDA_BF16 2 /* DT_BF16 */
@@ -48,8 +49,7 @@ cudaError_t dt_cuda_sumsq_parts(const struct dt_cuda_part *parts, int np, int t,
  * partial (from 0), the partials added in block order (from 0), the total added to the output
  * (or written, for column sums with set). dt_cuda_row_partials: the floats of device scratch one
  * such reduction over (BT, C) takes. */
-#define DT_CUDA_ROW_BLOCK 64 /* cpu.h's DT_ROW_BLOCK */
-size_t dt_cuda_row_partials(int BT, int C);
+size_t dt_cuda_row_partials(int BT, int C); /* DT_CUDA_ROW_BLOCK: plan.h's */
 /* out of type ot (fp32, bf16, fp16), computed in fp32 */
 cudaError_t dt_cuda_layernorm_forward(void *out, int ot, float *mean, float *rstd, const float *inp, const float *weight,
                                       const float *bias, int BT, int C);

@@ -70,6 +70,37 @@ static inline size_t dt_xent_row_bytes(int V, size_t esz, size_t static_bytes, s
     return bytes + static_bytes <= optin ? bytes : 0;
 }
 
+/* the rows of a reduction over rows summed into one partial (ops.h: layernorm's dweight and dbias, a
+ * bias's column sums), cpu.h's DT_ROW_BLOCK */
+#define DT_CUDA_ROW_BLOCK 64
+
+/* ---- The module's own scratch (matmul.h's slots) as a training step grows it, in bytes, for dtrun
+ * check --memory (the activations' arena and attention's scratch are the model's, planned apart):
+ *   - the row blocks' partial sums: a layernorm's two of width C, a bias's of the widest output;
+ *   - where the matmuls get their weights in fp32 under 16-bit compute (ZeRO-3's gathered units), the
+ *     widest weight (widest_weight elements) rounded to 16 bits;
+ *   - under fp8-mixed the codes, a byte each, of the widest operands: an input (BT x widest_in), a
+ *     weight, an output gradient plain and transposed (2 BT x widest_out);
+ *   - where a width is no multiple of 8 (unaligned: cuBLASLt's 16-byte kernels do not take it), a
+ *     biased output's fp32 sums before their one rounding (matmul.c's aligned_forward);
+ *   - the reductions' partials, a multi-tensor AdamW's slice table and the like: under 64 KiB, in the
+ *     runtime's margin.
+ * Where a step's shapes are not all known here (the LM head's vocabulary blocks), the widest is
+ * the caller's to pass. */
+struct dt_cuda_scratch_shape {
+    int64_t BT, C, widest_in, widest_out, widest_weight;
+    bool round_weights, fp8, unaligned;
+};
+static inline int64_t dt_cuda_scratch_bytes(const struct dt_cuda_scratch_shape *s)
+{
+    int64_t blocks = (s->BT + DT_CUDA_ROW_BLOCK - 1) / DT_CUDA_ROW_BLOCK;
+    int64_t bytes = 4 * blocks * (2 * s->C > s->widest_out ? 2 * s->C : s->widest_out);
+    if (s->round_weights) bytes += 2 * s->widest_weight;
+    if (s->fp8) bytes += s->BT * s->widest_in + s->widest_weight + 2 * s->BT * s->widest_out;
+    if (s->unaligned) bytes += 4 * s->BT * s->widest_out;
+    return bytes;
+}
+
 /* ---- kernels on trial (#41): alternatives to kernels in use that a device session times one at
  * a time against them, chosen with DTRUN_CUDA_TRY, a comma-separated list of these names or "all":
  *   xent2     softmax_xent without its row in shared memory: 1024 threads a row, three passes over

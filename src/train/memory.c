@@ -6,6 +6,7 @@
 #include "core/log.h"
 #include "kernels/cuda/plan.h"
 #include "kernels/kernels.h"
+#include "model/lm_head.h"
 #include "precision/policy.h"
 #include "strategy/strategy.h"
 #include "train/memory.h"
@@ -89,22 +90,33 @@ dt_status_t dt_memory_plan(const struct dt_config *cfg, struct dt_memory_plan *p
         size_t nscratch = p->gpu ? dt_attn_scratch_tried(tries, prec.compute != DT_F32, (int)B, (int)T, (int)C,
                                                          (int)NH, (int)NKV)
                                  : 0;
-        int64_t hs = C / NH, W = C + 2 * NKV * hs, widest_in, widest_out;
+        int64_t hs = C / NH, W = C + 2 * NKV * hs, widest_in, widest_out, widest_weight;
         if (cfg->model.type == DT_MODEL_LLAMA) {
             struct dt_llama_config lc;
             dt_shapes_llama(cfg, prec.compute, &lc);
             p->activations = (int64_t)dt_llama_arena_bytes(&lc, (int)B, (int)T, natt, nscratch);
             widest_in = cfg->model.intermediate_size, widest_out = 2 * cfg->model.intermediate_size;
+            widest_weight = C * (W > widest_out ? W : widest_out);
         } else {
             struct dt_gpt_config gc;
             dt_shapes_gpt(cfg, prec.compute, &gc);
             gc.fuse_gelu = (tries & DT_CUDA_TRY_GELU) && !prec.fp8; /* as the trainer's and cuda_table.c's */
             p->activations = (int64_t)dt_gpt_arena_bytes(&gc, (int)B, (int)T, natt, nscratch);
             widest_in = 4 * C, widest_out = 4 * C;
+            widest_weight = 4 * C * C;
         }
+        int64_t vb = dt_vocab_of((int)cfg->model.vocab_size).vb; /* the LM head's weight, a vocabulary block at a time */
+        if (vb * C > widest_weight) widest_weight = vb * C;
         p->activations += 2 * BT * 4; /* the tokens: inputs and targets */
         if (N > 1) p->rows = N * BT * 4 + N * BT * C * 4;
         if (!p->gpu && prec.compute != DT_F32) p->scratch = cpu_scratch(BT, C, W, widest_in, widest_out);
+        if (p->gpu) {
+            int64_t hid = cfg->model.type == DT_MODEL_LLAMA ? cfg->model.intermediate_size : 4 * C;
+            struct dt_cuda_scratch_shape sh = {BT, C, widest_in, widest_out, widest_weight,
+                                               ec.stage == 3 && prec.compute != DT_F32, prec.fp8,
+                                               (C | W | hid | vb) % 8 != 0};
+            p->scratch = dt_cuda_scratch_bytes(&sh);
+        }
         /* fp8-mixed: the scales and amax histories (precision/fp8.h); on the CPU the FP8 matmuls' own
          * scratch (the quantised operands and the sums, kernels/cpu/matmul_fp8.c) beside the 16-bit
          * matmuls' (the LM head's) */

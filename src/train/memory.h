@@ -7,7 +7,8 @@
  * strategy keeps it (engine.h: parameters, gradients, fp32 master weights, optimizer state, the units
  * gathered at once, its workspace), the activations at the micro-batch (with checkpointing when it
  * is on), the embedding rows every rank's backward sends, and the kernels' scratch (a CPU's widened
- * 16-bit operands; a GPU's CUDA context and library workspaces). On the host: what is offloaded
+ * 16-bit operands; the CUDA module's partial sums, rounded weights and FP8 codes: kernels/cuda/plan.h's
+ * dt_cuda_scratch_bytes), and a GPU's CUDA context and library workspaces. On the host: what is offloaded
  * (offload_optimizer: fp32 master weights, moments and gradients, pinned), the checkpoint's copy
  * (pinned on a GPU), the initial parameters' staging, and the process itself. Per node: the ranks'
  * host memory together.
