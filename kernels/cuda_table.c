@@ -180,7 +180,8 @@ static void copy(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, e
         CALL(kc, on_device, dst, src, bytes);
     }
 }
-/* A copy beside the kernels; a failure is kept for synchronize (the ticket then names nothing to wait for).
+/* A copy beside the kernels; a failure is kept for synchronize (the ticket is then UINT64_MAX, nothing
+ * to wait for: copies.h).
  * Without the copy stream, the copy is made in order with the kernels, so that what reads dst before
  * that synchronize reports the failure reads what it would have. */
 static uint64_t copy_async(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind)

@@ -7,6 +7,7 @@
  * so waiting on it is waiting for t and a little more: never too little.
  */
 #include <cuda_runtime.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include "kernels/cuda/copies.h"
 
@@ -50,13 +51,17 @@ int dt_cuda_copy_async(struct dt_cuda_copies *c, void *dst, const void *src, siz
 {
     static const enum cudaMemcpyKind kinds[] = {cudaMemcpyHostToDevice, cudaMemcpyDeviceToHost,
                                                 cudaMemcpyDeviceToDevice};
+    *ticket = UINT64_MAX;
     if (kind < 0 || kind > 2) return (int)cudaErrorInvalidValue;
     uint64_t t = c->next++;
+    bool queued = false;
     cudaError_t e = cudaEventRecord(c->before, cudaStreamPerThread);
     if (e == cudaSuccess) e = cudaStreamWaitEvent(c->stream, c->before, 0);
     if (e == cudaSuccess) e = cudaMemcpyAsync(dst, src, bytes, kinds[kind], c->stream);
-    if (e == cudaSuccess) e = cudaEventRecord(c->done[t % RING], c->stream);
-    *ticket = t;
+    if (e == cudaSuccess) queued = true, e = cudaEventRecord(c->done[t % RING], c->stream);
+    /* a failed copy names nothing to wait for: its buffers settled here, if it was queued at all */
+    if (e != cudaSuccess && queued) cudaStreamSynchronize(c->stream);
+    *ticket = e == cudaSuccess ? t : UINT64_MAX;
     return (int)e;
 }
 

@@ -246,7 +246,8 @@ static int mse(void *ctx, float *dout, const float *out, const float *target, fl
                double *acc, double div)
 {
     void *s;
-    int e = dt_cuda_ctx_scratch(ctx, DT_CUDA_SCRATCH_REDUCE, DT_CUDA_REDUCE_BYTES, &s);
+    /* the size sumsq_parts asks: the slot is not grown (a cudaFree, which waits for the device) mid-run */
+    int e = dt_cuda_ctx_scratch(ctx, DT_CUDA_SCRATCH_REDUCE, DT_CUDA_PARTS_BYTES, &s);
     return e ? e : (int)dt_cuda_mse(dout, out, target, dloss, n, s, mean, acc, div);
 }
 

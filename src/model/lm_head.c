@@ -141,14 +141,13 @@ dt_status_t dt_lm_mem_alloc(struct dt_model *m, struct dt_lm_mem *a, size_t aren
 
 void dt_lm_mem_free(struct dt_model *m, struct dt_lm_mem *a)
 {
+    for (int i = 0; i < 2; i++) /* the copies out of the stages into inputs have ended */
+        if (a->stage[i]) dt_copy_wait(m->k, m->kc, a->staged[i], true);
     dt_model_drop_buffers(m);
     m->k->free(m->kc, a->arena);
     m->k->free(m->kc, a->inputs);
     for (int i = 0; i < 2; i++)
-        if (a->stage[i]) {
-            dt_copy_wait(m->k, m->kc, a->staged[i], true);
-            m->k->host_free(m->kc, a->stage[i]);
-        }
+        if (a->stage[i]) m->k->host_free(m->kc, a->stage[i]);
     dt_kv_cache_free(m, &a->kv);
 }
 

@@ -140,10 +140,22 @@ static int copy_async(void *copies, void *dst, const void *src, size_t bytes, in
     *ticket = (*(uint64_t *)copies)++;
     return 0;
 }
+/* the waits on copies, host's and the ops', and the last ticket each waited for */
+static long waits[2];
+static uint64_t waited[2];
 static int copy_wait(void *copies, uint64_t ticket, int host)
 {
-    (void)host;
+    waits[host != 0]++;
+    waited[host != 0] = ticket;
     return ticket < *(uint64_t *)copies ? 0 : 1;
+}
+/* test_cuda_table's view of them (dlsym): how many waits the host (host 1) or the ops (0) made, and
+ * the ticket of the last */
+long dt_fake_cuda_copy_waits(int host, uint64_t *last);
+__attribute__((visibility("default"))) long dt_fake_cuda_copy_waits(int host, uint64_t *last)
+{
+    *last = waited[host != 0];
+    return waits[host != 0];
 }
 /* fp32 parts only, np within module.h's bounds */
 static int sumsq_parts(void *ctx, const struct dt_cuda_part *parts, int np, int t, double *sumsq, size_t *nonfinite)

@@ -9,6 +9,8 @@
  *   - an allocation whose zeroing fails is given back (the module's live count), not leaked;
  *   - copy_async without its copy stream still copies (in order with the kernels) and the failure
  *     is reported;
+ *   - a micro-batch's tokens go up through the model's two stages in turn (lm_head.c): the ops wait
+ *     for each copy, the host only for a stage's copy two micro-batches back;
  *   - a step's gradient check (sumsq_parts) waits for the device once per DT_CUDA_PARTS_MAX parts,
  *     not once a part, and adds the squares of the parts that count them in order;
  *   - DTRUN_CUDA_TRY's unknown name refused at the context's creation, with every name.
@@ -21,6 +23,7 @@
 #include "dt_test.h"
 #include "kernels/cuda/module.h"
 #include "kernels/kernels.h"
+#include "model/lm_head.h"
 
 static struct dt_kctx *ctx(void)
 {
@@ -132,6 +135,53 @@ static void copy_async_without_its_stream(void **state)
     dt_kernels_cuda.ctx_destroy(kc);
 }
 
+/* the fake module's waits on copies: how many the host (host true) or the ops made, the last's ticket */
+static long copy_waits(bool host, uint64_t *last)
+{
+    void *h = dlopen(getenv("DTRUN_CUDA_MODULE"), RTLD_NOW | RTLD_NOLOAD);
+    assert_non_null(h);
+    long (*f)(int, uint64_t *) = (long (*)(int, uint64_t *))dlsym(h, "dt_fake_cuda_copy_waits");
+    assert_non_null(f);
+    long n = f(host, last);
+    dlclose(h);
+    return n;
+}
+
+/* Three micro-batches of B 2, T 3 through dt_lm_tokens_in: each lands whole (inputs, then targets
+ * one token on), in one copy the ops wait for; the host waits before it refills a stage, for that
+ * stage's last copy (the first micro-batch's, at the third), and at the end for both */
+static void tokens_go_up_staged(void **state)
+{
+    (void)state;
+    enum { B = 2, T = 3 };
+    struct dt_model m = {.k = &dt_kernels_cuda, .kc = ctx()};
+    struct dt_lm_mem a = {0};
+    assert_int_equal(dt_lm_mem_alloc(&m, &a, 64, B, T), DT_SUCCESS);
+    uint64_t last, first_ticket = UINT64_MAX;
+    long host0 = copy_waits(true, &last), ops0 = copy_waits(false, &last);
+    for (int micro = 0; micro < 3; micro++) {
+        int32_t tokens[B * (T + 1)], back[2 * B * T];
+        for (int i = 0; i < B * (T + 1); i++) tokens[i] = 100 * micro + i;
+        dt_lm_tokens_in(&m, &a, &(struct dt_batch){.B = B, .T = T, .tokens = tokens}, B, T);
+        dt_kernels_cuda.copy(m.kc, back, a.inputs, sizeof back, DT_COPY_TO_HOST);
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < T; t++) {
+                assert_int_equal(back[b * T + t], tokens[b * (T + 1) + t]);
+                assert_int_equal(back[B * T + b * T + t], tokens[b * (T + 1) + t + 1]);
+            }
+        uint64_t ops_last;
+        assert_int_equal(copy_waits(false, &ops_last) - ops0, micro + 1);
+        if (micro == 0) first_ticket = ops_last;
+        assert_int_equal(copy_waits(true, &last) - host0, micro < 2 ? 0 : 1);
+    }
+    assert_int_equal(last, first_ticket);
+    dt_lm_mem_free(&m, &a);
+    assert_int_equal(copy_waits(true, &last) - host0, 3);
+    assert_int_equal(live(), 0);
+    assert_int_equal(dt_kernels_cuda.synchronize(m.kc, 1), DT_SUCCESS);
+    dt_kernels_cuda.ctx_destroy(m.kc);
+}
+
 /* 130 parts: two calls of the module (128 and 2), the squares of every other part added in order,
  * the inf/nan of all counted; a failing call reported once, with its op */
 static void gradient_check_waits_once(void **state)
@@ -189,7 +239,8 @@ int main(void)
     setenv("DTRUN_CUDA_MODULE", DT_FAKE_CUDA_MODULE, 1);
     unsetenv("DTRUN_CUDA_TRY");
     const struct CMUnitTest tests[] = {T(peak_is_what_was_held_at_once), T(failed_zeroing_leaks_nothing),
-                                       T(copy_async_without_its_stream), T(gradient_check_waits_once),
+                                       T(copy_async_without_its_stream), T(tokens_go_up_staged),
+                                       T(gradient_check_waits_once),
                                        T(unknown_trial_refused)};
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
