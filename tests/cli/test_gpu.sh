@@ -46,6 +46,19 @@ state=$("$DTRUN" check --memory "${base[@]}" compute.precision=bf16-mixed comput
 [ -n "$alloc" ] && [ -n "$state" ] && [ "$alloc" -ge "$state" ] && [ "$alloc" -lt "$reserved" ] &&
     ok "device peak allocated $alloc B: at least the model state $state, below the $reserved in use" ||
     not_ok "device peak allocated '$alloc' B against model state '$state' and '$reserved' in use"
+# a micro-batch's tokens go up from two page-locked stages beside the ops (model/lm_head.c, #41): with two
+# micro-batches a step and validation every 5 steps, two runs give the same losses and validation losses bit
+# for bit (a copy racing the ops would not), and the CPU's as the runs above
+staged=("${base[@]}" compute.gradient_accumulation_steps=2 data.micro_batch_size=2 run.eval_interval=5ba
+    data.eval_batches=3 compute.precision=bf16-mixed)
+for r in 1 2; do
+    run "staged tokens, run $r" 0 timeout 300 "$DTRUN" run "${staged[@]}" compute.device=cuda run.dir=staged-$r
+done
+run "staged tokens on the cpu" 0 timeout 300 "$DTRUN" run "${staged[@]}" compute.device=cpu run.dir=staged-cpu
+record() { grep -o '"\(val_\)\{0,1\}loss":[^,]*' "$1/events.jsonl"; }
+same "... 4 validations" "$(grep -c '"type":"eval"' staged-1/events.jsonl)" 4
+same "... two runs, bit for bit" "$(record staged-1)" "$(record staged-2)"
+against "staged tokens" staged-1 staged-cpu 1e-2
 # DTRUN_CUDA_TRY (#41's kernels on trial, kernels/cuda/plan.h): a run says which it runs; a name it does
 # not know is refused with every name
 DTRUN_CUDA_TRY=kv1,swiglu2 run "kernels on trial: kv1, swiglu2" 0 timeout 300 "$DTRUN" run "${base[@]}" \
