@@ -21,7 +21,8 @@
 #   DTRUN_ARGS: overrides added to each dtrun run (a switch to compare, say)
 #   PROFILE ("yes"; "none" skips the per-op times, so that a run with a time limit keeps its rows)
 #   TRIES: values of DTRUN_CUDA_TRY (kernels/cuda/plan.h's kernels on trial: "xent2 rows2 convert2
-#   gelu norm2 rms2 resid2 dq2 dkv2 kv1 swiglu2 adam2 dkv3 all", all but kv1 and dkv3), each a row of its own after the first precision's, its speed over that row's; the
+#   gelu norm2 rms2 resid2 dq2 dkv2 kv1 swiglu2 adam2 dkv3 colsum2 all", all but kv1 and dkv3), each a
+#   row of its own after the first precision's, its speed over that row's and its device memory; the
 #   last one's per-op times too. The other rows run the kernels in use, whatever DTRUN_CUDA_TRY says.
 # Medians over the steps after the first five. Where no GPU is, it says so and exits 0.
 set -euo pipefail
@@ -75,16 +76,23 @@ flops_per_token=$((6 * params + 12 * L * C * T))
 echo "device: $name, peak dense bf16 $peak TFLOP/s; $MODEL, T$T, $PRECISIONS, $STEPS steps, B in $BS"
 
 # dtrun at micro-batch $1 in precision $prec (extra overrides after it), with DTRUN_CUDA_TRY=$try:
-# ms/step median into $ms, its run dir bench-$prec-$1[-$try][-profiled]
+# ms/step median into $ms, its run dir bench-$prec-$1[-$try][-profiled] into $dir; a run that fails
+# shows its log and returns 1
 try=
 dtrun_at() {
-    local b=$1 dir=bench-$prec-$1${try:+-$try}${2:+-profiled}
+    local b=$1
+    dir=bench-$prec-$1${try:+-$try}${2:+-profiled}
     shift
     (cd "$tmp" && DTRUN_CUDA_TRY="$try" "$OLDPWD/$dtrun" run compute.device=cuda compute.precision="$prec" "${model[@]}" model.seq_len="$T" \
         data.micro_batch_size="$b" run.max_duration="$STEPS"ba \
         run.eval_interval=0ba events.interval=1ba checkpoint.dir=null run.dir="$dir" "${extra[@]}" "$@" >"$tmp/dtrun.log" 2>&1) ||
-        { cat "$tmp/dtrun.log" >&2; exit 1; }
+        { cat "$tmp/dtrun.log" >&2; return 1; }
     ms=$(sed -n 's/.*"step_ms":\([0-9.]*\).*/\1/p' "$tmp/$dir/events.jsonl" | tail -n +6 | median)
+}
+# the last peak allocated / reserved device memory of run dir $1
+mem_of() {
+    sed -n 's/.*"device_peak_allocated_bytes":\([0-9]*\).*"device_reserved_bytes":\([0-9]*\).*/\1 \2/p' \
+        "$tmp/$1/events.jsonl" | tail -n 1 | awk '{ printf "%.0f / %.0f MiB", $1 / 1048576, $2 / 1048576 }'
 }
 tps_of() { awk -v ms="$1" -v b="$2" -v t="$T" 'BEGIN { printf "%.0f", b * t / (ms / 1000) }'; }
 mfu_of() { awk -v tps="$1" -v f="$flops_per_token" -v p="$peak" 'BEGIN { printf "%.1f", 100 * tps * f / (p * 1e12) }'; }
@@ -93,20 +101,23 @@ declare -A tps_at
 printf '%-22s %4s %10s %11s %6s %s\n' "" B "ms/step" "tokens/s" "MFU" "peak GPU memory (allocated / reserved)"
 for b in $BS; do
     for prec in $PRECISIONS; do
-        dtrun_at "$b"
+        dtrun_at "$b" || exit 1
         tps=$(tps_of "$ms" "$b")
         [ -n "${tps_at[$b]:-}" ] || tps_at[$b]=$tps
-        mem=$(sed -n 's/.*"device_peak_allocated_bytes":\([0-9]*\).*"device_reserved_bytes":\([0-9]*\).*/\1 \2/p' \
-            "$tmp/bench-$prec-$b/events.jsonl" | tail -n 1 | awk '{ printf "%.0f / %.0f MiB", $1 / 1048576, $2 / 1048576 }')
+        mem=$(mem_of "$dir")
         printf '%-22s %4s %10.2f %11s %5s%% %s%s\n' "dtrun $prec" "$b" "$ms" "$tps" "$(mfu_of "$tps" "$b")" "$mem" \
             "$(awk -v a="$tps" -v f="${tps_at[$b]}" 'BEGIN { if (a != f) printf "; / the first precision = %.2f", a / f }')"
     done
     prec=${PRECISIONS%% *}
     for try in ${TRIES:-}; do
-        dtrun_at "$b"
+        if ! dtrun_at "$b"; then
+            echo "dtrun +$try at B=$b failed (its log above); the next trial"
+            continue
+        fi
         tps=$(tps_of "$ms" "$b")
-        printf '%-22s %4s %10.2f %11s %5s%% / the kernels in use = %s\n' "dtrun +$try" "$b" "$ms" "$tps" \
-            "$(mfu_of "$tps" "$b")" "$(awk -v a="$tps" -v f="${tps_at[$b]}" 'BEGIN { printf "%.3f", a / f }')"
+        printf '%-22s %4s %10.2f %11s %5s%% %s; / the kernels in use = %s\n' "dtrun +$try" "$b" "$ms" "$tps" \
+            "$(mfu_of "$tps" "$b")" "$(mem_of "$dir")" \
+            "$(awk -v a="$tps" -v f="${tps_at[$b]}" 'BEGIN { printf "%.3f", a / f }')"
     done
     try=
     [ "$TORCH" = none ] && continue

@@ -1,6 +1,6 @@
 /*
- * norms.cu - layernorm and RMSNorm on the GPU (rms2 on trial, plan.h), and the reductions over rows
- * they and a bias's gradient share. Those keep the CPU's order, cpu.h's DT_ROW_BLOCK: one thread per
+ * norms.cu - layernorm and RMSNorm on the GPU (rms2 and colsum2 on trial, plan.h), and the reductions
+ * over rows they and a bias's gradient share. Those keep the CPU's order, cpu.h's DT_ROW_BLOCK: one thread per
  * (block of 64 rows, channel) sums its rows in order into a partial, then one thread per channel adds
  * the partials in block order, so dbias and the column sums are the CPU's bits (dweight's terms,
  * a product, may be fused otherwise on either side).
@@ -116,6 +116,90 @@ __global__ static void colsum_partials_kernel(float *p, const S *x, int BT, int 
         s += BF16 ? dt_f32_from_bf16(dt_bf16_from_f32(v)) : v;
     }
     p[(size_t)blockIdx.x * C + c] = s;
+}
+
+/*
+ * The same partial sums on trial (colsum2, plan.h): a thread takes a 16-byte pack of channels (four
+ * fp32 ones, eight 16-bit) of a block of rows, so each row's read is 16 bytes a thread (a warp's 512
+ * contiguous bytes) and a thread keeps a pack's loads in flight, not one 2- or 4-byte load a row.
+ * Each channel's adds are the kernels' above, in the same order, written the same way (nvcc fuses
+ * them alike): the same bits. The grid: x the row blocks, y the channels' blocks of THREADS packs.
+ * Taken where the channels are a whole number of packs and every operand is 16-byte aligned
+ * (rows_packed); the kernels above otherwise.
+ */
+template <typename S>
+static bool rows_packed(int C, const void *a, const void *b, const void *p)
+{
+    return C % pack_n<S> == 0 && aligned16(a) && (!b || aligned16(b)) && aligned16(p);
+}
+template <typename S>
+static bool packed_grid(int BT, int C, dim3 *grid)
+{
+    unsigned cb = (unsigned)((C / pack_n<S> + THREADS - 1) / THREADS);
+    if (BT <= 0 || C <= 0 || cb > 65535u) return false;
+    *grid = dim3((unsigned)((BT + DT_CUDA_ROW_BLOCK - 1) / DT_CUDA_ROW_BLOCK), cb);
+    return true;
+}
+
+__global__ static void layernorm_partials2_kernel(float *pw, float *pb, const float *dout, const float *inp,
+                                                  const float *mean, const float *rstd, int BT, int C)
+{
+    int c = (blockIdx.y * blockDim.x + threadIdx.x) * 4;
+    if (c >= C) return;
+    int r0 = blockIdx.x * DT_CUDA_ROW_BLOCK, r1 = min(BT, r0 + DT_CUDA_ROW_BLOCK);
+    pack16<float> w = {}, b = {};
+    for (int i = r0; i < r1; i++) {
+        size_t at = (size_t)i * C + c;
+        pack16<float> dy = *reinterpret_cast<const pack16<float> *>(dout + at);
+        pack16<float> x = *reinterpret_cast<const pack16<float> *>(inp + at);
+        float m = mean[i], r = rstd[i];
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            w.x[k] += (x.x[k] - m) * r * dy.x[k];
+            b.x[k] += dy.x[k];
+        }
+    }
+    *reinterpret_cast<pack16<float> *>(pw + (size_t)blockIdx.x * C + c) = w;
+    *reinterpret_cast<pack16<float> *>(pb + (size_t)blockIdx.x * C + c) = b;
+}
+
+__global__ static void rmsnorm_partials2_kernel(float *pw, const float *dout, const float *inp, const float *rstd,
+                                                int BT, int C)
+{
+    int c = (blockIdx.y * blockDim.x + threadIdx.x) * 4;
+    if (c >= C) return;
+    int r0 = blockIdx.x * DT_CUDA_ROW_BLOCK, r1 = min(BT, r0 + DT_CUDA_ROW_BLOCK);
+    pack16<float> w = {};
+    for (int i = r0; i < r1; i++) {
+        size_t at = (size_t)i * C + c;
+        pack16<float> dy = *reinterpret_cast<const pack16<float> *>(dout + at);
+        pack16<float> x = *reinterpret_cast<const pack16<float> *>(inp + at);
+        float r = rstd[i];
+#pragma unroll
+        for (int k = 0; k < 4; k++) w.x[k] += x.x[k] * r * dy.x[k];
+    }
+    *reinterpret_cast<pack16<float> *>(pw + (size_t)blockIdx.x * C + c) = w;
+}
+
+template <typename S, bool BF16>
+__global__ static void colsum_partials2_kernel(float *p, const S *x, int BT, int C)
+{
+    constexpr int E = pack_n<S>;
+    int c = (blockIdx.y * blockDim.x + threadIdx.x) * E;
+    if (c >= C) return;
+    int r0 = blockIdx.x * DT_CUDA_ROW_BLOCK, r1 = min(BT, r0 + DT_CUDA_ROW_BLOCK);
+    float s[E] = {};
+    for (int i = r0; i < r1; i++) {
+        pack16<S> a = *reinterpret_cast<const pack16<S> *>(x + (size_t)i * C + c);
+#pragma unroll
+        for (int k = 0; k < E; k++) {
+            float v = dt_ld(a.x[k]);
+            s[k] += BF16 ? dt_f32_from_bf16(dt_bf16_from_f32(v)) : v;
+        }
+    }
+    float *o = p + (size_t)blockIdx.x * C + c;
+#pragma unroll
+    for (int k = 0; k < E; k += 4) *reinterpret_cast<float4 *>(o + k) = make_float4(s[k], s[k + 1], s[k + 2], s[k + 3]);
 }
 
 /* out[c] += (set: =) the nblk partials of channel c added in block order, from 0 */
@@ -237,7 +321,11 @@ static cudaError_t column_sums(float *dbias, const void *dout, int t, int BT, in
         }
         dim3 grid;
         if (!row_grid(BT, OC, &grid)) return cudaErrorInvalidValue;
-        colsum_partials_kernel<S, BF16><<<grid, THREADS>>>(scratch, (const S *)dout, BT, OC);
+        dim3 packed;
+        if ((dt_cuda_tries() & DT_CUDA_TRY_COLSUM2) && rows_packed<S>(OC, dout, NULL, scratch) &&
+            packed_grid<S>(BT, OC, &packed))
+            colsum_partials2_kernel<S, BF16><<<packed, THREADS>>>(scratch, (const S *)dout, BT, OC);
+        else colsum_partials_kernel<S, BF16><<<grid, THREADS>>>(scratch, (const S *)dout, BT, OC);
         partials_sum_kernel<<<cb, THREADS>>>(dbias, scratch, (int)grid.x, OC, set);
         return cudaGetLastError();
     });
@@ -271,7 +359,11 @@ cudaError_t dt_cuda_layernorm_backward(float *dinp, void *dinp_lp, int lt, float
         return cudaSuccess;
     });
     if (e != cudaSuccess) return e;
-    layernorm_partials_kernel<<<grid, THREADS>>>(scratch, scratch + np, dout, inp, mean, rstd, BT, C);
+    dim3 packed;
+    if ((dt_cuda_tries() & DT_CUDA_TRY_COLSUM2) && rows_packed<float>(C, dout, inp, scratch) &&
+        packed_grid<float>(BT, C, &packed))
+        layernorm_partials2_kernel<<<packed, THREADS>>>(scratch, scratch + np, dout, inp, mean, rstd, BT, C);
+    else layernorm_partials_kernel<<<grid, THREADS>>>(scratch, scratch + np, dout, inp, mean, rstd, BT, C);
     partials_sum_kernel<<<cb, THREADS>>>(dweight, scratch, (int)grid.x, C, 0);
     partials_sum_kernel<<<cb, THREADS>>>(dbias, scratch + np, (int)grid.x, C, 0);
     return cudaGetLastError();
@@ -305,7 +397,11 @@ cudaError_t dt_cuda_rmsnorm_backward(float *dinp, void *dinp_lp, int lt, float *
         return cudaSuccess;
     });
     if (e != cudaSuccess) return e;
-    rmsnorm_partials_kernel<<<grid, THREADS>>>(scratch, dout, inp, rstd, BT, C);
+    dim3 packed;
+    if ((dt_cuda_tries() & DT_CUDA_TRY_COLSUM2) && rows_packed<float>(C, dout, inp, scratch) &&
+        packed_grid<float>(BT, C, &packed))
+        rmsnorm_partials2_kernel<<<packed, THREADS>>>(scratch, dout, inp, rstd, BT, C);
+    else rmsnorm_partials_kernel<<<grid, THREADS>>>(scratch, dout, inp, rstd, BT, C);
     partials_sum_kernel<<<(unsigned)((C + THREADS - 1) / THREADS), THREADS>>>(dweight, scratch, (int)grid.x, C, 0);
     return cudaGetLastError();
 }

@@ -1297,6 +1297,63 @@ static void convert_offsets(void)
     free(src32), free(dst32);
 }
 
+/* colsum2 (plan.h) against the kernels in use, bit for bit: layernorm's dweight and dbias, RMSNorm's
+ * dweight and a bias's column sums (fp32, bf16 and fp16 douts; the bf16-rounded sums fp8-mixed's
+ * matmuls take are the same kernel), at 200 rows (three blocks of 64 and a part) and widths the
+ * packs take (768: 192 fp32 or 96 16-bit packs, a block of 256 threads not all busy) or leave to
+ * the kernels in use (772 for 16 bits) */
+static void row_sums_packed(void)
+{
+    int BT = 200, differ = 0;
+    static const int widths[] = {768, 772};
+    for (int wi = 0; wi < 2; wi++) {
+        int C = widths[wi];
+        size_t n = (size_t)BT * C;
+        float *x = randn(n, 31), *w = randn(C, 32), *dy = randn(n, 33), *mean = randn(BT, 34), *rstd = randn(BT, 35);
+        float *gx = dev(x, n * 4), *gw = dev(w, C * 4), *gdy = dev(dy, n * 4), *gmean = dev(mean, BT * 4);
+        float *grstd = dev(rstd, BT * 4), *gdx = dev(NULL, n * 4), *gdw = dev(NULL, C * 4), *gdb = dev(NULL, C * 4);
+        float *got[2][4];
+        for (int trial = 0; trial < 2; trial++) {
+            gpu->set_tries(trial ? DT_CUDA_TRY_COLSUM2 : 0);
+            CK(gpu->memset(gdw, 0, C * 4));
+            CK(gpu->memset(gdb, 0, C * 4));
+            CK(gpu->layernorm_backward(mm, gdx, NULL, (int)DT_F32, gdw, gdb, gdy, gx, gw, gmean, grstd, BT, C));
+            got[trial][0] = back(gdw, C), got[trial][1] = back(gdb, C);
+            CK(gpu->memset(gdw, 0, C * 4));
+            CK(gpu->rmsnorm_backward(mm, gdx, NULL, (int)DT_F32, gdw, gdy, gx, gw, grstd, BT, C));
+            got[trial][2] = back(gdw, C);
+            /* a bias's column sums: dout (BT, C) of each type, the matmul's own shapes small */
+            float *sums = malloc(3 * C * 4);
+            for (int k = 0; k < 3; k++) {
+                enum dt_dtype t = act_types[k];
+                size_t es = dt_dtype_size(t);
+                void *h = typed(dy, n, t), *hi = typed(x, (size_t)BT * 16, t), *gd = dev(h, n * es);
+                void *gi = dev(hi, (size_t)BT * 16 * es);
+                float *gwt = dev(w, (size_t)16 * C * 4), *gdi = dev(NULL, (size_t)BT * 16 * 4);
+                float *gdwt = dev(NULL, (size_t)16 * C * 4);
+                CK(gpu->matmul_backward(mm, gdi, gdwt, gdb, gd, (int)t, gi, gwt, (int)DT_F32, BT, 16, C, (int)t,
+                                        DT_SET_DINP | DT_SET_DPARAMS));
+                float *hb = back(gdb, C);
+                memcpy(sums + k * C, hb, C * 4);
+                free(hb), free(h), free(hi);
+                gpu->free(gd), gpu->free(gi), gpu->free(gwt), gpu->free(gdi), gpu->free(gdwt);
+            }
+            got[trial][3] = sums;
+        }
+        gpu->set_tries(0);
+        for (int j = 0; j < 4; j++) {
+            size_t m = j == 3 ? 3 * (size_t)C : (size_t)C;
+            differ += memcmp(got[0][j], got[1][j], m * 4) != 0;
+            free(got[0][j]), free(got[1][j]);
+        }
+        free(x), free(w), free(dy), free(mean), free(rstd);
+        gpu->free(gx), gpu->free(gw), gpu->free(gdy), gpu->free(gmean), gpu->free(grstd), gpu->free(gdx);
+        gpu->free(gdw), gpu->free(gdb);
+    }
+    report(differ == 0, "colsum2: layernorm's dweight and dbias, RMSNorm's dweight, column sums of fp32, bf16 and "
+                        "fp16 douts at 200 rows and widths 768 and 772: the bits of the kernels in use", differ);
+}
+
 /* the gradient's sum of squares and inf/nan count from places 0, 1 and 3 elements in (under norm2:
  * a head before the first 16-byte boundary, packs, a tail), fp32, bf16 and fp16, an inf at the
  * first, middle and last element, against the CPU */
@@ -1393,10 +1450,11 @@ int main(void)
     sumsq_offsets();
     rmsnorm_odd_width();
     swiglu_packs();
+    row_sums_packed();
     /* the kernels on trial (plan.h's DTRUN_CUDA_TRY), held to the same checks as those in use (gelu's
      * ops are the matmuls' above: the flag only tells the model to call them) */
     gpu->set_tries(DT_CUDA_TRY_ALL);
-    report_prefix = "on trial (xent2, rows2, convert2, norm2, rms2, resid2, adam2): ";
+    report_prefix = "on trial (xent2, rows2, convert2, norm2, rms2, resid2, adam2, colsum2): ";
     elementwise();
     optimizer_and_norms();
     llama_ops();
