@@ -180,25 +180,35 @@ static void copy(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, e
         CALL(kc, on_device, dst, src, bytes);
     }
 }
-/* A copy beside the kernels; a failure is kept for synchronize (the ticket is then UINT64_MAX, nothing
- * to wait for: copies.h).
- * Without the copy stream, the copy is made in order with the kernels, so that what reads dst before
- * that synchronize reports the failure reads what it would have. */
-static uint64_t copy_async(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind)
+/* A copy the module queues (in_order: among the kernels, copy_inline; else beside them, copy_async); a
+ * failure is kept for synchronize (the ticket is then DT_NO_TICKET, nothing to wait for: copies.h).
+ * Without the copies' object, the copy is made now, in order with the kernels, so that what reads dst
+ * before that synchronize reports the failure reads what it would have. */
+static uint64_t queued(struct dt_kctx *kc, bool in_order, void *dst, const void *src, size_t bytes,
+                       enum dt_copy_kind kind)
 {
     struct cuda_kctx *c = C(kc);
-    uint64_t ticket = UINT64_MAX;
-    if (!c->copies) note(kc, "copy_async", c->ops->copies_create(&c->copies));
+    const char *op = in_order ? "copy_inline" : "copy_async";
+    uint64_t ticket = DT_NO_TICKET;
+    if (!c->copies) note(kc, op, c->ops->copies_create(&c->copies));
     if (!c->copies) {
         copy(kc, dst, src, bytes, kind);
-        return UINT64_MAX;
+        return DT_NO_TICKET;
     }
-    note(kc, "copy_async", c->ops->copy_async(c->copies, dst, src, bytes, (int)kind, &ticket));
+    note(kc, op, (in_order ? c->ops->copy_inline : c->ops->copy_async)(c->copies, dst, src, bytes, (int)kind, &ticket));
     return ticket;
+}
+static uint64_t copy_async(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind)
+{
+    return queued(kc, false, dst, src, bytes, kind);
+}
+static uint64_t copy_inline(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind)
+{
+    return queued(kc, true, dst, src, bytes, kind);
 }
 static void copy_wait(struct dt_kctx *kc, uint64_t ticket, bool host)
 {
-    if (ticket != UINT64_MAX && C(kc)->copies) note(kc, "copy_wait", C(kc)->ops->copy_wait(C(kc)->copies, ticket, host));
+    if (ticket != DT_NO_TICKET && C(kc)->copies) note(kc, "copy_wait", C(kc)->ops->copy_wait(C(kc)->copies, ticket, host));
 }
 /* the failure, if any, stays for synchronize to report with its step */
 static void wait_ops(struct dt_kctx *kc) { note(kc, "synchronize", C(kc)->ops->synchronize()); }
@@ -523,6 +533,7 @@ const struct dt_kernels dt_kernels_cuda = {
     .copy = copy,
     .copy_async = copy_async,
     .copy_wait = copy_wait,
+    .copy_inline = copy_inline,
     .host_alloc = host_alloc,
     .host_free = host_free,
     .synchronize = synchronize,

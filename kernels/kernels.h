@@ -111,6 +111,11 @@ struct dt_kernels {
      * for; its host side is host_alloc's. */
     uint64_t (*copy_async)(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind);
     void (*copy_wait)(struct dt_kctx *kc, uint64_t ticket, bool host);
+    /* A copy among the ops, in their order (optional; NULL: the caller copies with copy): on a GPU
+     * on their own stream, so that neither the host waits for the ops queued before it (as a copy
+     * from pageable memory does) nor the ops after it for other copies; its host side host_alloc's,
+     * left untouched until copy_wait(ticket, true) says the copy has read or written it. */
+    uint64_t (*copy_inline)(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind);
     /* Host memory that copies to and from tensor memory run fastest from (a GPU's: page-locked):
      * checkpoint staging, offloaded state. */
     void *(*host_alloc)(struct dt_kctx *kc, size_t bytes);
@@ -346,14 +351,25 @@ struct dt_kernels {
 /* a copy with nothing to wait for */
 #define DT_NO_TICKET UINT64_MAX
 
-/* copy_async where the table has it, else a copy now (DT_NO_TICKET) */
+/* op (the table's copy_async or copy_inline) where the table has it, else a copy now (DT_NO_TICKET) */
+static inline uint64_t dt_copy_or_now(uint64_t (*op)(struct dt_kctx *, void *, const void *, size_t, enum dt_copy_kind),
+                                      const struct dt_kernels *k, struct dt_kctx *kc, void *dst, const void *src,
+                                      size_t bytes, enum dt_copy_kind kind)
+{
+    if (!bytes) return DT_NO_TICKET;
+    if (op) return op(kc, dst, src, bytes, kind);
+    k->copy(kc, dst, src, bytes, kind);
+    return DT_NO_TICKET;
+}
 static inline uint64_t dt_copy_async(const struct dt_kernels *k, struct dt_kctx *kc, void *dst, const void *src,
                                      size_t bytes, enum dt_copy_kind kind)
 {
-    if (!bytes) return DT_NO_TICKET;
-    if (k->copy_async) return k->copy_async(kc, dst, src, bytes, kind);
-    k->copy(kc, dst, src, bytes, kind);
-    return DT_NO_TICKET;
+    return dt_copy_or_now(k->copy_async, k, kc, dst, src, bytes, kind);
+}
+static inline uint64_t dt_copy_inline(const struct dt_kernels *k, struct dt_kctx *kc, void *dst, const void *src,
+                                      size_t bytes, enum dt_copy_kind kind)
+{
+    return dt_copy_or_now(k->copy_inline, k, kc, dst, src, bytes, kind);
 }
 static inline void dt_copy_wait(const struct dt_kernels *k, struct dt_kctx *kc, uint64_t ticket, bool host)
 {

@@ -500,6 +500,10 @@ static uint64_t p_copy_async(struct dt_kctx *kc, void *dst, const void *src, siz
 }
 static dt_status_t p_fp8_supported(struct dt_kctx *kc) { return P(kc)->k->fp8_supported(P(kc)->inner); }
 static void p_copy_wait(struct dt_kctx *kc, uint64_t ticket, bool host) { P(kc)->k->copy_wait(P(kc)->inner, ticket, host); }
+static uint64_t p_copy_inline(struct dt_kctx *kc, void *dst, const void *src, size_t bytes, enum dt_copy_kind kind)
+{
+    return P(kc)->k->copy_inline(P(kc)->inner, dst, src, bytes, kind);
+}
 
 dt_status_t dt_kprofile_wrap(const struct dt_kernels **k, struct dt_kctx **kc)
 {
@@ -526,6 +530,7 @@ dt_status_t dt_kprofile_wrap(const struct dt_kernels **k, struct dt_kctx **kc)
     t->copy = p_copy;
     t->copy_async = (*k)->copy_async ? p_copy_async : NULL;
     t->copy_wait = (*k)->copy_wait ? p_copy_wait : NULL;
+    t->copy_inline = (*k)->copy_inline ? p_copy_inline : NULL;
     t->matmul_forward = p_matmul_forward;
     t->matmul_backward = p_matmul_backward;
     t->matmul_forward_lp = p_matmul_forward_lp;

@@ -22,7 +22,7 @@ static inline int dt_cuda_copy_overlaps(const void *dst, const void *src, size_t
     return !(d + bytes <= s || s + bytes <= d);
 }
 
-#define DT_CUDA_MODULE_ABI 13
+#define DT_CUDA_MODULE_ABI 14
 #define DT_CUDA_MODULE_SYMBOL "dt_cuda_module"
 #define DT_CUDA_MODULE_FILE "dtrun_cuda.so"
 
@@ -125,6 +125,9 @@ struct dt_cuda_ops {
     void (*copies_destroy)(void *copies);
     int (*copy_async)(void *copies, void *dst, const void *src, size_t bytes, int kind, uint64_t *ticket);
     int (*copy_wait)(void *copies, uint64_t ticket, int host);
+    /* kernels.h's copy_inline: on the calling thread's compute stream, its ticket of its own kind
+     * (a ring of its own), which copy_wait takes as copy_async's */
+    int (*copy_inline)(void *copies, void *dst, const void *src, size_t bytes, int kind, uint64_t *ticket);
     /* device bytes the context holds: cuBLASLt's workspace and the ops' scratch (it only grows) */
     size_t (*ctx_bytes)(void *ctx);
     /* cudaMemGetInfo on the calling thread's device */

@@ -78,6 +78,10 @@ static int copy_async(void *c, void *dst, const void *src, size_t bytes, int kin
     return dt_cuda_copy_async(c, dst, src, bytes, kind, ticket);
 }
 static int copy_wait(void *c, uint64_t ticket, int host) { return dt_cuda_copy_wait(c, ticket, host); }
+static int copy_inline(void *c, void *dst, const void *src, size_t bytes, int kind, uint64_t *ticket)
+{
+    return dt_cuda_copy_inline(c, dst, src, bytes, kind, ticket);
+}
 static size_t ctx_bytes(void *ctx) { return dt_cuda_ctx_bytes(ctx); }
 static int mem_info(size_t *free_bytes, size_t *total_bytes) { return (int)cudaMemGetInfo(free_bytes, total_bytes); }
 static int set_device(int dev) { return (int)cudaSetDevice(dev); }
@@ -308,6 +312,7 @@ const struct dt_cuda_ops dt_cuda_ops = {
     .copies_destroy = copies_destroy,
     .copy_async = copy_async,
     .copy_wait = copy_wait,
+    .copy_inline = copy_inline,
     .to_host = to_host,
     .synchronize = synchronize,
     .mem_info = mem_info,

@@ -162,6 +162,5 @@ void dt_lm_tokens_in(struct dt_model *m, struct dt_lm_mem *a, const struct dt_ba
         memcpy(in + (size_t)b * T, row, (size_t)T * sizeof *row);
         memcpy(tg + (size_t)b * T, row + 1, (size_t)T * sizeof *row);
     }
-    a->staged[s] = dt_copy_async(m->k, m->kc, a->inputs, in, 2 * (size_t)B * T * sizeof *in, DT_COPY_TO_DEVICE);
-    dt_copy_wait(m->k, m->kc, a->staged[s], false); /* the ops queued next read them */
+    a->staged[s] = dt_copy_inline(m->k, m->kc, a->inputs, in, 2 * (size_t)B * T * sizeof *in, DT_COPY_TO_DEVICE);
 }

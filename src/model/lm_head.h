@@ -72,10 +72,11 @@ struct dt_lm_mem {
     char *arena;
     int32_t *inputs, *targets; /* targets right after inputs: one allocation, one copy up a micro-batch */
     /* Two buffers of host_alloc'ed memory (a GPU's: page-locked) the tokens go up from, in turn, each
-     * with the ticket of its last copy (copy_async): the host does not wait for the device to take a
-     * micro-batch's tokens (a copy from pageable memory waits for every op queued before it), only,
-     * before it refills a buffer, for that buffer's copy two micro-batches back. On the device the
-     * copy comes after the ops queued before it (they may still read inputs) and before those after. */
+     * with the ticket of its last copy (copy_inline: among the ops, after those that may still read
+     * inputs, before those that read it next, never behind the offloaded state's copies): the host
+     * does not wait for the device to take a micro-batch's tokens (a copy from pageable memory waits
+     * for every op queued before it), only, before it refills a buffer, for that buffer's copy two
+     * micro-batches back. */
     int32_t *stage[2];
     uint64_t staged[2];
     int next_stage;

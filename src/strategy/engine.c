@@ -327,7 +327,8 @@ dt_status_t dt_engine_create(const struct dt_engine_config *c, struct dt_comm *c
         e->units = calloc((size_t)m->nunits, sizeof *e->units);
         e->what = calloc((size_t)np, sizeof *e->what);
         e->norm_parts = calloc(3 * (size_t)np, sizeof *e->norm_parts);
-        if (!e->pieces || !e->units || !e->what || !e->norm_parts) rc = dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the plan");
+        if (!e->pieces || !e->units || !e->what || !e->norm_parts)
+            rc = dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory for the plan");
         else e->npieces = plan(c, m->units, m->nunits, e->sworld, e->srank, e->pieces, e->units, &e->shard_n);
         for (int i = 0; e->what && i < e->npieces; i++)
             snprintf(e->what[i], sizeof e->what[i], "gradient piece %d/%d", i + 1, e->npieces);

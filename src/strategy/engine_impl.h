@@ -115,16 +115,6 @@ struct dt_engine {
     int pool_owner[DT_ENGINE_GSLOTS], npool, next_pool;
 };
 
-/* Copies beside the ops where the backend has them (kernels.h's dt_copy_async), else copies now. */
-static inline uint64_t dt_engine_copy_async(struct dt_engine *e, void *dst, const void *src, size_t bytes,
-                                            enum dt_copy_kind kind)
-{
-    return dt_copy_async(e->k, e->kc, dst, src, bytes, kind);
-}
-static inline void dt_engine_copy_wait(struct dt_engine *e, uint64_t ticket, bool host)
-{
-    dt_copy_wait(e->k, e->kc, ticket, host);
-}
 /* offload: the host's working copy of the shard, which the optimizer writes (offload_param: the shard
  * itself; fp32: the master weights) */
 static inline void *dt_engine_host_working(const struct dt_engine *e)
@@ -135,7 +125,7 @@ static inline void *dt_engine_host_working(const struct dt_engine *e)
 static inline void dt_engine_await_params(struct dt_engine *e, struct piece *p)
 {
     if (p->up == DT_NO_TICKET) return;
-    dt_engine_copy_wait(e, p->up, false);
+    dt_copy_wait(e->k, e->kc, p->up, false);
     p->up = DT_NO_TICKET;
 }
 

@@ -172,8 +172,9 @@ dt_status_t dt_engine_offload_grads(struct dt_engine *e)
     uint64_t last = DT_NO_TICKET;
     for (int i = 0; i < e->npieces; i++) {
         const struct piece *p = &e->pieces[i];
-        last = dt_engine_copy_async(e, dt_engine_gat(e, e->host_g, p->shard_at), dt_engine_owned_grads(e, p),
-                                    p->own_n * e->gsz, DT_COPY_TO_HOST);
+        uint64_t t = dt_copy_async(e->k, e->kc, dt_engine_gat(e, e->host_g, p->shard_at),
+                                   dt_engine_owned_grads(e, p), p->own_n * e->gsz, DT_COPY_TO_HOST);
+        if (t != DT_NO_TICKET) last = t; /* a piece with none of its elements here copies nothing: not the last */
     }
     e->grads_down = last;
     return DT_SUCCESS;
@@ -185,14 +186,14 @@ static void upload(struct dt_engine *e)
 {
     for (int i = 0; i < e->npieces; i++) {
         struct piece *p = &e->pieces[i];
-        p->up = dt_engine_copy_async(e, owned_params(e, p), dt_engine_at(e, dt_engine_host_working(e), p->shard_at),
-                                     p->own_n * e->esz, DT_COPY_TO_DEVICE);
+        p->up = dt_copy_async(e->k, e->kc, owned_params(e, p), dt_engine_at(e, dt_engine_host_working(e), p->shard_at),
+                              p->own_n * e->esz, DT_COPY_TO_DEVICE);
     }
 }
 
 dt_status_t dt_engine_step(struct dt_engine *e, float lr, float gscale)
 {
-    if (e->c.offload) dt_engine_copy_wait(e, e->grads_down, true); /* the host reads them now */
+    if (e->c.offload) dt_copy_wait(e->k, e->kc, e->grads_down, true); /* the host reads them now */
     dt_optimizer_begin(&e->opt);
     const struct dt_model *m = e->m;
     size_t sub = e->c.sub_group && e->scratch ? e->c.sub_group : SIZE_MAX;

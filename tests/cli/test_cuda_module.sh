@@ -52,7 +52,7 @@ module=$(dirname "$DTRUN")/../kernels/cuda/.libs/dtrun_cuda.so
 syms=$(nm -C "$module" | sed -n 's/^[0-9a-f]* [tT] \(void \)\{0,1\}\([a-z_0-9]*\).*/\2/p' | sort -u)
 table=$(cat <<'OPS'
 matmul_forward dt_cuda_matmul_forward
-matmul_backward dt_cuda_matmul_backward colsum_partials_kernel partials_sum_kernel
+matmul_backward dt_cuda_matmul_backward colsum_partials_kernel colsum_partials2_kernel partials_sum_kernel
 matmul_forward_lp dt_cuda_matmul_forward cast_to_lp_kernel
 matmul_backward_lp dt_cuda_matmul_backward cast_to_lp_kernel
 matmul_gelu_forward_lp dt_cuda_matmul_gelu_forward gelu_forward_kernel
@@ -64,9 +64,9 @@ cast_to_lp cast_to_lp_kernel
 cast_from_lp cast_from_lp_kernel
 round_lp round_lp_kernel
 layernorm_forward layernorm_forward_kernel
-layernorm_backward layernorm_dinp_kernel layernorm_partials_kernel partials_sum_kernel
+layernorm_backward layernorm_dinp_kernel layernorm_partials_kernel layernorm_partials2_kernel partials_sum_kernel
 rmsnorm_forward rmsnorm_forward_kernel rmsnorm2_forward_kernel
-rmsnorm_backward rmsnorm_dinp_kernel rmsnorm2_dinp_kernel rmsnorm_partials_kernel partials_sum_kernel
+rmsnorm_backward rmsnorm_dinp_kernel rmsnorm2_dinp_kernel rmsnorm_partials_kernel rmsnorm_partials2_kernel partials_sum_kernel
 rope_forward rope_kernel
 rope_backward rope_kernel
 swiglu_forward swiglu_forward_kernel swiglu2_forward_kernel
@@ -101,9 +101,16 @@ missing=""
 while read -r op kernels; do
     for k in $kernels; do grep -qx "$k" <<<"$syms" || missing="$missing $op:$k"; done
 done <<<"$table"
-ops=$(sed -n 's/^ *[a-z_ ]*(\*\([a-z_0-9]*\))(struct dt_kctx \*kc, .*/\1/p' "$DT_SRCDIR/kernels/kernels.h" | grep -vxE 'describe|alloc|free|host_alloc|host_free|zero|copy|copy_async|copy_wait|synchronize|wait|device_memory' | sort)
+ops=$(sed -n 's/^ *[a-z_ ]*(\*\([a-z_0-9]*\))(struct dt_kctx \*kc, .*/\1/p' "$DT_SRCDIR/kernels/kernels.h" | grep -vxE 'describe|alloc|free|host_alloc|host_free|zero|copy|copy_async|copy_wait|copy_inline|synchronize|wait|device_memory' | sort)
 same "the table names every op of kernels.h" "$(cut -d' ' -f1 <<<"$table" | sort)" "$ops"
 same "each op's kernels are in the module" "$missing" ""
+# the kernels on trial as kernels/cuda/plan.h names them, and as README.md's DTRUN_CUDA_TRY row and
+# bench/README.md's gpu.sh row list them
+tries=$(sed -n '/dt_cuda_try_names\[\] = {/,/};/p' "$DT_SRCDIR/kernels/cuda/plan.h" | grep -o '"[a-z0-9]*"' | tr -d '"' | sort)
+same "README.md lists every kernel on trial" \
+    "$(grep '^| `DTRUN_CUDA_TRY`' "$DT_SRCDIR/README.md" | grep -o '`[a-z0-9]*`' | tr -d '`' | grep -vx all | sort -u)" "$tries"
+same "bench/README.md too" "$(grep -o 'values of `DTRUN_CUDA_TRY`: `[a-z0-9 ]*`' "$DT_SRCDIR/bench/README.md" |
+    sed 's/.*: `//; s/`$//' | tr ' ' '\n' | grep -vx all | sort)" "$tries"
 DTRUN_CUDA_MODULE=$TMP/none.so run "dtrun info without the module" 0 "$DTRUN" info
 has "says why there is no GPU" "$out" "$TMP/none.so: error: cannot load dtrun's CUDA module: cannot open shared object file"
 DTRUN_CUDA_MODULE=$TMP/none.so run "compute.device cpu without the module" 0 "$DTRUN" run compute.device=cpu \

@@ -131,13 +131,28 @@ static int copies_create(void **copies)
     return 0;
 }
 static void copies_destroy(void *copies) { (void)copies; }
+static long async_copies;
+/* how many copy_async copies were made (dlsym) */
+long dt_fake_cuda_async_copies(void);
+__attribute__((visibility("default"))) long dt_fake_cuda_async_copies(void) { return async_copies; }
 static int copy_async(void *copies, void *dst, const void *src, size_t bytes, int kind, uint64_t *ticket)
 {
     (void)kind;
+    async_copies++;
     int e = fails(F_COPY_ASYNC);
     if (e) return e;
     memmove(dst, src, bytes);
     *ticket = (*(uint64_t *)copies)++;
+    return 0;
+}
+/* copy_inline: made at once too, its tickets counted apart (marked by INLINE, as the module's) */
+#define INLINE ((uint64_t)1 << 62)
+static uint64_t inline_next;
+static int copy_inline(void *copies, void *dst, const void *src, size_t bytes, int kind, uint64_t *ticket)
+{
+    (void)copies, (void)kind;
+    memmove(dst, src, bytes);
+    *ticket = inline_next++ | INLINE;
     return 0;
 }
 /* the waits on copies, host's and the ops', and the last ticket each waited for */
@@ -147,8 +162,12 @@ static int copy_wait(void *copies, uint64_t ticket, int host)
 {
     waits[host != 0]++;
     waited[host != 0] = ticket;
+    if (ticket & INLINE) return (ticket & ~INLINE) < inline_next ? 0 : 1;
     return ticket < *(uint64_t *)copies ? 0 : 1;
 }
+/* how many inline copies were made (dlsym) */
+long dt_fake_cuda_inline_copies(void);
+__attribute__((visibility("default"))) long dt_fake_cuda_inline_copies(void) { return (long)inline_next; }
 /* test_cuda_table's view of them (dlsym): how many waits the host (host 1) or the ops (0) made, and
  * the ticket of the last */
 long dt_fake_cuda_copy_waits(int host, uint64_t *last);
@@ -199,6 +218,7 @@ static const struct dt_cuda_ops ops = {
     .copies_destroy = copies_destroy,
     .copy_async = copy_async,
     .copy_wait = copy_wait,
+    .copy_inline = copy_inline,
     .mem_info = mem_info,
     .sumsq_parts = sumsq_parts,
 };

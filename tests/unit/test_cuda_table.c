@@ -9,8 +9,8 @@
  *   - an allocation whose zeroing fails is given back (the module's live count), not leaked;
  *   - copy_async without its copy stream still copies (in order with the kernels) and the failure
  *     is reported;
- *   - a micro-batch's tokens go up through the model's two stages in turn (lm_head.c): the ops wait
- *     for each copy, the host only for a stage's copy two micro-batches back;
+ *   - a micro-batch's tokens go up through the model's two stages in turn (lm_head.c), among the
+ *     ops, not on the copy stream; the host waits only for a stage's copy two micro-batches back;
  *   - a step's gradient check (sumsq_parts) waits for the device once per DT_CUDA_PARTS_MAX parts,
  *     not once a part, and adds the squares of the parts that count them in order;
  *   - DTRUN_CUDA_TRY's unknown name refused at the context's creation, with every name.
@@ -148,8 +148,10 @@ static long copy_waits(bool host, uint64_t *last)
 }
 
 /* Three micro-batches of B 2, T 3 through dt_lm_tokens_in: each lands whole (inputs, then targets
- * one token on), in one copy the ops wait for; the host waits before it refills a stage, for that
- * stage's last copy (the first micro-batch's, at the third), and at the end for both */
+ * one token on) in one copy among the ops (copy_inline: never on the copy stream, where it would
+ * queue behind the offloaded state's copies); the host waits before it refills a stage, for that
+ * stage's last copy (the first micro-batch's, at the third), and at the end for both; the ops wait
+ * for nothing */
 static void tokens_go_up_staged(void **state)
 {
     (void)state;
@@ -157,8 +159,9 @@ static void tokens_go_up_staged(void **state)
     struct dt_model m = {.k = &dt_kernels_cuda, .kc = ctx()};
     struct dt_lm_mem a = {0};
     assert_int_equal(dt_lm_mem_alloc(&m, &a, 64, B, T), DT_SUCCESS);
-    uint64_t last, first_ticket = UINT64_MAX;
+    uint64_t last, first_ticket = DT_NO_TICKET;
     long host0 = copy_waits(true, &last), ops0 = copy_waits(false, &last);
+    long inline0 = fake_count("dt_fake_cuda_inline_copies"), async0 = fake_count("dt_fake_cuda_async_copies");
     for (int micro = 0; micro < 3; micro++) {
         int32_t tokens[B * (T + 1)], back[2 * B * T];
         for (int i = 0; i < B * (T + 1); i++) tokens[i] = 100 * micro + i;
@@ -169,12 +172,14 @@ static void tokens_go_up_staged(void **state)
                 assert_int_equal(back[b * T + t], tokens[b * (T + 1) + t]);
                 assert_int_equal(back[B * T + b * T + t], tokens[b * (T + 1) + t + 1]);
             }
-        uint64_t ops_last;
-        assert_int_equal(copy_waits(false, &ops_last) - ops0, micro + 1);
-        if (micro == 0) first_ticket = ops_last;
+        if (micro == 0) first_ticket = a.staged[0];
+        assert_int_equal(fake_count("dt_fake_cuda_inline_copies") - inline0, micro + 1);
         assert_int_equal(copy_waits(true, &last) - host0, micro < 2 ? 0 : 1);
     }
+    assert_int_not_equal(first_ticket, DT_NO_TICKET);
     assert_int_equal(last, first_ticket);
+    assert_int_equal(copy_waits(false, &last) - ops0, 0);
+    assert_int_equal(fake_count("dt_fake_cuda_async_copies") - async0, 0);
     dt_lm_mem_free(&m, &a);
     assert_int_equal(copy_waits(true, &last) - host0, 3);
     assert_int_equal(live(), 0);
@@ -182,8 +187,9 @@ static void tokens_go_up_staged(void **state)
     dt_kernels_cuda.ctx_destroy(m.kc);
 }
 
-/* 130 parts: two calls of the module (128 and 2), the squares of every other part added in order,
- * the inf/nan of all counted; a failing call reported once, with its op */
+/* 130 parts: two calls of the module (128 and 2), the squares of every other part added in order
+ * (2^54 first, then 1s that each round away: in another order they would add up), the inf/nan of all
+ * counted; a failing call reported once, with its op */
 static void gradient_check_waits_once(void **state)
 {
     (void)state;
@@ -194,10 +200,11 @@ static void gradient_check_waits_once(void **state)
     struct dt_norm_part parts[NP];
     double want = 0;
     for (int i = 0; i < NP; i++) {
-        host[2 * i] = (float)i, host[2 * i + 1] = 0.5f;
+        host[2 * i] = i ? 1.0f : 134217728.0f, host[2 * i + 1] = 0.0f; /* 2^27, squared 2^54 */
         parts[i] = (struct dt_norm_part){g + 2 * i, 2, i % 2 == 0};
-        if (i % 2 == 0) want += (double)i * i + 0.25;
+        if (i % 2 == 0) want += (double)host[2 * i] * host[2 * i];
     }
+    assert_true(want == 18014398509481984.0); /* 2^54: the 64 ones each rounded away */
     host[3] = INFINITY, host[2 * NP - 1] = NAN; /* in part 1, which is not summed, and in the last */
     dt_kernels_cuda.copy(kc, g, host, sizeof host, DT_COPY_TO_DEVICE);
     long before = fake_count("dt_fake_cuda_sumsq_calls");
