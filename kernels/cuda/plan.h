@@ -76,28 +76,32 @@ static inline size_t dt_xent_row_bytes(int V, size_t esz, size_t static_bytes, s
 
 /* ---- The module's own scratch (matmul.h's slots) as a training step grows it, in bytes, for dtrun
  * check --memory (the activations' arena and attention's scratch are the model's, planned apart):
- *   - the row blocks' partial sums: a layernorm's two of width C, a bias's of the widest output;
+ *   - the row blocks' partial sums, partial_width floats a block: a layernorm's two of width C and
+ *     a bias's of its output width (GPT), an RMSNorm's one (Llama, which has no biases);
  *   - where the matmuls get their weights in fp32 under 16-bit compute (ZeRO-3's gathered units), the
  *     widest weight (widest_weight elements) rounded to 16 bits;
  *   - under fp8-mixed the codes, a byte each, of the widest operands: an input (BT x widest_in), a
  *     weight, an output gradient plain and transposed (2 BT x widest_out);
  *   - where a width is no multiple of 8 (unaligned: cuBLASLt's 16-byte kernels do not take it), a
- *     biased output's fp32 sums before their one rounding (matmul.c's aligned_forward);
+ *     biased output's fp32 sums before their one rounding (BT x biased_out, matmul.c's
+ *     aligned_forward);
+ *   - under rows2 (on trial) the sorted entries of the sorted_rows rows a backward adds into the
+ *     token table, keys and indices twice over and the radix sort's as much again, 32 bytes a row;
  *   - the reductions' partials, a multi-tensor AdamW's slice table and the like: under 64 KiB, in the
  *     runtime's margin.
- * Where a step's shapes are not all known here (the LM head's vocabulary blocks), the widest is
- * the caller's to pass. */
+ * Not planned: gelu's (on trial) fp32 dinp where cuBLASLt has no DGELU algorithm (BT x 4C floats
+ * in place of the arena's). */
 struct dt_cuda_scratch_shape {
-    int64_t BT, C, widest_in, widest_out, widest_weight;
+    int64_t BT, partial_width, widest_in, widest_out, widest_weight, biased_out, sorted_rows;
     bool round_weights, fp8, unaligned;
 };
 static inline int64_t dt_cuda_scratch_bytes(const struct dt_cuda_scratch_shape *s)
 {
     int64_t blocks = (s->BT + DT_CUDA_ROW_BLOCK - 1) / DT_CUDA_ROW_BLOCK;
-    int64_t bytes = 4 * blocks * (2 * s->C > s->widest_out ? 2 * s->C : s->widest_out);
+    int64_t bytes = 4 * blocks * s->partial_width + 32 * s->sorted_rows;
     if (s->round_weights) bytes += 2 * s->widest_weight;
     if (s->fp8) bytes += s->BT * s->widest_in + s->widest_weight + 2 * s->BT * s->widest_out;
-    if (s->unaligned) bytes += 4 * s->BT * s->widest_out;
+    if (s->unaligned) bytes += 4 * s->BT * s->biased_out;
     return bytes;
 }
 

@@ -32,7 +32,8 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
 size_t dt_gpt_num_params(const struct dt_gpt_config *c);
 /* Bytes of the activation arena at micro-batch B x T (as create allocates it: what forward keeps for
  * backward and backward's scratch), attention keeping natt floats a layer and backward natt_scratch
- * floats of scratch (the kernel table's attention_saved and attention_scratch): dtrun check --memory. */
+ * floats of scratch (the kernel table's attention_saved and attention_scratch): dtrun check --memory.
+ * c->fuse_gelu is taken to mean the kernels do fuse GELU (the caller knows whether they will). */
 size_t dt_gpt_arena_bytes(const struct dt_gpt_config *c, int B, int T, size_t natt, size_t nscratch);
 /* The units of a GPT of this shape, without building it (malloc'd; dtrun check --memory). */
 dt_status_t dt_gpt_units(const struct dt_gpt_config *c, struct dt_unit **units, int *n);

@@ -111,10 +111,13 @@ dt_status_t dt_memory_plan(const struct dt_config *cfg, struct dt_memory_plan *p
         if (N > 1) p->rows = N * BT * 4 + N * BT * C * 4;
         if (!p->gpu && prec.compute != DT_F32) p->scratch = cpu_scratch(BT, C, W, widest_in, widest_out);
         if (p->gpu) {
-            int64_t hid = cfg->model.type == DT_MODEL_LLAMA ? cfg->model.intermediate_size : 4 * C;
-            struct dt_cuda_scratch_shape sh = {BT, C, widest_in, widest_out, widest_weight,
-                                               ec.stage == 3 && prec.compute != DT_F32, prec.fp8,
-                                               (C | W | hid | vb) % 8 != 0};
+            bool llama = cfg->model.type == DT_MODEL_LLAMA;
+            int64_t hid = llama ? cfg->model.intermediate_size : 4 * C, biased = llama ? 0 : 4 * C;
+            int64_t in = widest_in > C ? widest_in : C, out = widest_out > W ? widest_out : W;
+            struct dt_cuda_scratch_shape sh = {
+                BT, llama ? C : (2 * C > biased ? 2 * C : biased), in, out, widest_weight, biased,
+                (tries & DT_CUDA_TRY_ROWS2) ? N * BT : 0, ec.stage == 3 && prec.compute != DT_F32, prec.fp8,
+                (C | W | hid | vb) % 8 != 0};
             p->scratch = dt_cuda_scratch_bytes(&sh);
         }
         /* fp8-mixed: the scales and amax histories (precision/fp8.h); on the CPU the FP8 matmuls' own

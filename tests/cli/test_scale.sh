@@ -83,7 +83,7 @@ fi
 # ---- (d) the plan, a node too small, a peak past the plan
 run "(d) dtrun check --memory: Llama 3 8B on 8 GPUs of 80 GiB" 0 "$DTRUN" check "$DT_SRCDIR/templates/llama3-8b.yaml" \
     --memory --device-memory 80GiB
-has "(d) ... the device's sum, part by part" "$out" "#   device: 29.1 GiB = model state 18131.1 MiB (parameters 1915.0, gradients 3830.0, master 3830.0, optimizer 7660.0, gathered 896.0) + workspace 1011.8 + activations 8890.2 + embedding rows 1024.2 + kernels' scratch 238.0 + CUDA context and cuBLASLt workspace ~544"
+has "(d) ... the device's sum, part by part" "$out" "#   device: 29.1 GiB = model state 18131.1 MiB (parameters 1915.0, gradients 3830.0, master 3830.0, optimizer 7660.0, gathered 896.0) + workspace 1011.8 + activations 8890.2 + embedding rows 1024.2 + kernels' scratch 226.0 + CUDA context and cuBLASLt workspace ~544"
 has "(d) ... fits, with its margin" "$out" "#   fits a 80.0 GiB GPU: yes, margin 50.9 GiB (64%)"
 has "(d) ... the host's, the checkpoint's pinned copy first" "$out" "#   host: 11.5 GiB = offloaded state 0.0 MiB + checkpoint copy 11487.4"
 has "(d) ... the node's" "$out" "#   node: 91.8 GiB for its 8 ranks;"
@@ -110,13 +110,16 @@ has "(d) ... the same activations" "$out" "activations $fp8acts "
 # partials, 1024 x 16 / 64 blocks of 3072 floats (3 MiB); fp8-mixed's codes of fc's input (16384 x 3072 bytes),
 # its weight (3072 x 768) and their output gradient's two (2 x 16384 x 3072), 146.25 MiB more; zero3 on 2 ranks
 # rounds fc's gathered fp32 weight to bf16 (4.5 MiB more); at width 772 cuBLASLt's 16-byte kernels do not
-# run, and fc's output is summed in fp32 first (16384 x 3088 floats)
+# run, and fc's output is summed in fp32 first (16384 x 3088 floats); rows2 (on trial) sorts the 16384 rows
+# the token table's gradient adds (32 bytes a row)
 for c in "3.0|" "149.3|compute.precision=fp8-mixed" "7.5|compute.strategy=zero3 compute.num_devices=2" \
     "196.0|model.n_embd=772 model.n_head=4"; do
     mib=${c%%|*} over=${c#*|}
     run "(d) ... the kernels' scratch: ${over:-bf16-mixed}" 0 "$DTRUN" check --memory "${gpt2[@]}" $over
     has "(d) ... $mib MiB" "$out" "kernels' scratch $mib +"
 done
+DTRUN_CUDA_TRY=rows2 run "(d) ... the kernels' scratch: rows2 on trial" 0 "$DTRUN" check --memory "${gpt2[@]}"
+has "(d) ... 3.5 MiB" "$out" "kernels' scratch 3.5 +"
 DTRUN_CUDA_TRY=nosuch run "(d) ... a name it does not know" 0 "$DTRUN" check --memory "${gpt2[@]}"
 has "(d) ... is said, and left out" "$err" "dtrun: warning: DTRUN_CUDA_TRY names 'nosuch', no kernel on trial (kernels/cuda/plan.h): the plan leaves it out, and a run refuses it"
 has "(d) ... the plan of the kernels in use" "$out" "activations $acts "

@@ -25,6 +25,7 @@
 #include "core/half.h"
 #include "cuda_check.h"
 #include "kernels/backend.h"
+#include "kernels/cuda/plan.h"
 
 /* One operand's scaling on both sides: the CPU's struct dt_fp8_q over host floats, the module's over
  * device copies of them. Kept in place once set (cpu points into it). */
@@ -572,6 +573,15 @@ int main(void)
             for (int current = 0; current < 2; current++)
                 random_case(shapes[s][0], shapes[s][1], shapes[s][2], current, gfmts[g], s % 2 ? DT_BF16 : DT_F32,
                             s % 2 ? DT_F32 : DT_BF16, current ? DT_SET_DINP | DT_SET_DPARAMS : 0);
+    /* colsum2 on trial (plan.h): dbias's bf16-rounded column sums a pack of channels a thread, the
+     * same bits */
+    gpu->set_tries(DT_CUDA_TRY_COLSUM2);
+    report_prefix = "on trial (colsum2): ";
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        random_case(shapes[s][0], shapes[s][1], shapes[s][2], 1, DT_FP8_E5M2, DT_BF16, DT_BF16,
+                    DT_SET_DINP | DT_SET_DPARAMS);
+    gpu->set_tries(0);
+    report_prefix = "";
     refused_shapes();
     return cuda_check_finish();
 }

@@ -1298,15 +1298,16 @@ static void convert_offsets(void)
 }
 
 /* colsum2 (plan.h) against the kernels in use, bit for bit: layernorm's dweight and dbias, RMSNorm's
- * dweight and a bias's column sums (fp32, bf16 and fp16 douts; the bf16-rounded sums fp8-mixed's
- * matmuls take are the same kernel), at 200 rows (three blocks of 64 and a part) and widths the
- * packs take (768: 192 fp32 or 96 16-bit packs, a block of 256 threads not all busy) or leave to
- * the kernels in use (772 for 16 bits) */
+ * dweight and a bias's column sums (fp32, bf16 and fp16 douts; test_cuda_fp8.gpu the bf16-rounded
+ * sums of fp8-mixed's dbias), at 200 rows (three blocks of 64 and a part) and widths the packs take
+ * (768: 192 fp32 or 96 16-bit packs, a block of 256 threads not all busy; 3072, GPT-2's fc: 768 fp32
+ * packs in three blocks of channels, 384 16-bit ones in two) or leave to the kernels in use (772 for
+ * 16 bits) */
 static void row_sums_packed(void)
 {
     int BT = 200, differ = 0;
-    static const int widths[] = {768, 772};
-    for (int wi = 0; wi < 2; wi++) {
+    static const int widths[] = {768, 772, 3072};
+    for (int wi = 0; wi < 3; wi++) {
         int C = widths[wi];
         size_t n = (size_t)BT * C;
         float *x = randn(n, 31), *w = randn(C, 32), *dy = randn(n, 33), *mean = randn(BT, 34), *rstd = randn(BT, 35);
@@ -1351,7 +1352,7 @@ static void row_sums_packed(void)
         gpu->free(gdw), gpu->free(gdb);
     }
     report(differ == 0, "colsum2: layernorm's dweight and dbias, RMSNorm's dweight, column sums of fp32, bf16 and "
-                        "fp16 douts at 200 rows and widths 768 and 772: the bits of the kernels in use", differ);
+                        "fp16 douts at 200 rows and widths 768, 772 and 3072: the bits of the kernels in use", differ);
 }
 
 /* the gradient's sum of squares and inf/nan count from places 0, 1 and 3 elements in (under norm2:

@@ -593,12 +593,13 @@ static void reductions(void **state)
     K->convert(KC, h, DT_BF16, x, DT_F32, n);
     h[3000] = 0xff80; /* bf16 -inf */
     assert_true(isinf(sumsq_range(h, DT_BF16, n, 1000, 50000, &bad)) && bad == 4);
-    /* many parts: the squares of those that count them added in the parts' order, every part checked */
+    /* many parts: the squares of those that count them added in the parts' order (2^54, then 250,
+     * which rounds to 2^54 + 248, then 0.25, lost: backwards 2^54 + 252), every part checked */
     K->convert(KC, x, DT_F32, h, DT_BF16, n);
-    x[3000] = 1.0f, x[7] = 1024.0f, x[500] = 0.5f, x[n - 1] = 3.0f;
+    x[3000] = 1.0f, x[7] = 134217728.0f, x[500] = 0.5f, x[n - 1] = 3.0f;
     struct dt_norm_part parts[] = {{x + 7, 1, true}, {x, 7, false}, {x + 10, 20, true}, {x + 3000, 1, false},
                                    {x + 500, 1, true}};
-    double want = 1024.0 * 1024 + 10.0 * 16 + 10.0 * 9 + 0.25; /* exact in double */
+    double want = 18014398509481984.0 + 248;
     assert_true(K->sumsq_parts(KC, parts, 5, DT_F32, &bad) == want && bad == 0);
     x[3000] = NAN, x[8] = INFINITY;
     assert_true(K->sumsq_parts(KC, parts, 5, DT_F32, &bad) == want && bad == 1); /* x[8]: in no part */
