@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "core/slurm_job.h"
 
 static bool valid_id(const char *job, char *why, size_t wn)
@@ -41,19 +42,37 @@ static const char *field(const char *out, const char *key, char *buf, size_t n)
     return buf;
 }
 
+/* the first line of out that holds more than blanks, or "no answer" */
+static const char *first_line(const char *out, int *len)
+{
+    out += strspn(out, " \t\r\n");
+    *len = (int)strcspn(out, "\r\n");
+    return *len ? out : (*len = 9, "no answer");
+}
+
+/* A controller busy with other jobs' ends can fail one query (an empty answer, a timeout: the CI's
+ * testbed under the suite's load once did), so a query without the job's state is asked once more,
+ * a second later, before it is reported. */
 bool dt_slurm_job_show(const char *job, struct dt_slurm_job *j, char *why, size_t wn)
 {
     *j = (struct dt_slurm_job){0};
     if (!valid_id(job, why, wn)) return false;
     char out[8192], v[64];
-    int rc = scontrol("show job -o", job, out, sizeof out, why, wn);
-    if (rc == -1) return false;
-    if (strstr(out, "Invalid job id")) {
-        snprintf(j->state, sizeof j->state, "unknown to Slurm");
-        return true;
+    int rc = -1;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        if (attempt) sleep(1);
+        rc = scontrol("show job -o", job, out, sizeof out, why, wn);
+        if (rc == -1) return false;
+        if (strstr(out, "Invalid job id")) {
+            snprintf(j->state, sizeof j->state, "unknown to Slurm");
+            return true;
+        }
+        if (rc == 0 && field(out, "JobState=", j->state, sizeof j->state)) break;
     }
-    if (rc != 0 || !field(out, "JobState=", j->state, sizeof j->state)) {
-        snprintf(why, wn, "scontrol show job %s: %.*s", job, (int)strcspn(out, "\n"), out[0] ? out : "no answer");
+    if (rc != 0 || !j->state[0]) {
+        int len;
+        const char *line = first_line(out, &len);
+        snprintf(why, wn, "scontrol show job %s (asked twice): %.*s", job, len, line);
         return false;
     }
     j->restarts = field(out, "Restarts=", v, sizeof v) ? atoi(v) : 0;
