@@ -123,10 +123,13 @@ __global__ static void colsum_partials_kernel(float *p, const S *x, int BT, int 
  * fp32 ones, eight 16-bit) of a block of rows, so each row's read is 16 bytes a thread (a warp's 512
  * contiguous bytes) and a thread keeps a pack's loads in flight, not one 2- or 4-byte load a row.
  * Each channel's adds are the kernels' above, in the same order, written the same way (nvcc fuses
- * them alike): the same bits. The grid: x the row blocks, y the channels' blocks of THREADS packs.
+ * them alike): the same bits. The grid: x the row blocks, y the channels' blocks of PACK_THREADS
+ * packs: blocks of 64 threads, so that a row of GPT-2's 768 channels (192 fp32 packs) is three
+ * blocks, not one of 256 threads a quarter idle, and B=4's 64 row blocks still give 192 blocks.
  * Taken where the channels are a whole number of packs and every operand is 16-byte aligned
  * (rows_packed); the kernels above otherwise.
  */
+#define PACK_THREADS 64
 template <typename S>
 static bool rows_packed(int C, const void *a, const void *b, const void *p)
 {
@@ -135,7 +138,7 @@ static bool rows_packed(int C, const void *a, const void *b, const void *p)
 template <typename S>
 static bool packed_grid(int BT, int C, dim3 *grid)
 {
-    unsigned cb = (unsigned)((C / pack_n<S> + THREADS - 1) / THREADS);
+    unsigned cb = (unsigned)((C / pack_n<S> + PACK_THREADS - 1) / PACK_THREADS);
     if (BT <= 0 || C <= 0 || cb > 65535u) return false;
     *grid = dim3((unsigned)((BT + DT_CUDA_ROW_BLOCK - 1) / DT_CUDA_ROW_BLOCK), cb);
     return true;
@@ -324,7 +327,7 @@ static cudaError_t column_sums(float *dbias, const void *dout, int t, int BT, in
         dim3 packed;
         if ((dt_cuda_tries() & DT_CUDA_TRY_COLSUM2) && rows_packed<S>(OC, dout, NULL, scratch) &&
             packed_grid<S>(BT, OC, &packed))
-            colsum_partials2_kernel<S, BF16><<<packed, THREADS>>>(scratch, (const S *)dout, BT, OC);
+            colsum_partials2_kernel<S, BF16><<<packed, PACK_THREADS>>>(scratch, (const S *)dout, BT, OC);
         else colsum_partials_kernel<S, BF16><<<grid, THREADS>>>(scratch, (const S *)dout, BT, OC);
         partials_sum_kernel<<<cb, THREADS>>>(dbias, scratch, (int)grid.x, OC, set);
         return cudaGetLastError();
@@ -362,7 +365,7 @@ cudaError_t dt_cuda_layernorm_backward(float *dinp, void *dinp_lp, int lt, float
     dim3 packed;
     if ((dt_cuda_tries() & DT_CUDA_TRY_COLSUM2) && rows_packed<float>(C, dout, inp, scratch) &&
         packed_grid<float>(BT, C, &packed))
-        layernorm_partials2_kernel<<<packed, THREADS>>>(scratch, scratch + np, dout, inp, mean, rstd, BT, C);
+        layernorm_partials2_kernel<<<packed, PACK_THREADS>>>(scratch, scratch + np, dout, inp, mean, rstd, BT, C);
     else layernorm_partials_kernel<<<grid, THREADS>>>(scratch, scratch + np, dout, inp, mean, rstd, BT, C);
     partials_sum_kernel<<<cb, THREADS>>>(dweight, scratch, (int)grid.x, C, 0);
     partials_sum_kernel<<<cb, THREADS>>>(dbias, scratch + np, (int)grid.x, C, 0);
@@ -400,7 +403,7 @@ cudaError_t dt_cuda_rmsnorm_backward(float *dinp, void *dinp_lp, int lt, float *
     dim3 packed;
     if ((dt_cuda_tries() & DT_CUDA_TRY_COLSUM2) && rows_packed<float>(C, dout, inp, scratch) &&
         packed_grid<float>(BT, C, &packed))
-        rmsnorm_partials2_kernel<<<packed, THREADS>>>(scratch, dout, inp, rstd, BT, C);
+        rmsnorm_partials2_kernel<<<packed, PACK_THREADS>>>(scratch, dout, inp, rstd, BT, C);
     else rmsnorm_partials_kernel<<<grid, THREADS>>>(scratch, dout, inp, rstd, BT, C);
     partials_sum_kernel<<<(unsigned)((C + THREADS - 1) / THREADS), THREADS>>>(dweight, scratch, (int)grid.x, C, 0);
     return cudaGetLastError();

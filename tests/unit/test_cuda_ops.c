@@ -1300,9 +1300,8 @@ static void convert_offsets(void)
 /* colsum2 (plan.h) against the kernels in use, bit for bit: layernorm's dweight and dbias, RMSNorm's
  * dweight and a bias's column sums (fp32, bf16 and fp16 douts; test_cuda_fp8.gpu the bf16-rounded
  * sums of fp8-mixed's dbias), at 200 rows (three blocks of 64 and a part) and widths the packs take
- * (768: 192 fp32 or 96 16-bit packs, a block of 256 threads not all busy; 3072, GPT-2's fc: 768 fp32
- * packs in three blocks of channels, 384 16-bit ones in two) or leave to the kernels in use (772 for
- * 16 bits) */
+ * (768: 192 fp32 packs in three blocks of 64 threads, 96 16-bit ones in two, the second half idle;
+ * 3072, GPT-2's fc: 12 blocks and 6) or leave to the kernels in use (772 for 16 bits) */
 static void row_sums_packed(void)
 {
     int BT = 200, differ = 0;
