@@ -46,11 +46,12 @@ state=$("$DTRUN" check --memory "${base[@]}" compute.precision=bf16-mixed comput
 [ -n "$alloc" ] && [ -n "$state" ] && [ "$alloc" -ge "$state" ] && [ "$alloc" -lt "$reserved" ] &&
     ok "device peak allocated $alloc B: at least the model state $state, below the $reserved in use" ||
     not_ok "device peak allocated '$alloc' B against model state '$state' and '$reserved' in use"
-# a micro-batch's tokens go up from two page-locked stages beside the ops (model/lm_head.c, #41): with two
-# micro-batches a step and validation every 5 steps, two runs give the same losses and validation losses bit
-# for bit (a copy racing the ops would not), and the CPU's as the runs above
-staged=("${base[@]}" compute.gradient_accumulation_steps=2 data.micro_batch_size=2 run.eval_interval=5ba
-    data.eval_batches=3 compute.precision=bf16-mixed)
+# a micro-batch's tokens go up from two page-locked stages among the ops (model/lm_head.c, #41): with four
+# micro-batches a step (the third refills the first's stage, and the host, ahead of a GPU busy with a
+# wider model, waits for that stage's copy) and validation every 5 steps, two runs give the same losses and
+# validation losses bit for bit (a stage refilled under its copy would not), and the CPU's as the runs above
+staged=("${base[@]}" compute.gradient_accumulation_steps=4 data.micro_batch_size=4 model.n_embd=128
+    model.seq_len=128 run.eval_interval=5ba data.eval_batches=3 compute.precision=bf16-mixed)
 for r in 1 2; do
     run "staged tokens, run $r" 0 timeout 300 "$DTRUN" run "${staged[@]}" compute.device=cuda run.dir=staged-$r
 done
