@@ -21,7 +21,7 @@
 #   DTRUN_ARGS: overrides added to each dtrun run (a switch to compare, say)
 #   PROFILE ("yes"; "none" skips the per-op times, so that a run with a time limit keeps its rows)
 #   TRIES: values of DTRUN_CUDA_TRY (kernels/cuda/plan.h's kernels on trial: "xent2 rows2 convert2
-#   gelu norm2 rms2 resid2 dq2 dkv2 kv1 swiglu2 adam2 dkv3 colsum2 all", all but kv1 and dkv3), each a
+#   gelu norm2 rms2 resid2 dq2 dkv2 kv1 swiglu2 adam2 dkv3 colsum2 bgradb all", all but kv1 and dkv3), each a
 #   row of its own after the first precision's, its speed over that row's and its device memory; the
 #   last one's per-op times too. The other rows run the kernels in use, whatever DTRUN_CUDA_TRY says.
 # Medians over the steps after the first five. Where no GPU is, it says so and exits 0.

@@ -51,7 +51,7 @@
 
 /* what cuBLASLt's heuristic answers from: a gemm's shape, types, epilogue and alignments */
 struct algo_key {
-    int ta, tb, m, n, k, lda, ldb, ldd, at, bt, dt, bias, beta0, gelu;
+    int ta, tb, m, n, k, lda, ldb, ldd, at, bt, dt, bias, beta0, gelu, bgrad;
     uint32_t align[4];
     uint32_t aux_align; /* the heuristic infers the GELU aux matrix's from its address */
 };
@@ -159,13 +159,15 @@ static cudaDataType_t cuda_type(int t) { return t == DT_CUDA_BF16 ? CUDA_R_16BF 
 enum { GELU_NONE, GELU_FORWARD, GELU_BACKWARD };
 
 /* a gemm's types: its matrices' and its bias's (cuBLASLt's default: D's), for the FP8 gemms the
- * device scalar their sums are multiplied by (CUBLASLT_MATMUL_DESC_A_SCALE_POINTER; NULL: 1), and
- * a GELU epilogue's mode and auxiliary matrix */
+ * device scalar their sums are multiplied by (CUBLASLT_MATMUL_DESC_A_SCALE_POINTER; NULL: 1), a
+ * GELU epilogue's mode and auxiliary matrix, and where the BGRADB epilogue is to write op(B)'s
+ * column sums over k (D's type; NULL: no BGRADB) */
 struct gemm_types {
     cudaDataType_t a, b, d, bias;
     const float *scale_a;
     int gelu;
     const void *aux;
+    void *bgrad;
 };
 
 /* D(m,n) = scale_a op(A)(m,k) . op(B)(k,n) + beta D [+ bias(m)], column-major, of types ty */
@@ -190,6 +192,12 @@ static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, co
             e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &ty->aux,
                                                       sizeof ty->aux));
         if (!e) e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &aux_ld, sizeof aux_ld));
+    }
+    if (!e && ty->bgrad) { /* written, not added to, whatever beta */
+        cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BGRADB;
+        e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
+        if (!e) e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &ty->bgrad,
+                                                          sizeof ty->bgrad));
     }
     if (!e && bias) {
         cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
@@ -222,7 +230,7 @@ static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, co
         CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
     const void *ptr[4] = {A, B, D, D};
     struct algo_key key = {ta, tb, m, n, k, lda, ldb, ldd, ty->a, ty->b, ty->d, bias ? (int)ty->bias + 1 : 0,
-                           beta == 0.0f, ty->gelu, {0}, ty->gelu ? alignment(ty->aux) : 0};
+                           beta == 0.0f, ty->gelu, ty->bgrad != NULL, {0}, ty->gelu ? alignment(ty->aux) : 0};
     for (int i = 0; i < 4 && !e; i++) {
         key.align[i] = alignment(ptr[i]);
         e = lt_err(cublasLtMatmulPreferenceSetAttribute(pref, align[i], &key.align[i], sizeof key.align[i]));
@@ -254,6 +262,8 @@ static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, co
     return e;
 }
 
+#define NOT_SUPPORTED (DT_CUDA_CUBLAS_ERR + (int)CUBLAS_STATUS_NOT_SUPPORTED) /* gemm(): the heuristic found none */
+
 /* one of plan.h's gemms; operands[] by enum dt_mm_operand */
 static int run_plan_typed(struct dt_cuda_ctx *c, const struct dt_gemm_plan *p, const void *const *operands, void *D,
                           const void *bias, const struct gemm_types *ty)
@@ -266,7 +276,7 @@ static int run_plan_typed(struct dt_cuda_ctx *c, const struct dt_gemm_plan *p, c
 static int run_plan(struct dt_cuda_ctx *c, const struct dt_gemm_plan *p, const void *const *operands, void *D,
                     const void *bias, int ab, int dt)
 {
-    struct gemm_types ty = {cuda_type(ab), cuda_type(ab), cuda_type(dt), cuda_type(dt), NULL, GELU_NONE, NULL};
+    struct gemm_types ty = {cuda_type(ab), cuda_type(ab), cuda_type(dt), cuda_type(dt), NULL, GELU_NONE, NULL, NULL};
     return run_plan_typed(c, p, operands, D, bias, &ty);
 }
 
@@ -344,6 +354,18 @@ int dt_cuda_matmul_backward(struct dt_cuda_ctx *c, float *dinp, float *dweight, 
     if (set & DT_CUDA_SET_DPARAMS) p[1].beta = 0.0f;
     const void *in[] = {[DT_MM_WEIGHT] = w, [DT_MM_INP] = inp, [DT_MM_DOUT] = dy};
     if (!e) e = run_plan(c, &p[0], in, dinp, NULL, lp, DT_CUDA_F32);
+    if (!e && dbias && lp != DT_CUDA_F32 && (dt_cuda_tries() & DT_CUDA_TRY_BGRADB)) {
+        /* bgradb (on trial): the weight's gemm writes dout's column sums too (op(B) is dout, k the
+         * rows), into 16-byte aligned scratch (a slice of the gradients may not be), then set or
+         * added into dbias */
+        void *s;
+        e = dt_cuda_ctx_scratch(c, DT_CUDA_SCRATCH_BIAS, (size_t)OC * sizeof(float), &s);
+        struct gemm_types ty = {cuda_type(lp), cuda_type(lp), CUDA_R_32F, CUDA_R_32F, NULL, GELU_NONE, NULL, s};
+        if (!e) e = run_plan_typed(c, &p[1], in, dweight, NULL, &ty);
+        int add = !(set & DT_CUDA_SET_DPARAMS);
+        if (e != NOT_SUPPORTED) return e ? e : (int)dt_cuda_convert(dbias, DT_CUDA_F32, s, DT_CUDA_F32, (size_t)OC, add);
+        e = 0; /* no algorithm with the epilogue for this gemm: nothing ran, the gemm and the sums apart */
+    }
     if (!e) e = run_plan(c, &p[1], in, dweight, NULL, lp, DT_CUDA_F32);
     /* the bias from dout as the products read it, in the CPU's order */
     void *s = NULL;
@@ -358,7 +380,6 @@ int dt_cuda_matmul_backward(struct dt_cuda_ctx *c, float *dinp, float *dweight, 
  * from one gemm and without the fp32 dinp between. Where the operands are not what the 16-byte
  * kernels take (aligned_forward) or lp is fp32, the same results come from the matmul and the GELU
  * kernels apart. */
-#define NOT_SUPPORTED (DT_CUDA_CUBLAS_ERR + (int)CUBLAS_STATUS_NOT_SUPPORTED) /* gemm(): the heuristic found none */
 
 static bool gelu_fusable(int lp, const void *a, const void *b, const void *d, const void *aux, int C, int OC)
 {
@@ -378,7 +399,8 @@ int dt_cuda_matmul_gelu_forward(struct dt_cuda_ctx *c, void *out, void *pre, con
         struct dt_gemm_plan p[2];
         dt_matmul_plans(false, BT, C, OC, p);
         const void *in[] = {[DT_MM_INP] = inp, [DT_MM_WEIGHT] = w};
-        struct gemm_types ty = {cuda_type(lp), cuda_type(lp), cuda_type(lp), cuda_type(lp), NULL, GELU_FORWARD, pre};
+        struct gemm_types ty = {cuda_type(lp), cuda_type(lp), cuda_type(lp), cuda_type(lp), NULL, GELU_FORWARD, pre,
+                                NULL};
         if (!e) e = run_plan_typed(c, &p[0], in, out, b, &ty);
         if (e != NOT_SUPPORTED) return e; /* no algorithm with the epilogue for this gemm: nothing ran */
         e = 0;
@@ -402,7 +424,7 @@ int dt_cuda_matmul_dgelu_backward(struct dt_cuda_ctx *c, void *dpre, const void 
     p[0].beta = 0.0f;
     if (set & DT_CUDA_SET_DPARAMS) p[1].beta = 0.0f;
     const void *in[] = {[DT_MM_WEIGHT] = w, [DT_MM_INP] = inp, [DT_MM_DOUT] = dy};
-    struct gemm_types ty = {cuda_type(lp), cuda_type(lp), cuda_type(lp), cuda_type(lp), NULL, GELU_BACKWARD, pre};
+    struct gemm_types ty = {cuda_type(lp), cuda_type(lp), cuda_type(lp), cuda_type(lp), NULL, GELU_BACKWARD, pre, NULL};
     /* dinp's gemm reads dout (BT, OC) and the weight, writes (BT, C): the forward's shape turned round */
     e = gelu_fusable(lp, dy, w, dpre, pre, OC, C) ? run_plan_typed(c, &p[0], in, dpre, NULL, &ty) : NOT_SUPPORTED;
     if (e == NOT_SUPPORTED) { /* the ops apart (nothing ran): dinp in fp32, then GELU's backward */
@@ -451,7 +473,7 @@ static int fp8_scratch(struct dt_cuda_ctx *c, struct dt_cuda_fp8_state **st, siz
 static int run_plan_fp8(struct dt_cuda_ctx *c, const struct dt_gemm_plan *p, const void *const *operands, void *D,
                         const void *bias, int fa, int fb, int dt, const float *alpha)
 {
-    struct gemm_types ty = {fp8_type(fa), fp8_type(fb), cuda_type(dt), CUDA_R_16BF, alpha, GELU_NONE, NULL};
+    struct gemm_types ty = {fp8_type(fa), fp8_type(fb), cuda_type(dt), CUDA_R_16BF, alpha, GELU_NONE, NULL, NULL};
     return run_plan_typed(c, p, operands, D, bias, &ty);
 }
 

@@ -135,6 +135,8 @@ static inline int64_t dt_cuda_scratch_bytes(const struct dt_cuda_scratch_shape *
  *   colsum2   the row blocks' partial sums (layernorm's dweight and dbias, RMSNorm's dweight, a bias's
  *             column sums) a 16-byte pack of channels a thread, each channel's adds as in use: the
  *             same bits (in use: a channel a thread, 2- or 4-byte loads)
+ *   bgradb    a bias's gradient in the weight gradient's gemm, cuBLASLt's BGRADB epilogue (16-bit
+ *             compute): the sums in cuBLASLt's order, not the CPU's (in use: column sums after it)
  * What wins becomes the kernel in use, and its flag goes. */
 enum {
     DT_CUDA_TRY_XENT2 = 1u,
@@ -150,7 +152,8 @@ enum {
     DT_CUDA_TRY_SWIGLU2 = 1024u,
     DT_CUDA_TRY_ADAM2 = 2048u,
     DT_CUDA_TRY_DKV3 = 4096u,
-    DT_CUDA_TRY_COLSUM2 = 8192u
+    DT_CUDA_TRY_COLSUM2 = 8192u,
+    DT_CUDA_TRY_BGRADB = 16384u
 };
 /* "all": every trial named below but kv1, which replaces no kernel but takes the split path away,
  * and dkv3, which dkv2 would give way to */
@@ -158,7 +161,7 @@ enum {
 /* their names, flag 1 << i */
 static const char *const dt_cuda_try_names[] = {"xent2", "rows2", "convert2", "gelu", "norm2",
                                                  "rms2",  "resid2", "dq2",     "dkv2", "kv1", "swiglu2", "adam2",
-                                                 "dkv3",  "colsum2"};
+                                                 "dkv3",  "colsum2", "bgradb"};
 #define DT_CUDA_TRY_COUNT ((int)(sizeof dt_cuda_try_names / sizeof dt_cuda_try_names[0]))
 
 /* The flags DTRUN_CUDA_TRY's value names (spaces around a name are skipped): 0, or -1 with the name

@@ -68,7 +68,7 @@ has "... named where the run says what it runs on" "$err" "; on trial (DTRUN_CUD
 DTRUN_CUDA_TRY=nosuch run "a trial it does not know" 2 timeout 300 "$DTRUN" run "${base[@]}" compute.device=cuda \
     run.dir=tried-bad
 has "... refused with every name" "$err" 'error: DTRUN_CUDA_TRY names "nosuch", no kernel on trial
-  hint: a comma-separated list of xent2, rows2, convert2, gelu, norm2, rms2, resid2, dq2, dkv2, kv1, swiglu2, adam2, dkv3, colsum2, or all; unset it for the kernels in use'
+  hint: a comma-separated list of xent2, rows2, convert2, gelu, norm2, rms2, resid2, dq2, dkv2, kv1, swiglu2, adam2, dkv3, colsum2, bgradb, or all; unset it for the kernels in use'
 if [ "$gpus" -ge 2 ]; then
     # the same global batch of 8: one GPU with micro-batch 8, or two with 4 each
     run "1 GPU" 0 timeout 300 "$DTRUN" run "${base[@]}" data.micro_batch_size=8 compute.device=cuda run.dir=one

@@ -675,6 +675,9 @@ static void round_host(float *x, size_t n, enum dt_dtype lp)
  * from dout in fp32 (rounded to lp there) and in lp, accumulating or overwriting (set). dbias: the
  * column sums of the rounded dout in the CPU's order, bit for bit.
  */
+/* the kernels on trial matmul_case holds to their own checks (bgradb's dbias) */
+static unsigned trying;
+
 static void matmul_case(void *ctx, enum dt_dtype lp, int BT, int C, int OC, bool biased, unsigned set)
 {
     size_t nx = (size_t)BT * C, nw = (size_t)OC * C, ny = (size_t)BT * OC, es = dt_dtype_size(lp);
@@ -733,9 +736,25 @@ static void matmul_case(void *ctx, enum dt_dtype lp, int BT, int C, int OC, bool
         snprintf(what, sizeof what, "matmul_backward %s, dout %s: dinp, dweight %s, within 3 (K+2) u sum|terms|", shape,
                  dt_dtype_str(dt), set ? "overwritten" : "accumulate");
         report(d <= 1.0, what, d);
-        snprintf(what, sizeof what, "matmul_backward %s, dout %s: dbias %s", shape, dt_dtype_str(dt),
-                 biased ? "in the CPU's order, bit for bit" : "left alone when NULL");
-        report(memcmp(hb, db, OC * 4) == 0, what, maxrel(hb, db, OC));
+        if ((trying & DT_CUDA_TRY_BGRADB) && biased && lp != DT_F32) {
+            /* bgradb: the BT rounded douts summed in cuBLASLt's order, the CPU's in its own, each
+             * within (BT - 1) u sum|terms| of the exact sum, and the add into db0 one rounding more */
+            double worst = 0;
+            for (int j = 0; j < OC; j++) {
+                double S = set & DT_SET_DPARAMS ? 0 : fabs(db0[j]);
+                for (int i = 0; i < BT; i++) S += fabs(dyr[(size_t)i * OC + j]);
+                double lim = 2 * (BT + 1) * U32 * S, off = fabs((double)hb[j] - db[j]);
+                worst = fmax(worst, lim > 0 ? off / lim : off > 0 ? INFINITY : 0);
+            }
+            snprintf(what, sizeof what, "matmul_backward %s, dout %s: dbias %s in the BGRADB epilogue, within 2 (BT + 1) "
+                     "u sum|terms| of the CPU's%s", shape, dt_dtype_str(dt), set ? "written" : "added",
+                     memcmp(hb, db, OC * 4) ? "" : " (its bits: the sums apart, no algorithm took the epilogue?)");
+            report(worst <= 1.0, what, worst);
+        } else {
+            snprintf(what, sizeof what, "matmul_backward %s, dout %s: dbias %s", shape, dt_dtype_str(dt),
+                     biased ? "in the CPU's order, bit for bit" : "left alone when NULL");
+            report(memcmp(hb, db, OC * 4) == 0, what, maxrel(hb, db, OC));
+        }
         free(Sx), free(Sw), free(hx), free(hw), free(hb), free(dx), free(dw), free(db), free(dyt);
         gpu->free(gdx), gpu->free(gdw), gpu->free(gdb), gpu->free(gdyt);
     }
@@ -1453,8 +1472,8 @@ int main(void)
     row_sums_packed();
     /* the kernels on trial (plan.h's DTRUN_CUDA_TRY), held to the same checks as those in use (gelu's
      * ops are the matmuls' above: the flag only tells the model to call them) */
-    gpu->set_tries(DT_CUDA_TRY_ALL);
-    report_prefix = "on trial (xent2, rows2, convert2, norm2, rms2, resid2, adam2, colsum2): ";
+    gpu->set_tries(trying = DT_CUDA_TRY_ALL);
+    report_prefix = "on trial (xent2, rows2, convert2, norm2, rms2, resid2, adam2, colsum2, bgradb): ";
     elementwise();
     optimizer_and_norms();
     llama_ops();
@@ -1468,6 +1487,10 @@ int main(void)
     convert_offsets();
     sumsq_offsets();
     rmsnorm_odd_width();
-    gpu->set_tries(0);
+    /* bgradb: the matmuls again with a bias's gradient in the weight's gemm */
+    gpu->set_tries(trying = DT_CUDA_TRY_BGRADB);
+    report_prefix = "on trial (bgradb): ";
+    matmuls();
+    gpu->set_tries(trying = 0);
     return cuda_check_finish();
 }

@@ -617,7 +617,8 @@ static void cuda_tries(void **state)
     assert_int_equal(dt_cuda_tries_parse("all", &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_XENT2 | DT_CUDA_TRY_ROWS2 | DT_CUDA_TRY_CONVERT2 | DT_CUDA_TRY_GELU |
                             DT_CUDA_TRY_NORM2 | DT_CUDA_TRY_RMS2 | DT_CUDA_TRY_RESID2 | DT_CUDA_TRY_DQ2 |
-                            DT_CUDA_TRY_DKV2 | DT_CUDA_TRY_SWIGLU2 | DT_CUDA_TRY_ADAM2 | DT_CUDA_TRY_COLSUM2);
+                            DT_CUDA_TRY_DKV2 | DT_CUDA_TRY_SWIGLU2 | DT_CUDA_TRY_ADAM2 | DT_CUDA_TRY_COLSUM2 |
+                            DT_CUDA_TRY_BGRADB);
     assert_int_equal(dt_cuda_tries_parse("dkv3", &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_DKV3);
     /* every name's flag but kv1's (which takes a path away rather than replace a kernel) and dkv3's
@@ -644,7 +645,8 @@ static void cuda_tries(void **state)
         assert_int_equal(f, 1u << i);
     }
     dt_cuda_tries_str(DT_CUDA_TRY_ALL, names, sizeof names);
-    assert_string_equal(names, "xent2, rows2, convert2, gelu, norm2, rms2, resid2, dq2, dkv2, swiglu2, adam2, colsum2");
+    assert_string_equal(names, "xent2, rows2, convert2, gelu, norm2, rms2, resid2, dq2, dkv2, swiglu2, adam2, colsum2, "
+                                "bgradb");
     assert_int_equal(dt_cuda_tries_parse(names, &f, bad, sizeof bad), 0);
     assert_int_equal(f, DT_CUDA_TRY_ALL);
     assert_int_equal(dt_cuda_tries_parse("all,kv1", &f, bad, sizeof bad), 0);
