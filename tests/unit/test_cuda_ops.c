@@ -737,19 +737,22 @@ static void matmul_case(void *ctx, enum dt_dtype lp, int BT, int C, int OC, bool
                  dt_dtype_str(dt), set ? "overwritten" : "accumulate");
         report(d <= 1.0, what, d);
         if ((trying & DT_CUDA_TRY_BGRADB) && biased && lp != DT_F32) {
-            /* bgradb: the BT rounded douts summed in cuBLASLt's order, the CPU's in its own, each
-             * within (BT - 1) u sum|terms| of the exact sum, and the add into db0 one rounding more */
+            /* bgradb: the BT rounded douts summed in cuBLASLt's order (on tensor cores, whose adds may
+             * truncate: the gemm checks' 3 in place of 1), the CPU's in its own, and the add into db0
+             * one rounding more. Where dout's rows are 16-byte aligned (the models' widths) the
+             * epilogue must have run: dbias's bits then are not the column sums' */
             double worst = 0;
             for (int j = 0; j < OC; j++) {
                 double S = set & DT_SET_DPARAMS ? 0 : fabs(db0[j]);
                 for (int i = 0; i < BT; i++) S += fabs(dyr[(size_t)i * OC + j]);
-                double lim = 2 * (BT + 1) * U32 * S, off = fabs((double)hb[j] - db[j]);
-                worst = fmax(worst, lim > 0 ? off / lim : off > 0 ? INFINITY : 0);
+                double r = fabs((double)hb[j] - db[j]) / (3.0 * (BT + 1) * U32 * S);
+                if (!(r <= worst)) worst = r; /* a nan fails */
             }
-            snprintf(what, sizeof what, "matmul_backward %s, dout %s: dbias %s in the BGRADB epilogue, within 2 (BT + 1) "
-                     "u sum|terms| of the CPU's%s", shape, dt_dtype_str(dt), set ? "written" : "added",
-                     memcmp(hb, db, OC * 4) ? "" : " (its bits: the sums apart, no algorithm took the epilogue?)");
-            report(worst <= 1.0, what, worst);
+            bool rows16 = OC * es % 16 == 0, taken = memcmp(hb, db, OC * 4) != 0;
+            snprintf(what, sizeof what, "matmul_backward %s, dout %s: dbias %s in the BGRADB epilogue%s, within 3 (BT + 1) "
+                     "u sum|terms| of the CPU's", shape, dt_dtype_str(dt), set ? "written" : "added",
+                     rows16 ? " (16-byte rows: taken)" : taken ? "" : " (not taken: the sums apart)");
+            report(worst <= 1.0 && (!rows16 || taken), what, worst);
         } else {
             snprintf(what, sizeof what, "matmul_backward %s, dout %s: dbias %s", shape, dt_dtype_str(dt),
                      biased ? "in the CPU's order, bit for bit" : "left alone when NULL");
@@ -1132,6 +1135,20 @@ static void matmuls(void)
     gpu->ctx_destroy(ctx);
 }
 
+/* bgradb (on trial): the biased backward in bf16 and fp16, dbias written and added, at the shapes of
+ * the models (16-byte rows: 384, and GPT-2's 768) and at one cuBLASLt's aligned kernels do not take
+ * (130 columns); matmul_case holds dbias to its bound and, at the first, to the epilogue's having run */
+static void bgradb_cases(void)
+{
+    void *ctx = NULL;
+    CK(gpu->ctx_create(&ctx));
+    static const int shapes[3][3] = {{256, 192, 384}, {256, 768, 768}, {67, 96, 130}};
+    for (int k = 0; k < 12; k++)
+        matmul_case(ctx, k % 2 ? DT_F16 : DT_BF16, shapes[k / 4][0], shapes[k / 4][1], shapes[k / 4][2], true,
+                    k % 4 < 2 ? DT_SET_DINP | DT_SET_DPARAMS : 0);
+    gpu->ctx_destroy(ctx);
+}
+
 static void updates_and_conversions(void)
 {
     size_t N = 40001;
@@ -1487,10 +1504,10 @@ int main(void)
     convert_offsets();
     sumsq_offsets();
     rmsnorm_odd_width();
-    /* bgradb: the matmuls again with a bias's gradient in the weight's gemm */
+    /* bgradb: a bias's gradient in the weight's gemm */
     gpu->set_tries(trying = DT_CUDA_TRY_BGRADB);
     report_prefix = "on trial (bgradb): ";
-    matmuls();
+    bgradb_cases();
     gpu->set_tries(trying = 0);
     return cuda_check_finish();
 }
