@@ -65,6 +65,7 @@ struct dt_cuda_ctx {
     void *ws;
     struct algo_key keys[ALGO_CACHE];
     cublasLtMatmulAlgo_t algos[ALGO_CACHE];
+    bool none[ALGO_CACHE]; /* the heuristic found no algorithm for that key (an epilogue not offered) */
     int nalgos;
     void *scratch[DT_CUDA_SCRATCH_SLOTS]; /* cudaMalloc'ed: 256-byte aligned */
     size_t scratch_n[DT_CUDA_SCRATCH_SLOTS];
@@ -170,6 +171,8 @@ struct gemm_types {
     void *bgrad;
 };
 
+#define NOT_SUPPORTED (DT_CUDA_CUBLAS_ERR + (int)CUBLAS_STATUS_NOT_SUPPORTED) /* gemm(): the heuristic found none */
+
 /* D(m,n) = scale_a op(A)(m,k) . op(B)(k,n) + beta D [+ bias(m)], column-major, of types ty */
 static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, const void *A, int lda, const void *B,
                 int ldb, void *D, int ldd, float beta, const void *bias, const struct gemm_types *ty)
@@ -235,18 +238,25 @@ static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, co
         key.align[i] = alignment(ptr[i]);
         e = lt_err(cublasLtMatmulPreferenceSetAttribute(pref, align[i], &key.align[i], sizeof key.align[i]));
     }
-    /* the heuristic is asked once per kind of gemm (it costs more host time than the launch) */
+    /* the heuristic is asked once per kind of gemm (it costs more host time than the launch), its
+     * "none" too: an epilogue on trial that it does not offer falls back at no cost a call */
     const cublasLtMatmulAlgo_t *algo = NULL;
-    for (int i = 0; i < c->nalgos && !algo; i++)
-        if (!memcmp(&c->keys[i], &key, sizeof key)) algo = &c->algos[i];
+    bool none = false;
+    for (int i = 0; i < c->nalgos && !algo && !none; i++)
+        if (!memcmp(&c->keys[i], &key, sizeof key)) {
+            none = c->none[i];
+            algo = none ? NULL : &c->algos[i];
+        }
+    if (none) e = NOT_SUPPORTED;
     cublasLtMatmulHeuristicResult_t h;
     int found = 0;
     if (!e && !algo) {
         e = lt_err(cublasLtMatmulAlgoGetHeuristic(c->lt, op, la, lb, ld, ld, pref, 1, &h, &found));
-        if (!e && found == 0) e = DT_CUDA_CUBLAS_ERR + (int)CUBLAS_STATUS_NOT_SUPPORTED;
+        if (!e && found == 0) e = NOT_SUPPORTED;
         algo = &h.algo;
-        if (!e && c->nalgos < ALGO_CACHE) {
+        if ((!e || e == NOT_SUPPORTED) && c->nalgos < ALGO_CACHE) {
             c->keys[c->nalgos] = key;
+            c->none[c->nalgos] = e == NOT_SUPPORTED;
             c->algos[c->nalgos++] = h.algo;
         }
     }
@@ -262,7 +272,6 @@ static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, co
     return e;
 }
 
-#define NOT_SUPPORTED (DT_CUDA_CUBLAS_ERR + (int)CUBLAS_STATUS_NOT_SUPPORTED) /* gemm(): the heuristic found none */
 
 /* one of plan.h's gemms; operands[] by enum dt_mm_operand */
 static int run_plan_typed(struct dt_cuda_ctx *c, const struct dt_gemm_plan *p, const void *const *operands, void *D,
