@@ -135,7 +135,7 @@ dt_status_t dt_lm_mem_alloc(struct dt_model *m, struct dt_lm_mem *a, size_t aren
     if (!a->stage[0] || !a->stage[1])
         return dt_error(DT_ERR_NOMEM, "dtrun: error: out of host memory for the tokens' staging (2 x %zu KiB%s)\n"
                         "  hint: free memory on this node", tokens >> 10,
-                        k->copy_async ? ", page-locked: the node's limit on locked memory, ulimit -l, may be lower" : "");
+                        k->copy_inline ? ", page-locked: the node's limit on locked memory, ulimit -l, may be lower" : "");
     return DT_SUCCESS;
 }
 
