@@ -183,7 +183,10 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     tr->gas = (int)cfg->compute.gradient_accumulation_steps;
     if (tr->k->init) tr->k->init();
     DT_CHECK(tr->k->ctx_create(tr->device, &tr->kc));
-    if (cfg->events.wall_clock_breakdown) DT_CHECK(dt_kprofile_wrap(&tr->k, &tr->kc));
+    if (cfg->events.wall_clock_breakdown) {
+        DT_CHECK(dt_kprofile_wrap(&tr->k, &tr->kc));
+        dt_kprofile_pause(tr->kc, true); /* the setup's ops (the parameters' fill, a resume's load) are no step's */
+    }
     DT_CHECK(dt_dataset_open(&tr->train, cfg, false));
     if (cfg->data.val || !cfg->data.train) DT_CHECK(dt_dataset_open(&tr->val, cfg, true));
 
@@ -526,6 +529,7 @@ static dt_status_t loop(struct trainer *tr, struct dt_train_result *res)
     struct timespec wall = dt_wall_now();
     tr->wall_skew = (double)wall.tv_sec + wall.tv_nsec * 1e-9 - start;
     tr->last_save = start;
+    untimed(tr, false); /* the steps' ops from here (setup paused them) */
     res->loss = tr->state.loss;
     res->val_loss = tr->state.val_loss;
     res->steps = tr->state.step;

@@ -201,6 +201,8 @@ run "... validating every 5 steps, saving every step" 0 "$DTRUN" run "${tiny[@]}
     checkpoint.interval=1ba checkpoint.keep=1 events.interval=10ba run.dir=w16s
 [ "$(calls "$plain" | grep -c ' [0-9.]*$')" -ge 10 ] && same "... the same calls per step of every op" "$(calls "$err")" \
     "$(calls "$plain")" || not_ok "fewer than 10 ops in the table" "$plain"
+# nor is the setup (the parameters' fill, their conversion to bf16): every op's calls per step are whole
+same "... no op called a fraction of a time per step" "$(calls "$plain" | awk '$2 !~ /\.0$/')" ""
 if dtrun_has '^comm: mpi'; then
     receiver ok --out ddp.jsonl
     run "dtrun -n 2 with the webhook" 0 timeout 300 "$DTRUN" -n 2 "${tiny[@]}" run.max_duration=30ba run.dir=ddp \
