@@ -9,7 +9,7 @@
  * What is rounded to 16 bits besides the stored results: the probabilities P before P V (forward)
  * and P^T dO (backward), dS before dS K and dS^T Q, and dout (fp32) as it is staged for dO V^T and
  * P^T dO. The CPU kernel keeps all of them in fp32, so results differ from its by a few 16-bit
- * ulps of the terms' magnitudes (tests/unit/test_cuda_ops.c derives the bound it checks). Scores,
+ * ulps of the terms' magnitudes (tests/unit/cuda_ops_matmul.c derives the bound it checks). Scores,
  * the softmax (max, sum, exp) and every accumulator are fp32; out, dqkv are rounded once, by
  * core/half.h as the CPU rounds.
  *

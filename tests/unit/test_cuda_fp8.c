@@ -329,7 +329,7 @@ static float dequantised(float *q, const void *x, enum dt_dtype t, size_t n, con
 
 /*
  * The bound: the two sides multiply the same codes (checked above), so they differ only in how the
- * sums are added. The CPU adds in fp32 (the fp32 matmuls' 3 (K + 2) u S, test_cuda_ops.c); the
+ * sums are added. The CPU adds in fp32 (the fp32 matmuls' 3 (K + 2) u S, cuda_ops_matmul.c); the
  * tensor cores add each k-block of 32 FP8 products with a narrower accumulator (about 14 bits kept:
  * DeepSeek-V3's report, section 3.3.2, measured on H800), each block's sum off by up to 32 of its
  * largest terms' 2^-13, before cuBLASLt promotes it into fp32 (FAST_ACCUM off): at most 2^-8 S more.
