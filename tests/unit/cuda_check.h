@@ -39,6 +39,9 @@ float *back(const void *d, size_t n);
 double maxrel(const float *a, const float *b, size_t n);
 double wide16(uint16_t h, enum dt_dtype t);
 double lp_excess(const uint16_t *got, const uint16_t *ref, size_t n, enum dt_dtype t);
+/* |got[i] - ref[i]| of type t, less (16-bit) the spacing above the larger of the two: what two
+ * roundings of nearby fp32 values leave to explain (may be negative) */
+double off_less_ulp(const void *got, const void *ref, size_t i, enum dt_dtype t);
 void *typed(const float *x, size_t n, enum dt_dtype t);
 double act_diff(const void *got, const void *ref, size_t n, enum dt_dtype t);
 void *back_typed(const void *d, size_t n, enum dt_dtype t);

@@ -362,15 +362,7 @@ static double fp8_excess(const void *got, const void *ref, const double *S, size
     double m = 0;
     *rel = 0;
     for (size_t i = 0; i < n; i++) {
-        double g, r, ulp = 0;
-        if (t == DT_F32) {
-            g = ((const float *)got)[i], r = ((const float *)ref)[i];
-        } else {
-            uint16_t hg = ((const uint16_t *)got)[i], hr = ((const uint16_t *)ref)[i];
-            uint16_t big = (hg & 0x7fff) > (hr & 0x7fff) ? hg & 0x7fff : hr & 0x7fff;
-            g = wide16(hg, t), r = wide16(hr, t), ulp = wide16((uint16_t)(big + 1), t) - wide16(big, t);
-        }
-        double d = fmax(0.0, fabs(g - r) - ulp), x = d / ((FP8_ACC + 3.0 * (K + 2) * U32) * S[i] + 1e-30);
+        double d = fmax(0.0, off_less_ulp(got, ref, i, t)), x = d / ((FP8_ACC + 3.0 * (K + 2) * U32) * S[i] + 1e-30);
         if (!(x <= m)) m = x; /* a NaN counts as a failure */
         if (!(d / (S[i] + 1e-30) <= *rel)) *rel = d / (S[i] + 1e-30);
     }
