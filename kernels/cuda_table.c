@@ -55,7 +55,7 @@ static dt_status_t cuda_ctx_create(int device, struct dt_kctx **out)
     if (!c) return dt_error(DT_ERR_NOMEM, "dtrun: error: out of memory creating the CUDA kernels' context");
     c->ops = m->ops;
     c->device = device;
-    char bad[32], names[256];
+    char bad[32], names[DT_CUDA_TRY_STR];
     if (dt_cuda_tries_parse(getenv("DTRUN_CUDA_TRY"), &c->tries, bad, sizeof bad)) {
         free(c);
         dt_cuda_tries_str((1u << DT_CUDA_TRY_COUNT) - 1, names, sizeof names); /* every name, kv1 too */
@@ -85,7 +85,7 @@ static void cuda_ctx_destroy(struct dt_kctx *kc)
 
 static void describe(struct dt_kctx *kc, char *buf, size_t n, enum dt_dtype compute)
 {
-    char tries[256];
+    char tries[DT_CUDA_TRY_STR];
     dt_cuda_tries_str(C(kc)->tries, tries, sizeof tries);
     snprintf(buf, n, "cuBLASLt %s on cuda:%d; attention fused (flash)%s%s",
              compute == DT_F32 ? "fp32" : dt_dtype_str(compute), C(kc)->device,

@@ -114,7 +114,7 @@ void dt_cpu_ctx_destroy(struct dt_kctx *kc)
 void *dt_cpu_scratch(struct dt_kctx *kc, int slot, size_t bytes, const char *op)
 {
     void *p = dt_fault_now_since(DT_FAULT_NOMEM) ? NULL : grow(&kc->slot[slot], bytes);
-    if (!p && !kc->failed && !kc->refused[0]) kc->failed = op, kc->failed_bytes = bytes;
+    if (!p && !kc->failed) kc->failed = op, kc->failed_bytes = bytes; /* dt_cpu_failure says a refusal first */
     return p;
 }
 

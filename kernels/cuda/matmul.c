@@ -173,15 +173,60 @@ struct gemm_types {
 
 #define NOT_SUPPORTED (DT_CUDA_CUBLAS_ERR + (int)CUBLAS_STATUS_NOT_SUPPORTED) /* gemm(): the heuristic found none */
 
+/* The heuristic's answer for a gemm of key's kind, asked with a preference saying what the gemm
+ * may use: the workspace, a 16-bit D's split-k partials reduced in fp32 only, never in D's own type
+ * (INPLACE and OUTPUT_TYPE would round each partial, and D is rounded once), and how aligned its
+ * matrices are (slices of the parameter and activation buffers start anywhere; the default assumes
+ * 256 bytes, and would pick an algorithm that faults on a slice). Kept in c's cache, "none" too. */
+static int ask_heuristic(struct dt_cuda_ctx *c, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t la,
+                         cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t ld, cudaDataType_t dt,
+                         const struct algo_key *key, cublasLtMatmulHeuristicResult_t *h)
+{
+    static const cublasLtMatmulPreferenceAttributes_t align[4] = {
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
+    cublasLtMatmulPreference_t pref = NULL;
+    size_t ws = WORKSPACE;
+    int found = 0;
+    int e = lt_err(cublasLtMatmulPreferenceCreate(&pref));
+    if (!e) e = lt_err(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
+    if (!e && dt != CUDA_R_32F) {
+        uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+        e = lt_err(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
+                                                        sizeof schemes));
+    }
+    for (int i = 0; i < 4 && !e; i++)
+        e = lt_err(cublasLtMatmulPreferenceSetAttribute(pref, align[i], &key->align[i], sizeof key->align[i]));
+    if (!e) e = lt_err(cublasLtMatmulAlgoGetHeuristic(c->lt, op, la, lb, ld, ld, pref, 1, h, &found));
+    if (!e && found == 0) e = NOT_SUPPORTED;
+    if ((!e || e == NOT_SUPPORTED) && c->nalgos < ALGO_CACHE) {
+        c->keys[c->nalgos] = *key;
+        c->none[c->nalgos] = e == NOT_SUPPORTED;
+        if (!e) c->algos[c->nalgos] = h->algo;
+        c->nalgos++;
+    }
+    if (pref) cublasLtMatmulPreferenceDestroy(pref);
+    return e;
+}
+
 /* D(m,n) = scale_a op(A)(m,k) . op(B)(k,n) + beta D [+ bias(m)], column-major, of types ty */
 static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, const void *A, int lda, const void *B,
                 int ldb, void *D, int ldd, float beta, const void *bias, const struct gemm_types *ty)
 {
+    /* the heuristic is asked once per kind of gemm (it costs more host time than the launch), its
+     * "none" too: an epilogue on trial that it does not offer falls back at no cost a call */
+    struct algo_key key = {ta, tb, m, n, k, lda, ldb, ldd, ty->a, ty->b, ty->d, bias ? (int)ty->bias + 1 : 0,
+                           beta == 0.0f, ty->gelu, ty->bgrad != NULL, {alignment(A), alignment(B), alignment(D),
+                           alignment(D)}, ty->gelu ? alignment(ty->aux) : 0};
+    const cublasLtMatmulAlgo_t *algo = NULL;
+    for (int i = 0; i < c->nalgos && !algo; i++)
+        if (!memcmp(&c->keys[i], &key, sizeof key)) {
+            if (c->none[i]) return NOT_SUPPORTED;
+            algo = &c->algos[i];
+        }
     cublasLtMatmulDesc_t op = NULL;
     cublasLtMatrixLayout_t la = NULL, lb = NULL, ld = NULL;
-    cublasLtMatmulPreference_t pref = NULL;
     cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-    size_t ws = WORKSPACE;
     int e = lt_err(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     if (!e) e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &opa, sizeof opa));
     if (!e) e = lt_err(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &opb, sizeof opb));
@@ -217,61 +262,21 @@ static int gemm(struct dt_cuda_ctx *c, bool ta, bool tb, int m, int n, int k, co
     if (!e) e = lt_err(cublasLtMatrixLayoutCreate(&la, ty->a, ta ? k : m, ta ? m : k, lda));
     if (!e) e = lt_err(cublasLtMatrixLayoutCreate(&lb, ty->b, tb ? n : k, tb ? k : n, ldb));
     if (!e) e = lt_err(cublasLtMatrixLayoutCreate(&ld, ty->d, m, n, ldd));
-    if (!e) e = lt_err(cublasLtMatmulPreferenceCreate(&pref));
-    if (!e) e = lt_err(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws));
-    /* a 16-bit D: split-k partials reduced in fp32 only, never in D's own type (INPLACE and
-     * OUTPUT_TYPE would round each partial), so D is rounded once */
-    if (!e && ty->d != CUDA_R_32F) {
-        uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
-        e = lt_err(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
-                                                        sizeof schemes));
-    }
-    /* slices of the parameter and activation buffers start anywhere: say how aligned they are (the
-     * default assumes 256 bytes, and would pick an algorithm that faults on a slice) */
-    static const cublasLtMatmulPreferenceAttributes_t align[4] = {
-        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-        CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES};
-    const void *ptr[4] = {A, B, D, D};
-    struct algo_key key = {ta, tb, m, n, k, lda, ldb, ldd, ty->a, ty->b, ty->d, bias ? (int)ty->bias + 1 : 0,
-                           beta == 0.0f, ty->gelu, ty->bgrad != NULL, {0}, ty->gelu ? alignment(ty->aux) : 0};
-    for (int i = 0; i < 4 && !e; i++) {
-        key.align[i] = alignment(ptr[i]);
-        e = lt_err(cublasLtMatmulPreferenceSetAttribute(pref, align[i], &key.align[i], sizeof key.align[i]));
-    }
-    /* the heuristic is asked once per kind of gemm (it costs more host time than the launch), its
-     * "none" too: an epilogue on trial that it does not offer falls back at no cost a call */
-    const cublasLtMatmulAlgo_t *algo = NULL;
-    bool none = false;
-    for (int i = 0; i < c->nalgos && !algo && !none; i++)
-        if (!memcmp(&c->keys[i], &key, sizeof key)) {
-            none = c->none[i];
-            algo = none ? NULL : &c->algos[i];
-        }
-    if (none) e = NOT_SUPPORTED;
     cublasLtMatmulHeuristicResult_t h;
-    int found = 0;
     if (!e && !algo) {
-        e = lt_err(cublasLtMatmulAlgoGetHeuristic(c->lt, op, la, lb, ld, ld, pref, 1, &h, &found));
-        if (!e && found == 0) e = NOT_SUPPORTED;
+        e = ask_heuristic(c, op, la, lb, ld, ty->d, &key, &h);
         algo = &h.algo;
-        if ((!e || e == NOT_SUPPORTED) && c->nalgos < ALGO_CACHE) {
-            c->keys[c->nalgos] = key;
-            c->none[c->nalgos] = e == NOT_SUPPORTED;
-            c->algos[c->nalgos++] = h.algo;
-        }
     }
     const float alpha = 1.0f;
     if (!e)
         e = lt_err(cublasLtMatmul(c->lt, op, &alpha, A, la, B, lb, &beta, D, ld, D, ld, algo, c->ws, WORKSPACE,
                                   cudaStreamPerThread));
-    if (pref) cublasLtMatmulPreferenceDestroy(pref);
     if (ld) cublasLtMatrixLayoutDestroy(ld);
     if (lb) cublasLtMatrixLayoutDestroy(lb);
     if (la) cublasLtMatrixLayoutDestroy(la);
     if (op) cublasLtMatmulDescDestroy(op);
     return e;
 }
-
 
 /* one of plan.h's gemms; operands[] by enum dt_mm_operand */
 static int run_plan_typed(struct dt_cuda_ctx *c, const struct dt_gemm_plan *p, const void *const *operands, void *D,
@@ -285,7 +290,7 @@ static int run_plan_typed(struct dt_cuda_ctx *c, const struct dt_gemm_plan *p, c
 static int run_plan(struct dt_cuda_ctx *c, const struct dt_gemm_plan *p, const void *const *operands, void *D,
                     const void *bias, int ab, int dt)
 {
-    struct gemm_types ty = {cuda_type(ab), cuda_type(ab), cuda_type(dt), cuda_type(dt), NULL, GELU_NONE, NULL, NULL};
+    struct gemm_types ty = {.a = cuda_type(ab), .b = cuda_type(ab), .d = cuda_type(dt), .bias = cuda_type(dt)};
     return run_plan_typed(c, p, operands, D, bias, &ty);
 }
 
@@ -369,7 +374,7 @@ int dt_cuda_matmul_backward(struct dt_cuda_ctx *c, float *dinp, float *dweight, 
          * added into dbias */
         void *s;
         e = dt_cuda_ctx_scratch(c, DT_CUDA_SCRATCH_BIAS, (size_t)OC * sizeof(float), &s);
-        struct gemm_types ty = {cuda_type(lp), cuda_type(lp), CUDA_R_32F, CUDA_R_32F, NULL, GELU_NONE, NULL, s};
+        struct gemm_types ty = {.a = cuda_type(lp), .b = cuda_type(lp), .d = CUDA_R_32F, .bias = CUDA_R_32F, .bgrad = s};
         if (!e) e = run_plan_typed(c, &p[1], in, dweight, NULL, &ty);
         int add = !(set & DT_CUDA_SET_DPARAMS);
         if (e != NOT_SUPPORTED) return e ? e : (int)dt_cuda_convert(dbias, DT_CUDA_F32, s, DT_CUDA_F32, (size_t)OC, add);
@@ -408,8 +413,8 @@ int dt_cuda_matmul_gelu_forward(struct dt_cuda_ctx *c, void *out, void *pre, con
         struct dt_gemm_plan p[2];
         dt_matmul_plans(false, BT, C, OC, p);
         const void *in[] = {[DT_MM_INP] = inp, [DT_MM_WEIGHT] = w};
-        struct gemm_types ty = {cuda_type(lp), cuda_type(lp), cuda_type(lp), cuda_type(lp), NULL, GELU_FORWARD, pre,
-                                NULL};
+        struct gemm_types ty = {.a = cuda_type(lp), .b = cuda_type(lp), .d = cuda_type(lp), .bias = cuda_type(lp),
+                                .gelu = GELU_FORWARD, .aux = pre};
         if (!e) e = run_plan_typed(c, &p[0], in, out, b, &ty);
         if (e != NOT_SUPPORTED) return e; /* no algorithm with the epilogue for this gemm: nothing ran */
         e = 0;
@@ -433,7 +438,8 @@ int dt_cuda_matmul_dgelu_backward(struct dt_cuda_ctx *c, void *dpre, const void 
     p[0].beta = 0.0f;
     if (set & DT_CUDA_SET_DPARAMS) p[1].beta = 0.0f;
     const void *in[] = {[DT_MM_WEIGHT] = w, [DT_MM_INP] = inp, [DT_MM_DOUT] = dy};
-    struct gemm_types ty = {cuda_type(lp), cuda_type(lp), cuda_type(lp), cuda_type(lp), NULL, GELU_BACKWARD, pre, NULL};
+    struct gemm_types ty = {.a = cuda_type(lp), .b = cuda_type(lp), .d = cuda_type(lp), .bias = cuda_type(lp),
+                            .gelu = GELU_BACKWARD, .aux = pre};
     /* dinp's gemm reads dout (BT, OC) and the weight, writes (BT, C): the forward's shape turned round */
     e = gelu_fusable(lp, dy, w, dpre, pre, OC, C) ? run_plan_typed(c, &p[0], in, dpre, NULL, &ty) : NOT_SUPPORTED;
     if (e == NOT_SUPPORTED) { /* the ops apart (nothing ran): dinp in fp32, then GELU's backward */
@@ -482,7 +488,7 @@ static int fp8_scratch(struct dt_cuda_ctx *c, struct dt_cuda_fp8_state **st, siz
 static int run_plan_fp8(struct dt_cuda_ctx *c, const struct dt_gemm_plan *p, const void *const *operands, void *D,
                         const void *bias, int fa, int fb, int dt, const float *alpha)
 {
-    struct gemm_types ty = {fp8_type(fa), fp8_type(fb), cuda_type(dt), CUDA_R_16BF, alpha, GELU_NONE, NULL, NULL};
+    struct gemm_types ty = {.a = fp8_type(fa), .b = fp8_type(fb), .d = cuda_type(dt), .bias = CUDA_R_16BF, .scale_a = alpha};
     return run_plan_typed(c, p, operands, D, bias, &ty);
 }
 

@@ -30,7 +30,7 @@ enum {
     DT_CUDA_SCRATCH_BIAS,      /* a 16-bit bias, widened or aligned */
     DT_CUDA_SCRATCH_PARTIALS,  /* the row blocks' partial sums (ops.h) */
     DT_CUDA_SCRATCH_SLICES,    /* a multi-tensor AdamW step's slice table (ops.h) */
-    DT_CUDA_SCRATCH_REDUCE,    /* a reduction's block partials (ops.h's DT_CUDA_REDUCE_BYTES) */
+    DT_CUDA_SCRATCH_REDUCE,    /* a reduction's block partials (ops.h's DT_CUDA_REDUCE_SLOT) */
     DT_CUDA_SCRATCH_OUT,       /* an unaligned biased gemm's fp32 output, before its one rounding */
     DT_CUDA_SCRATCH_FP8_STATE, /* an FP8 matmul's scales and alphas (ops.h's struct dt_cuda_fp8_state) */
     DT_CUDA_SCRATCH_FP8_X,     /* its inp's codes: the forward's, or the backward's transposed */

@@ -70,11 +70,6 @@ __global__ static void layernorm_dinp_kernel(float *dinp, S *lp, const float *do
  * The sums have no multiply for nvcc to fuse into them: dbias and column sums are the CPU's bits
  * (dweight's terms, a product, may be fused differently on either side).
  */
-size_t dt_cuda_row_partials(int BT, int C)
-{
-    return BT > 0 && C > 0 ? (size_t)((BT + DT_CUDA_ROW_BLOCK - 1) / DT_CUDA_ROW_BLOCK) * (size_t)C : 0;
-}
-
 /* the grid of the partial kernels: x the row blocks, y the channels' blocks of THREADS */
 static bool row_grid(int BT, int C, dim3 *grid)
 {
@@ -126,20 +121,17 @@ __global__ static void colsum_partials_kernel(float *p, const S *x, int BT, int 
  * them alike): the same bits. The grid: x the row blocks, y the channels' blocks of PACK_THREADS
  * packs: blocks of 64 threads, so that a row of GPT-2's 768 channels (192 fp32 packs) is three
  * blocks, not one of 256 threads a quarter idle, and B=4's 64 row blocks still give 192 blocks.
- * Taken where the channels are a whole number of packs and every operand is 16-byte aligned
- * (rows_packed); the kernels above otherwise.
+ * Taken (colsum2_grid) where the trial is on, the channels are a whole number of packs and every
+ * operand (a, b if any, the partials p) is 16-byte aligned; the kernels above otherwise.
  */
 #define PACK_THREADS 64
 template <typename S>
-static bool rows_packed(int C, const void *a, const void *b, const void *p)
-{
-    return C % pack_n<S> == 0 && aligned16(a) && (!b || aligned16(b)) && aligned16(p);
-}
-template <typename S>
-static bool packed_grid(int BT, int C, dim3 *grid)
+static bool colsum2_grid(int BT, int C, const void *a, const void *b, const void *p, dim3 *grid)
 {
     unsigned cb = (unsigned)((C / pack_n<S> + PACK_THREADS - 1) / PACK_THREADS);
-    if (BT <= 0 || C <= 0 || cb > 65535u) return false;
+    if (!(dt_cuda_tries() & DT_CUDA_TRY_COLSUM2) || C % pack_n<S> || !aligned16(a) || (b && !aligned16(b)) ||
+        !aligned16(p) || BT <= 0 || C <= 0 || cb > 65535u)
+        return false;
     *grid = dim3((unsigned)((BT + DT_CUDA_ROW_BLOCK - 1) / DT_CUDA_ROW_BLOCK), cb);
     return true;
 }
@@ -325,8 +317,7 @@ static cudaError_t column_sums(float *dbias, const void *dout, int t, int BT, in
         dim3 grid;
         if (!row_grid(BT, OC, &grid)) return cudaErrorInvalidValue;
         dim3 packed;
-        if ((dt_cuda_tries() & DT_CUDA_TRY_COLSUM2) && rows_packed<S>(OC, dout, NULL, scratch) &&
-            packed_grid<S>(BT, OC, &packed))
+        if (colsum2_grid<S>(BT, OC, dout, NULL, scratch, &packed))
             colsum_partials2_kernel<S, BF16><<<packed, PACK_THREADS>>>(scratch, (const S *)dout, BT, OC);
         else colsum_partials_kernel<S, BF16><<<grid, THREADS>>>(scratch, (const S *)dout, BT, OC);
         partials_sum_kernel<<<cb, THREADS>>>(dbias, scratch, (int)grid.x, OC, set);
@@ -363,8 +354,7 @@ cudaError_t dt_cuda_layernorm_backward(float *dinp, void *dinp_lp, int lt, float
     });
     if (e != cudaSuccess) return e;
     dim3 packed;
-    if ((dt_cuda_tries() & DT_CUDA_TRY_COLSUM2) && rows_packed<float>(C, dout, inp, scratch) &&
-        packed_grid<float>(BT, C, &packed))
+    if (colsum2_grid<float>(BT, C, dout, inp, scratch, &packed))
         layernorm_partials2_kernel<<<packed, PACK_THREADS>>>(scratch, scratch + np, dout, inp, mean, rstd, BT, C);
     else layernorm_partials_kernel<<<grid, THREADS>>>(scratch, scratch + np, dout, inp, mean, rstd, BT, C);
     partials_sum_kernel<<<cb, THREADS>>>(dweight, scratch, (int)grid.x, C, 0);
@@ -401,8 +391,7 @@ cudaError_t dt_cuda_rmsnorm_backward(float *dinp, void *dinp_lp, int lt, float *
     });
     if (e != cudaSuccess) return e;
     dim3 packed;
-    if ((dt_cuda_tries() & DT_CUDA_TRY_COLSUM2) && rows_packed<float>(C, dout, inp, scratch) &&
-        packed_grid<float>(BT, C, &packed))
+    if (colsum2_grid<float>(BT, C, dout, inp, scratch, &packed))
         rmsnorm_partials2_kernel<<<packed, PACK_THREADS>>>(scratch, dout, inp, rstd, BT, C);
     else rmsnorm_partials_kernel<<<grid, THREADS>>>(scratch, dout, inp, rstd, BT, C);
     partials_sum_kernel<<<(unsigned)((C + THREADS - 1) / THREADS), THREADS>>>(dweight, scratch, (int)grid.x, C, 0);

@@ -36,20 +36,21 @@ cudaError_t dt_cuda_round_lp(float *dst, const float *src, size_t n, int t);
  * also written there rounded to pt (bf16, fp16), in the same pass */
 cudaError_t dt_cuda_adamw(float *param, const void *grad, int gt, float gscale, float l2, float *m, float *v, size_t n,
                           float lr, float beta1, float beta2, float eps, float wd, int t, void *plp, int pt);
-/* the device scratch the reductions to a host value take (sumsq_parts, mse): their block partials */
-#define DT_CUDA_REDUCE_BYTES (1024 * 16) /* 1024 blocks' (norm2's) */
+/* the device scratch the reductions to a host value take (sumsq_parts, mse): their block partials
+ * (DT_CUDA_REDUCE_BYTES: 1024 blocks', norm2's), then sumsq_parts' results, 16 bytes a part; the
+ * reduction slot's one size, whichever op asks first (it never grows: a cudaFree waits) */
+#define DT_CUDA_REDUCE_BYTES (1024 * 16)
+#define DT_CUDA_REDUCE_SLOT (DT_CUDA_REDUCE_BYTES + 16 * DT_CUDA_PARTS_MAX)
 /* module.h's sumsq_parts: each part's sum of squares and inf/nan count, one read of it, all the
- * parts' results copied back at once (synchronizes); scratch: DT_CUDA_PARTS_BYTES */
-#define DT_CUDA_PARTS_BYTES (DT_CUDA_REDUCE_BYTES + 16 * DT_CUDA_PARTS_MAX)
+ * parts' results copied back at once (synchronizes); scratch: DT_CUDA_REDUCE_SLOT */
 struct dt_cuda_part;
 cudaError_t dt_cuda_sumsq_parts(const struct dt_cuda_part *parts, int np, int t, double *sumsq, size_t *nonfinite,
                                 void *scratch);
 /* Reductions over rows (layernorm's dweight and dbias, a bias's column sums) in kernels/cpu/cpu.h's
  * fixed order: rows cut into blocks of DT_CUDA_ROW_BLOCK, each block summed in row order into a
  * partial (from 0), the partials added in block order (from 0), the total added to the output
- * (or written, for column sums with set). dt_cuda_row_partials: the floats of device scratch one
+ * (or written, for column sums with set). plan.h's dt_cuda_row_partials: the floats of device scratch one
  * such reduction over (BT, C) takes. */
-size_t dt_cuda_row_partials(int BT, int C); /* DT_CUDA_ROW_BLOCK: plan.h's */
 /* out of type ot (fp32, bf16, fp16), computed in fp32 */
 cudaError_t dt_cuda_layernorm_forward(void *out, int ot, float *mean, float *rstd, const float *inp, const float *weight,
                                       const float *bias, int BT, int C);
@@ -102,7 +103,7 @@ cudaError_t dt_cuda_round_stochastic(uint16_t *dst, const float *src, size_t n, 
 cudaError_t dt_cuda_convert(void *dst, int dt, const void *src, int st, size_t n, int add);
 /* The loss ops' mean loss (module.h): into *mean on the host (synchronizes), or, mean NULL, added into
  * *acc on the device as (double)(float)mean / div (does not) */
-/* the mean squared error; scratch: DT_CUDA_REDUCE_BYTES */
+/* the mean squared error; scratch: DT_CUDA_REDUCE_SLOT */
 cudaError_t dt_cuda_mse(float *dout, const float *out, const float *target, float dloss, size_t n, void *scratch,
                         float *mean, double *acc, double div);
 /* dbias(OC) += (set: =) the column sums of dout(BT, OC) of type t, widened (the matmul's bias

@@ -162,7 +162,7 @@ static int adamw(float *param, const void *grad, int gt, float gscale, float l2,
 static int sumsq_parts(void *ctx, const struct dt_cuda_part *parts, int np, int t, double *sumsq, size_t *nonfinite)
 {
     void *s;
-    int e = dt_cuda_ctx_scratch(ctx, DT_CUDA_SCRATCH_REDUCE, DT_CUDA_PARTS_BYTES, &s);
+    int e = dt_cuda_ctx_scratch(ctx, DT_CUDA_SCRATCH_REDUCE, DT_CUDA_REDUCE_SLOT, &s);
     return e ? e : (int)dt_cuda_sumsq_parts(parts, np, t, sumsq, nonfinite, s);
 }
 static int layernorm_forward(void *out, int ot, float *mean, float *rstd, const float *inp, const float *weight,
@@ -250,8 +250,7 @@ static int mse(void *ctx, float *dout, const float *out, const float *target, fl
                double *acc, double div)
 {
     void *s;
-    /* the size sumsq_parts asks: the slot is not grown (a cudaFree, which waits for the device) mid-run */
-    int e = dt_cuda_ctx_scratch(ctx, DT_CUDA_SCRATCH_REDUCE, DT_CUDA_PARTS_BYTES, &s);
+    int e = dt_cuda_ctx_scratch(ctx, DT_CUDA_SCRATCH_REDUCE, DT_CUDA_REDUCE_SLOT, &s);
     return e ? e : (int)dt_cuda_mse(dout, out, target, dloss, n, s, mean, acc, div);
 }
 

@@ -250,7 +250,7 @@ static_assert(DT_CUDA_REDUCE_BYTES >= NORM2_BLOCKS * (sizeof(double) + sizeof(un
 static_assert(DT_CUDA_REDUCE_BYTES >= REDUCE_BLOCKS * (sizeof(double) + sizeof(unsigned long long)),
               "ops.h's reduction scratch holds the partials");
 
-/* scratch (DT_CUDA_PARTS_BYTES): the partial sums, then the partial counts (DT_CUDA_REDUCE_BYTES,
+/* scratch (DT_CUDA_REDUCE_SLOT): the partial sums, then the partial counts (DT_CUDA_REDUCE_BYTES,
  * each part's in turn, the kernels queued in order), then the parts' results, two 8-byte values a
  * part: the caller's, so no allocation (which would wait for the device) per call. One copy back for
  * all the parts. */
@@ -266,18 +266,15 @@ cudaError_t dt_cuda_sumsq_parts(const struct dt_cuda_part *parts, int np, int t,
     for (int i = 0; i < np && e == cudaSuccess; i++) {
         const void *x = parts[i].x;
         size_t n = parts[i].n;
-        if (packs) {
-            e = dt_by_type(t, [&](auto *tag) {
+        if (packs)
+            dt_by_type(t, [&](auto *tag) {
                 using S = std::remove_pointer_t<decltype(tag)>;
                 sumsq2_partial_kernel<S><<<NORM2_BLOCKS, THREADS>>>(partial, bad, (const S *)x, n);
-                sumsq_final_kernel<<<1, 32>>>(out + 2 * i, partial, bad, NORM2_BLOCKS);
-                return cudaGetLastError();
+                return cudaSuccess;
             });
-        } else {
-            sumsq_partial_kernel<<<REDUCE_BLOCKS, THREADS>>>(partial, bad, x, t, n);
-            sumsq_final_kernel<<<1, 32>>>(out + 2 * i, partial, bad, REDUCE_BLOCKS);
-            e = cudaGetLastError();
-        }
+        else sumsq_partial_kernel<<<REDUCE_BLOCKS, THREADS>>>(partial, bad, x, t, n);
+        sumsq_final_kernel<<<1, 32>>>(out + 2 * i, partial, bad, packs ? NORM2_BLOCKS : REDUCE_BLOCKS);
+        e = cudaGetLastError();
     }
     double got[2 * DT_CUDA_PARTS_MAX];
     if (e == cudaSuccess) e = cudaMemcpy(got, out, 2 * (size_t)np * sizeof *got, cudaMemcpyDeviceToHost);

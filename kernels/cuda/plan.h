@@ -73,6 +73,11 @@ static inline size_t dt_xent_row_bytes(int V, size_t esz, size_t static_bytes, s
 /* the rows of a reduction over rows summed into one partial (ops.h: layernorm's dweight and dbias, a
  * bias's column sums), cpu.h's DT_ROW_BLOCK */
 #define DT_CUDA_ROW_BLOCK 64
+/* the floats of partial sums one such reduction over (BT, C) takes: a row of C a block of rows */
+static inline size_t dt_cuda_row_partials(int64_t BT, int64_t C)
+{
+    return BT > 0 && C > 0 ? (size_t)((BT + DT_CUDA_ROW_BLOCK - 1) / DT_CUDA_ROW_BLOCK) * (size_t)C : 0;
+}
 
 /* ---- The module's own scratch (matmul.h's slots) as a training step grows it, in bytes, for dtrun
  * check --memory (the activations' arena and attention's scratch are the model's, planned apart):
@@ -97,8 +102,7 @@ struct dt_cuda_scratch_shape {
 };
 static inline int64_t dt_cuda_scratch_bytes(const struct dt_cuda_scratch_shape *s)
 {
-    int64_t blocks = (s->BT + DT_CUDA_ROW_BLOCK - 1) / DT_CUDA_ROW_BLOCK;
-    int64_t bytes = 4 * blocks * s->partial_width + 32 * s->sorted_rows;
+    int64_t bytes = 4 * (int64_t)dt_cuda_row_partials(s->BT, s->partial_width) + 32 * s->sorted_rows;
     if (s->round_weights) bytes += 2 * s->widest_weight;
     if (s->fp8) bytes += s->BT * s->widest_in + s->widest_weight + 2 * s->BT * s->widest_out;
     if (s->unaligned) bytes += 4 * s->BT * s->biased_out;
@@ -163,6 +167,8 @@ static const char *const dt_cuda_try_names[] = {"xent2", "rows2", "convert2", "g
                                                  "rms2",  "resid2", "dq2",     "dkv2", "kv1", "swiglu2", "adam2",
                                                  "dkv3",  "colsum2", "bgradb"};
 #define DT_CUDA_TRY_COUNT ((int)(sizeof dt_cuda_try_names / sizeof dt_cuda_try_names[0]))
+/* room for all of them as dt_cuda_tries_str lists them: under 16 bytes a name with its ", " */
+#define DT_CUDA_TRY_STR (16 * DT_CUDA_TRY_COUNT)
 
 /* The flags DTRUN_CUDA_TRY's value names (spaces around a name are skipped): 0, or -1 with the name
  * it does not know in bad */

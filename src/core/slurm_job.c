@@ -42,12 +42,13 @@ static const char *field(const char *out, const char *key, char *buf, size_t n)
     return buf;
 }
 
-/* the first line of out that holds more than blanks, or "no answer" */
-static const char *first_line(const char *out, int *len)
+/* the first line of out that holds more than blanks, or none when it has none */
+static const char *first_line(const char *out, const char *none, int *len)
 {
     out += strspn(out, " \t\r\n");
     *len = (int)strcspn(out, "\r\n");
-    return *len ? out : (*len = 9, "no answer");
+    if (!*len) *len = (int)strlen(out = none);
+    return out;
 }
 
 /* A controller busy with other jobs' ends can fail one query (an empty answer, a timeout: the CI's
@@ -71,7 +72,7 @@ bool dt_slurm_job_show(const char *job, struct dt_slurm_job *j, char *why, size_
     }
     if (rc != 0 || !j->state[0]) {
         int len;
-        const char *line = first_line(out, &len);
+        const char *line = first_line(out, "no answer", &len);
         snprintf(why, wn, "scontrol show job %s (asked twice): %.*s", job, len, line);
         return false;
     }
@@ -87,8 +88,11 @@ bool dt_slurm_job_requeue(const char *job, char *why, size_t wn)
     char out[2048];
     int rc = scontrol("requeue", job, out, sizeof out, why, wn);
     if (rc == 0) return true;
-    if (rc != -1)
-        snprintf(why, wn, "scontrol requeue %s: %.*s", job, (int)strcspn(out, "\n"), out[0] ? out : "failed");
+    if (rc != -1) { /* else why says why scontrol did not run */
+        int len;
+        const char *line = first_line(out, "failed", &len);
+        snprintf(why, wn, "scontrol requeue %s: %.*s", job, len, line);
+    }
     return false;
 }
 

@@ -235,10 +235,10 @@ static void norm(struct gpt *g, int l, int pair, void *out, float *mean, float *
     done(g, l, pair);
 }
 
-/* Whether the MLP runs GELU in its matmuls (fc's forward, the projection's backward). Never under
- * fp8-mixed, which quantises every block's linear layers: its config leaves fuse_gelu off, so that the
- * fp32 dinp the ops apart need is carved (dfch_gelu; a sample's bf16 pass runs them apart too). */
-static bool gelu_in(const struct gpt *g) { return g->gelu_fused; }
+/* Whether the MLP may run GELU in its matmuls (fc's forward, the projection's backward): asked for
+ * (c.fuse_gelu, which fp8-mixed's config leaves off, so the fp32 dinp the ops apart need is carved:
+ * dfch_gelu) and with 16-bit activations; the kernels must offer it too (create) */
+static bool gelu_wanted(const struct dt_gpt_config *c) { return c->fuse_gelu && c->activations != DT_F32; }
 
 /* pre = the pair's linear layer on inp, out = gelu(pre), in one matmul */
 static void linear_gelu(struct gpt *g, int l, int pair, void *out, void *pre, const void *inp, int C, int OC, int BT)
@@ -267,7 +267,7 @@ static void block_forward(struct gpt *g, int l, const float *x, float *out, stru
     linear(g, l, P_ATTPROJ, g->proj, b->atty, C, C, BT);
     k->residual_forward(kc, b->res2, x, g->proj, g->at, BTC);
     norm(g, l, P_LN2, b->ln2, b->ln2_mean, b->ln2_rstd, b->res2, BT);
-    if (gelu_in(g)) {
+    if (g->gelu_fused) {
         linear_gelu(g, l, P_FC, b->fch_gelu, b->fch, b->ln2, C, 4 * C, BT);
     } else {
         linear(g, l, P_FC, b->fch, b->ln2, C, 4 * C, BT);
@@ -332,7 +332,7 @@ static void block_backward(struct gpt *g, int l, const float *x)
     int B = g->B, T = g->T, C = g->c.n_embd, NH = g->c.n_head;
     size_t BTC = (size_t)B * T * C;
     struct block *b = &g->blk[l];
-    if (gelu_in(g)) {
+    if (g->gelu_fused) {
         linear_dgelu_backward(g, l, P_FCPROJ, g->dfch, b->fch, dres(g), g->at, b->fch_gelu, 4 * C, C);
     } else {
         linear_backward(g, l, P_FCPROJ, g->dfch_gelu, dres(g), g->at, b->fch_gelu, 4 * C, C);
@@ -475,7 +475,7 @@ static size_t carve(struct gpt *g, char *base, size_t natt, size_t nscratch, siz
 
 size_t dt_gpt_arena_bytes(const struct dt_gpt_config *c, int B, int T, size_t natt, size_t nscratch)
 {
-    struct gpt g = {.c = *c, .B = B, .T = T, .at = c->activations, .gelu_fused = c->fuse_gelu && c->activations != DT_F32};
+    struct gpt g = {.c = *c, .B = B, .T = T, .at = c->activations, .gelu_fused = gelu_wanted(c)};
     g.resid = calloc((size_t)c->n_layer + 1, sizeof *g.resid);
     g.blk = calloc((size_t)c->n_layer, sizeof *g.blk);
     size_t kept, bytes = g.resid && g.blk ? carve(&g, NULL, natt, nscratch, &kept) : 0;
@@ -511,7 +511,7 @@ dt_status_t dt_gpt_create(const struct dt_gpt_config *c, const struct dt_kernels
     size_t nparams = m->nparams;
     g->at = c->activations;
     m->compute = c->activations;
-    g->gelu_fused = c->fuse_gelu && g->at != DT_F32 && k->gelu_fused && k->gelu_fused(kc);
+    g->gelu_fused = gelu_wanted(c) && k->gelu_fused && k->gelu_fused(kc);
     g->resid = calloc((size_t)L + 1, sizeof *g->resid);
     g->blk = calloc((size_t)L, sizeof *g->blk);
     if (!g->resid || !g->blk) {

@@ -90,20 +90,26 @@ dt_status_t dt_memory_plan(const struct dt_config *cfg, struct dt_memory_plan *p
         size_t nscratch = p->gpu ? dt_attn_scratch_tried(tries, prec.compute != DT_F32, (int)B, (int)T, (int)C,
                                                          (int)NH, (int)NKV)
                                  : 0;
-        int64_t hs = C / NH, W = C + 2 * NKV * hs, widest_in, widest_out, widest_weight;
+        /* the matmuls' widest input and output, their widest weight; a GPU's partial sums a block of
+         * rows and biased outputs (GPT's: layernorm's two of C, its biases' up to 4C; Llama's RMSNorm
+         * one of C, no bias) */
+        int64_t W = dt_attn_width((int)C, (int)NH, (int)NKV), widest_in, widest_out, widest_weight, partial_width, biased;
         if (cfg->model.type == DT_MODEL_LLAMA) {
             struct dt_llama_config lc;
             dt_shapes_llama(cfg, prec.compute, &lc);
             p->activations = (int64_t)dt_llama_arena_bytes(&lc, (int)B, (int)T, natt, nscratch);
-            widest_in = cfg->model.intermediate_size, widest_out = 2 * cfg->model.intermediate_size;
-            widest_weight = C * (W > widest_out ? W : widest_out);
+            int64_t H = cfg->model.intermediate_size;
+            widest_in = H > C ? H : C, widest_out = 2 * H > W ? 2 * H : W;
+            widest_weight = C * widest_out;
+            partial_width = C, biased = 0;
         } else {
             struct dt_gpt_config gc;
             dt_shapes_gpt(cfg, prec.compute, &gc);
-            gc.fuse_gelu = (tries & DT_CUDA_TRY_GELU) && !prec.fp8; /* as the trainer's and cuda_table.c's */
+            gc.fuse_gelu = gc.fuse_gelu && (tries & DT_CUDA_TRY_GELU); /* as cuda_table.c's gelu_fused */
             p->activations = (int64_t)dt_gpt_arena_bytes(&gc, (int)B, (int)T, natt, nscratch);
             widest_in = 4 * C, widest_out = 4 * C;
             widest_weight = 4 * C * C;
+            partial_width = 4 * C, biased = 4 * C;
         }
         int64_t vb = dt_vocab_of((int)cfg->model.vocab_size).vb; /* the LM head's weight, a vocabulary block at a time */
         if (vb * C > widest_weight) widest_weight = vb * C;
@@ -111,13 +117,12 @@ dt_status_t dt_memory_plan(const struct dt_config *cfg, struct dt_memory_plan *p
         if (N > 1) p->rows = N * BT * 4 + N * BT * C * 4;
         if (!p->gpu && prec.compute != DT_F32) p->scratch = cpu_scratch(BT, C, W, widest_in, widest_out);
         if (p->gpu) {
-            bool llama = cfg->model.type == DT_MODEL_LLAMA;
-            int64_t hid = llama ? cfg->model.intermediate_size : 4 * C, biased = llama ? 0 : 4 * C;
-            int64_t in = widest_in > C ? widest_in : C, out = widest_out > W ? widest_out : W;
             struct dt_cuda_scratch_shape sh = {
-                BT, llama ? C : (2 * C > biased ? 2 * C : biased), in, out, widest_weight, biased,
-                (tries & DT_CUDA_TRY_ROWS2) ? N * BT : 0, ec.stage == 3 && prec.compute != DT_F32, prec.fp8,
-                (C | W | hid | vb) % 8 != 0};
+                .BT = BT, .partial_width = partial_width, .widest_in = widest_in, .widest_out = widest_out,
+                .widest_weight = widest_weight, .biased_out = biased,
+                .sorted_rows = (tries & DT_CUDA_TRY_ROWS2) ? N * BT : 0,
+                .round_weights = ec.stage == 3 && prec.compute != DT_F32, .fp8 = prec.fp8,
+                .unaligned = (C | W | widest_in | vb) % 8 != 0}; /* any of them off a multiple of 8 */
             p->scratch = dt_cuda_scratch_bytes(&sh);
         }
         /* fp8-mixed: the scales and amax histories (precision/fp8.h); on the CPU the FP8 matmuls' own

@@ -6,10 +6,16 @@
 
 void dt_shapes_gpt(const struct dt_config *cfg, enum dt_dtype activations, struct dt_gpt_config *gc)
 {
-    *gc = (struct dt_gpt_config){(int)cfg->model.n_layer,    (int)cfg->model.n_head,  (int)cfg->model.n_embd,
-                                 (int)cfg->model.vocab_size, (int)cfg->model.seq_len, cfg->model.activation_checkpointing,
-                                 false,                      activations,
-                                 false}; /* fuse_gelu: the caller's, who knows the precision */
+    /* GELU in the MLP's matmuls where the kernels offer it, but under fp8-mixed (gpt.h) */
+    *gc = (struct dt_gpt_config){.n_layer = (int)cfg->model.n_layer,
+                                 .n_head = (int)cfg->model.n_head,
+                                 .n_embd = (int)cfg->model.n_embd,
+                                 .vocab_size = (int)cfg->model.vocab_size,
+                                 .max_seq_len = (int)cfg->model.seq_len,
+                                 .activation_checkpointing = cfg->model.activation_checkpointing,
+                                 .decay_embeddings = false,
+                                 .activations = activations,
+                                 .fuse_gelu = cfg->compute.precision != DT_PREC_FP8_MIXED};
 }
 
 void dt_shapes_llama(const struct dt_config *cfg, enum dt_dtype activations, struct dt_llama_config *lc)

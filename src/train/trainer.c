@@ -223,7 +223,6 @@ static dt_status_t setup(struct trainer *tr, const struct dt_config *cfg, const 
     } else {
         struct dt_gpt_config gc;
         dt_shapes_gpt(cfg, tr->prec.compute, &gc);
-        gc.fuse_gelu = !tr->prec.fp8;
         DT_CHECK(dt_gpt_create(&gc, tr->k, tr->kc, tr->B, tr->T, &tr->model));
     }
     if (tr->prec.fp8) {
